@@ -1,0 +1,45 @@
+"""The actor runtime kernel: actors, stable addresses, the reactor, subprocess groups.
+
+Subpackages (``agent``, ``tools``, ``platforms``, ``memory``) build on this kernel; the
+kernel imports nothing from them.
+"""
+
+from ._actor import Actor as Actor
+from ._actor import ActorContext as ActorContext
+from ._address import Address as Address
+from ._address import AddressStatistics as AddressStatistics
+from ._address import Registry as Registry
+from ._errors import ActorCrashed as ActorCrashed
+from ._errors import AddressClosed as AddressClosed
+from ._errors import DeliveryError as DeliveryError
+from ._errors import HermesError as HermesError
+from ._errors import MailboxOverflow as MailboxOverflow
+from ._errors import ReactorStopped as ReactorStopped
+from ._errors import RuntimeStopped as RuntimeStopped
+from ._errors import StartFailed as StartFailed
+from ._errors import UsageError as UsageError
+from ._process import run_process as run_process
+from ._reactor import Reactor as Reactor
+from ._reactor import ReactorStatistics as ReactorStatistics
+from ._reactor import WaitHandle as WaitHandle
+
+__all__ = [
+    "Actor",
+    "ActorContext",
+    "ActorCrashed",
+    "Address",
+    "AddressClosed",
+    "AddressStatistics",
+    "DeliveryError",
+    "HermesError",
+    "MailboxOverflow",
+    "Reactor",
+    "ReactorStatistics",
+    "ReactorStopped",
+    "Registry",
+    "RuntimeStopped",
+    "StartFailed",
+    "UsageError",
+    "WaitHandle",
+    "run_process",
+]

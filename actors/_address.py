@@ -1,0 +1,275 @@
+"""Stable addresses: names that outlive the actor incarnations behind them.
+
+Callers hold an :class:`Address`, never a raw ``pykka.ActorRef``. While the actor runs, a
+``tell`` goes straight to its inbox. While it restarts (or before its first start) the
+address buffers messages, bounded, and hands them to the next incarnation in order,
+including the ones still unread in the dead incarnation's inbox.
+
+Invariant: a message told to an address is delivered exactly once to some incarnation,
+or refused at the call with a counted :class:`DeliveryError`. Never silently lost.
+The invariant holds because ``tell`` checks-and-puts under the address lock, and a dying
+incarnation drains its inbox under the same lock (see ``_unbind``).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import queue
+import threading
+import time
+from typing import Any, Generic, Literal, TypeVar
+
+import pykka
+
+from ._errors import AddressClosed, MailboxOverflow, UsageError
+
+M = TypeVar("M")
+
+AddressState = Literal["starting", "running", "restarting", "closed"]
+
+DEFAULT_BUFFER_LIMIT = 1024
+"""Messages an address holds while its actor is not running."""
+
+_local = threading.local()
+
+
+def in_handler() -> bool:
+    """True when the calling thread is inside an actor's message handler."""
+    return getattr(_local, "in_handler", False)
+
+
+def set_in_handler(value: bool) -> None:
+    _local.in_handler = value
+
+
+class Ask:
+    """A request wrapped with the future its answer goes to (for non-actor callers)."""
+
+    __slots__ = ("message", "reply")
+
+    def __init__(self, message: object, reply: pykka.Future[Any]) -> None:
+        self.message = message
+        self.reply = reply
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class AddressStatistics:
+    """A moment's view of an address, for the tree snapshot."""
+
+    state: AddressState
+    incarnation: int
+    restarts: int
+    mailbox: int
+    uptime_s: float
+    dropped: int
+
+
+class Address(Generic[M]):
+    """A stable, restart-proof name for an actor; ``M`` is the inbox type it accepts."""
+
+    __slots__ = (
+        "_dropped",
+        "_incarnation",
+        "_limit",
+        "_lock",
+        "_pending",
+        "_ref",
+        "_started_at",
+        "_state",
+        "kind",
+        "path",
+        "phase",
+        "restarts",
+    )
+
+    def __init__(self, path: str, *, kind: str = "worker", buffer_limit: int = DEFAULT_BUFFER_LIMIT) -> None:
+        self.path = path
+        self.kind = kind
+        self.restarts = 0
+        self.phase: str | None = None
+        """Supervisor's word on the child ("stopping", "abandoned"), shown in snapshots."""
+        self._lock = threading.Lock()
+        self._ref: pykka.ActorRef[Any] | None = None
+        self._incarnation = 0
+        self._state: AddressState = "starting"
+        self._pending: collections.deque[object] = collections.deque()
+        self._limit = buffer_limit
+        self._dropped = 0
+        self._started_at = 0.0
+
+    def __repr__(self) -> str:
+        return f"<Address {self.path} {self._state} #{self._incarnation}>"
+
+    @property
+    def state(self) -> AddressState:
+        return self._state
+
+    def tell(self, message: M) -> None:
+        """Send ``message`` to the current incarnation, or buffer it while none runs.
+
+        Raises:
+            MailboxOverflow: the actor is restarting and the buffer is full.
+            AddressClosed: the actor was stopped for good.
+        """
+        with self._lock:
+            if self._state == "running":
+                assert self._ref is not None
+                try:
+                    self._ref.tell(message)
+                    return
+                except pykka.ActorDeadError:
+                    # Dying: its exit hook will drain the inbox in front of this buffer.
+                    self._state = "restarting"
+            self._buffer(message)
+
+    def ask(self, message: M, *, timeout: float = 10.0) -> Any:
+        """Send ``message`` and block for the handler's return value (not from a handler).
+
+        Raises:
+            UsageError: called from inside an actor handler, which must never block.
+            TimeoutError: no answer within ``timeout`` seconds.
+            ActorCrashed: the handler raised; the actor is being restarted.
+        """
+        if in_handler():
+            msg = f"ask({self.path}) would block an actor handler; tell the request with a reply address instead"
+            raise UsageError(msg)
+        try:
+            return self.ask_future(message).get(timeout=timeout)
+        except pykka.Timeout:
+            msg = f"{self.path} did not answer within {timeout} s"
+            raise TimeoutError(msg) from None
+
+    def ask_future(self, message: M) -> pykka.Future[Any]:
+        """Send ``message``; return a future for the handler's return value."""
+        future: pykka.Future[Any] = pykka.ThreadingFuture()
+        self.tell(Ask(message, future))  # type: ignore[arg-type]
+        return future
+
+    def statistics(self) -> AddressStatistics:
+        ref = self._ref
+        inbox = 0
+        if ref is not None:
+            inbox = ref.actor_inbox.qsize()  # type: ignore[attr-defined]
+        running = self._state == "running"
+        return AddressStatistics(
+            state=self._state,
+            incarnation=self._incarnation,
+            restarts=self.restarts,
+            mailbox=inbox + len(self._pending),
+            uptime_s=(time.monotonic() - self._started_at) if running else 0.0,
+            dropped=self._dropped,
+        )
+
+    # -- kernel side: called by the actor base class and supervisors ---------------
+
+    def _buffer(self, message: object) -> None:
+        if self._state == "closed":
+            self._dropped += 1
+            msg = f"{self.path} is stopped for good; {type(message).__name__} was not delivered"
+            raise AddressClosed(msg)
+        if len(self._pending) >= self._limit:
+            self._dropped += 1
+            msg = (
+                f"{self.path} is restarting and already holds {self._limit} messages; "
+                f"{type(message).__name__} was refused (retry later or raise buffer_limit)"
+            )
+            raise MailboxOverflow(msg)
+        self._pending.append(message)
+
+    def _bind(self, ref: pykka.ActorRef[Any], incarnation: int) -> None:
+        """Point the address at a freshly started incarnation and flush the buffer to it."""
+        with self._lock:
+            if self._state == "closed":
+                return
+            self._ref = ref
+            self._incarnation = incarnation
+            self._state = "running"
+            self._started_at = time.monotonic()
+            while self._pending:
+                try:
+                    ref.tell(self._pending[0])
+                except pykka.ActorDeadError:
+                    self._state = "restarting"
+                    return
+                self._pending.popleft()
+
+    def _unbind(self, incarnation: int, inbox: queue.Queue[Any]) -> None:
+        """Detach a dying incarnation; its unread messages go in front of the buffer."""
+        with self._lock:
+            if incarnation != self._incarnation or self._state == "closed":
+                return
+            self._ref = None
+            self._state = "restarting"
+            unread: list[object] = []
+            while True:
+                try:
+                    envelope = inbox.get_nowait()
+                except queue.Empty:
+                    break
+                message = envelope.message
+                if type(message).__module__ == "pykka.messages":
+                    # pykka's own stop/proxy messages belong to the dead incarnation.
+                    if envelope.reply_to is not None:
+                        envelope.reply_to.set(None)
+                    continue
+                unread.append(message)
+            self._pending.extendleft(reversed(unread))
+
+    def _close(self) -> None:
+        """Stop delivering for good: buffered messages are dead-lettered and counted."""
+        with self._lock:
+            self._state = "closed"
+            self._ref = None
+            for message in self._pending:
+                self._dropped += 1
+                if isinstance(message, Ask):
+                    message.reply.set_exception(
+                        exc_info=(AddressClosed, AddressClosed(f"{self.path} was stopped for good"), None)
+                    )
+            self._pending.clear()
+
+
+class Registry:
+    """Every address of one runtime, by path. Reserving a path is atomic."""
+
+    def __init__(self, *, buffer_limit: int = DEFAULT_BUFFER_LIMIT) -> None:
+        self._lock = threading.Lock()
+        self._by_path: dict[str, Address[Any]] = {}
+        self._buffer_limit = buffer_limit
+
+    def reserve(self, path: str, *, kind: str = "worker") -> tuple[Address[Any], bool]:
+        """Return the address at ``path``, creating it if absent; the bool says "created"."""
+        with self._lock:
+            found = self._by_path.get(path)
+            if found is not None and found.state != "closed":
+                return found, False
+            address: Address[Any] = Address(path, kind=kind, buffer_limit=self._buffer_limit)
+            self._by_path[path] = address
+            return address, True
+
+    def lookup(self, path: str) -> Address[Any]:
+        """The address at ``path``.
+
+        Raises:
+            LookupError: nothing is registered there.
+        """
+        with self._lock:
+            found = self._by_path.get(path)
+        if found is None:
+            msg = f"no actor at {path!r}; known paths: {', '.join(sorted(self._by_path)) or 'none'}"
+            raise LookupError(msg)
+        return found
+
+    def remove(self, path: str) -> None:
+        """Close and forget ``path`` and everything under it."""
+        prefix = path.rstrip("/") + "/"
+        with self._lock:
+            doomed = [p for p in self._by_path if p == path or p.startswith(prefix)]
+            addresses = [self._by_path.pop(p) for p in doomed]
+        for address in addresses:
+            address._close()  # noqa: SLF001 - the registry owns its addresses
+
+    def items(self) -> list[tuple[str, Address[Any]]]:
+        with self._lock:
+            return list(self._by_path.items())

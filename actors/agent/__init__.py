@@ -1,0 +1,1 @@
+"""agent: built on the kernel in later issues."""

@@ -1,0 +1,1 @@
+"""memory: built on the kernel in later issues."""

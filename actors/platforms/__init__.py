@@ -1,0 +1,1 @@
+"""platforms: built on the kernel in later issues."""

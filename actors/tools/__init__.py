@@ -1,0 +1,1 @@
+"""tools: built on the kernel in later issues."""
