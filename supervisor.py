@@ -40,6 +40,10 @@ from actors import Actor, Address, HermesError, Reactor, Registry, RuntimeStoppe
 from actors._actor import ActorContext, starting
 from protocols import (
     ChildExited,
+    ChildRestarted,
+    ChildStarted,
+    Escalated,
+    Message,
     NodeSnapshot,
     NodeState,
     RestartDue,
@@ -145,8 +149,29 @@ def _check_child_id(child_id: str) -> None:
         raise UsageError(msg)
 
 
+def _check_unique(children: Sequence[ChildSpec]) -> None:
+    ids = [spec.id for spec in children]
+    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    if duplicates:
+        msg = f"child ids must be unique under one supervisor; repeated: {', '.join(duplicates)}"
+        raise UsageError(msg)
+
+
 def _join(parent: str, child_id: str) -> str:
     return f"{parent.rstrip('/')}/{child_id}"
+
+
+def _reserve_tree(registry: Registry, path: str, children: Sequence[ChildSpec]) -> None:
+    """Reserve the addresses of a static tree up front, so every path resolves at once.
+
+    Children start asynchronously; their addresses buffer until each incarnation is up.
+    """
+    for spec in children:
+        child_path = _join(path, spec.id)
+        registry.reserve(child_path, kind=spec.kind)
+        if issubclass(spec.actor, Supervisor) and not issubclass(spec.actor, DynamicSupervisor):
+            nested = spec.kwargs.get("children", spec.args[0] if spec.args else ())
+            _reserve_tree(registry, child_path, nested)
 
 
 class Escalation(HermesError):
@@ -180,11 +205,7 @@ class Supervisor(Actor):
         backoff: Backoff | None = None,
     ) -> None:
         super().__init__()
-        ids = [spec.id for spec in children]
-        duplicates = sorted({i for i in ids if ids.count(i) > 1})
-        if duplicates:
-            msg = f"child ids must be unique under one supervisor; repeated: {', '.join(duplicates)}"
-            raise UsageError(msg)
+        _check_unique(children)
         self._specs = tuple(children)
         self._strategy = Strategy(strategy)
         self._intensity = intensity
@@ -247,7 +268,9 @@ class Supervisor(Actor):
 
     def _start(self, child: _Child) -> None:
         assert self.context is not None
-        child.incarnation += 1
+        # Incarnations count per path, across restarts of this supervisor too.
+        child.address.starts += 1
+        child.incarnation = child.address.starts
         context = ActorContext(
             path=child.address.path,
             child_id=child.spec.id,
@@ -256,11 +279,16 @@ class Supervisor(Actor):
             reactor=self.context.reactor,
             registry=self.context.registry,
             parent=self.actor_ref,
+            publish=self.context.publish,
         )
         child.status = "running"
         child.address.phase = None
         if child.incarnation > 1:
-            child.address.restarts += 1
+            self._publish(
+                ChildRestarted(path=context.path, incarnation=child.incarnation, restarts=child.incarnation - 1)
+            )
+        else:
+            self._publish(ChildStarted(path=context.path, incarnation=child.incarnation))
         try:
             with starting(context):
                 child.ref = child.spec.actor.start(*child.spec.args, **child.spec.kwargs)
@@ -278,7 +306,15 @@ class Supervisor(Actor):
 
     # -- exits --------------------------------------------------------------------------------
 
+    def _publish(self, event: Message) -> None:
+        if self.context is not None and self.context.publish is not None:
+            self.context.publish(event)
+
     def _on_exit(self, event: ChildExited) -> None:
+        self._handle_child_exit(event)
+        self._publish(event)
+
+    def _handle_child_exit(self, event: ChildExited) -> None:
         child = self._children.get(event.child_id)
         if child is None or child.incarnation != event.incarnation or child.status == "abandoned":
             return  # a stale report from an incarnation already dealt with
@@ -359,6 +395,7 @@ class Supervisor(Actor):
 
     def _escalate(self, reason: str) -> None:
         log.error("%s", reason)
+        self._publish(Escalated(path=self.path, reason=reason))
         running = [c.spec.id for c in reversed(self._children.values()) if c.ref is not None]
         self._shutting_down = True
 
@@ -396,7 +433,7 @@ class Supervisor(Actor):
             then()
         backlog, self._backlog = self._backlog, []
         for event in backlog:
-            self._on_exit(event)
+            self._handle_child_exit(event)
 
     def _stopped(self, child: _Child) -> None:
         if child.stop_timer is not None:
@@ -525,12 +562,14 @@ class Runtime:
         buffer_limit: int = 1024,
         heartbeat_interval: float = 0.05,
     ) -> None:
+        _check_unique(children)
         self.registry = Registry(buffer_limit=buffer_limit)
         self.reactor = Reactor(heartbeat_interval=heartbeat_interval)
         self._root_args = (tuple(children),)
         self._root_kwargs = {"strategy": strategy, "intensity": intensity, "backoff": backoff}
         self._root: Address[Any] | None = None
         self._ended = threading.Event()
+        self._subscribers: tuple[Callable[[Message], None], ...] = ()
         self._exit_reason: str | None = None
         self._failed = False
 
@@ -541,6 +580,8 @@ class Runtime:
             raise UsageError(msg)
         self.reactor.start()
         root, _ = self.registry.reserve("/", kind="supervisor")
+        _reserve_tree(self.registry, "/", self._root_args[0])
+        root.starts = 1
         self._root = root
         context = ActorContext(
             path="/",
@@ -551,9 +592,18 @@ class Runtime:
             registry=self.registry,
             parent=None,
             on_exit=self._root_exited,
+            publish=self._publish,
         )
-        with starting(context):
-            Supervisor.start(*self._root_args, **self._root_kwargs)
+        try:
+            with starting(context):
+                Supervisor.start(*self._root_args, **self._root_kwargs)
+        except BaseException:
+            self.reactor.stop()
+            self.registry.remove("/")
+            self._exit_reason = "the root supervisor could not be constructed"
+            self._failed = True
+            self._ended.set()
+            raise
         return self
 
     def __enter__(self) -> Runtime:
@@ -581,6 +631,26 @@ class Runtime:
 
     def lookup(self, path: str) -> Address[Any]:
         return self.registry.lookup(path)
+
+    def subscribe(self, callback: Callable[[Message], None]) -> Callable[[], None]:
+        """Call ``callback`` with every supervision event; returns an unsubscribe function.
+
+        The callback runs in a supervisor's thread: it must be quick and must not block
+        (put the event on a queue, or tell an address).
+        """
+        self._subscribers = (*self._subscribers, callback)
+
+        def unsubscribe() -> None:
+            self._subscribers = tuple(s for s in self._subscribers if s is not callback)
+
+        return unsubscribe
+
+    def _publish(self, event: Message) -> None:
+        for callback in self._subscribers:
+            try:
+                callback(event)
+            except Exception:
+                log.exception("a supervision event subscriber raised; ignored")
 
     def start_child(self, supervisor_path: str, child_id: str, *args: Any) -> Address[Any]:
         """See :func:`start_child`."""
@@ -612,6 +682,7 @@ class Runtime:
             self._failed = True
             self._exit_reason = f"the supervision tree gave up: {event.error}"
             log.critical("runtime stopping: %s", self._exit_reason)
+        self._publish(event)
         self.registry.remove("/")
         self.reactor.stop(timeout=5.0)
         self._ended.set()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import pykka
 
-from protocols import ChildExited, ExitKind
+from protocols import ChildExited, ExitKind, Message
 
 from ._address import Address, Ask, set_in_handler
 from ._errors import ActorCrashed, UsageError
@@ -49,6 +49,8 @@ class ActorContext:
     """The supervisor incarnation to tell ``ChildExited``; None for the root."""
     on_exit: Callable[[ChildExited], None] | None = None
     """For the root only: how the runtime learns that the tree ended."""
+    publish: Callable[[Message], None] | None = None
+    """Where supervisors announce supervision events (started, exited, restarted, escalated)."""
 
 
 _starting = threading.local()
@@ -147,8 +149,10 @@ class Actor(pykka.ThreadingActor):
                 result = self.receive(message.message)
             except BaseException as exc:  # noqa: BLE001
                 crashed = ActorCrashed(f"{self.path} crashed handling {type(message.message).__name__}: {_describe(exc)}")
-                message.reply.set_exception(exc_info=(ActorCrashed, crashed, exc.__traceback__))
+                # Report the exit before answering, so the caller's next message to this
+                # address (or to the supervisor) is ordered after the crash.
                 self._crash(exc)
+                message.reply.set_exception(exc_info=(ActorCrashed, crashed, exc.__traceback__))
                 return None
             message.reply.set(result)
             return None

@@ -80,13 +80,14 @@ class Address(Generic[M]):
         "kind",
         "path",
         "phase",
-        "restarts",
+        "starts",
     )
 
     def __init__(self, path: str, *, kind: str = "worker", buffer_limit: int = DEFAULT_BUFFER_LIMIT) -> None:
         self.path = path
         self.kind = kind
-        self.restarts = 0
+        self.starts = 0
+        """Incarnations started at this path so far (restarts = starts - 1)."""
         self.phase: str | None = None
         """Supervisor's word on the child ("stopping", "abandoned"), shown in snapshots."""
         self._lock = threading.Lock()
@@ -155,7 +156,7 @@ class Address(Generic[M]):
         return AddressStatistics(
             state=self._state,
             incarnation=self._incarnation,
-            restarts=self.restarts,
+            restarts=max(0, self.starts - 1),
             mailbox=inbox + len(self._pending),
             uptime_s=(time.monotonic() - self._started_at) if running else 0.0,
             dropped=self._dropped,
@@ -164,15 +165,16 @@ class Address(Generic[M]):
     # -- kernel side: called by the actor base class and supervisors ---------------
 
     def _buffer(self, message: object) -> None:
+        kind = type(message.message if isinstance(message, Ask) else message).__name__
         if self._state == "closed":
             self._dropped += 1
-            msg = f"{self.path} is stopped for good; {type(message).__name__} was not delivered"
+            msg = f"{self.path} is stopped for good; {kind} was not delivered"
             raise AddressClosed(msg)
         if len(self._pending) >= self._limit:
             self._dropped += 1
             msg = (
                 f"{self.path} is restarting and already holds {self._limit} messages; "
-                f"{type(message).__name__} was refused (retry later or raise buffer_limit)"
+                f"{kind} was refused (retry later or raise buffer_limit)"
             )
             raise MailboxOverflow(msg)
         self._pending.append(message)

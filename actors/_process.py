@@ -43,11 +43,42 @@ class _Capture:
         return b"".join(self.chunks)
 
 
-def _signal_group(pgid: int, signum: int) -> None:
+def _signal_group(pgid: int, signum: int) -> bool:
+    """Signal a whole process group; False if it has no members left."""
     try:
         os.killpg(pgid, signum)
     except (ProcessLookupError, PermissionError):
-        pass  # the group is already gone
+        return False
+    return True
+
+
+def _group_running(pgid: int) -> bool:
+    """True while any process of the group is alive (zombies count as gone). Linux only."""
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return False
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # fields[0] is the state, fields[2] the process group id.
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+async def _kill_stragglers(pgid: int) -> None:
+    """SIGKILL what is left of the group and wait (bounded) until none of it runs."""
+    if not _signal_group(pgid, signal.SIGKILL):
+        return
+    with trio.move_on_after(1.0):
+        while _group_running(pgid):
+            await trio.sleep(0.001)
 
 
 async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
@@ -63,7 +94,7 @@ async def _terminate_group(process: trio.Process, grace: float) -> None:
     _signal_group(process.pid, signal.SIGTERM)
     with trio.move_on_after(grace):
         await process.wait()
-    _signal_group(process.pid, signal.SIGKILL)
+    await _kill_stragglers(process.pid)
     await process.wait()
 
 
@@ -101,7 +132,7 @@ async def run_process(
                 nursery.start_soon(_feed, process.stdin, stdin)
             await process.wait()
             # The group must not outlive the call: stragglers would also hold the pipes open.
-            _signal_group(process.pid, signal.SIGKILL)
+            await _kill_stragglers(process.pid)
     except BaseException:
         with trio.CancelScope(shield=True):
             await _terminate_group(process, grace)
