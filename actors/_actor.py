@@ -159,6 +159,11 @@ class Actor(pykka.ThreadingActor):
         try:
             return self.receive(message)
         except BaseException as exc:  # noqa: BLE001 - SystemExit in a handler must not stop_all
+            if self.context is None:
+                # Unsupervised (tests, benchmarks): plain pykka semantics, minus stop_all.
+                if isinstance(exc, Exception):
+                    raise
+                raise ActorCrashed(f"{self.path} raised {_describe(exc)}") from exc
             self._crash(exc)
             return None
 

@@ -115,19 +115,23 @@ class RawEcho(pykka.ThreadingActor):
 # -- measurement ----------------------------------------------------------------------------
 
 
-def tell_round(send: Any, ask: Any, n: int) -> float:
-    """Tell ``n`` Pings through ``send``, ask Done through ``ask``; return messages/s."""
+def tell_round(send: Any, ask: Any, n: int) -> tuple[float, float]:
+    """Tell ``n`` Pings through ``send``, then ask Done through ``ask``.
+
+    Returns (messages/s until the actor answered Done, caller's microseconds per tell).
+    """
     messages = [Ping(n=i) for i in range(n)]
     done = Done()
     start = time.perf_counter()
     for message in messages:
         send(message)
+    told = time.perf_counter()
     seen = ask(done)
     elapsed = time.perf_counter() - start
     if seen != n:
         msg = f"the sink counted {seen} messages, expected {n}"
         raise AssertionError(msg)
-    return n / elapsed
+    return n / elapsed, (told - start) / n * 1e6
 
 
 def paired_ask_samples(ask: Any, raw_ask: Any, n: int) -> tuple[list[float], list[float]]:
@@ -201,6 +205,8 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     for row in rows:
         if row["metric"] == "tell_rate":
             unit, value, base = "msg/s", f"{row['median_per_s']:,.0f}", f"{row['baseline_median_per_s']:,.0f}"
+        elif row["metric"] == "tell_call":
+            unit, value, base = "median us", f"{row['median_us']:.2f}", f"{row['baseline_median_us']:.2f}"
         else:
             unit, value, base = "median us", f"{row['median_us']:.1f}", f"{row['baseline_median_us']:.1f}"
         print(f"{row['metric']:<12} {unit:<8} {value:>12} {base:>12} {row['ratio']:>7.2f} {row['n']:>8}  {row['note']}")
@@ -250,8 +256,8 @@ def main() -> int:
         print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
         print(f"rounds {rounds} (fresh actors each), tells/round {tells}, asks/round {asks} per side\n")
 
-    tell_rates: list[float] = []
-    raw_tell_rates: list[float] = []
+    tell_rates: list[tuple[float, float]] = []
+    raw_tell_rates: list[tuple[float, float]] = []
     rtts: list[float] = []
     raw_rtts: list[float] = []
     pinned_rtts: list[float] = []
@@ -290,8 +296,10 @@ def main() -> int:
             raw_echo.stop()
             runtime.stop()
 
-    tell_median = statistics.median(tell_rates)
-    raw_tell_median = statistics.median(raw_tell_rates)
+    tell_median = statistics.median(rate for rate, _ in tell_rates)
+    raw_tell_median = statistics.median(rate for rate, _ in raw_tell_rates)
+    call_median = statistics.median(call for _, call in tell_rates)
+    raw_call_median = statistics.median(call for _, call in raw_tell_rates)
     rows = [
         {
             "bench": "mailbox",
@@ -304,6 +312,16 @@ def main() -> int:
             "n": tells,
             "rounds": rounds,
             "note": "messages/s, address / raw pykka (higher is better)",
+        },
+        {
+            "bench": "mailbox",
+            "metric": "tell_call",
+            "median_us": round(call_median, 3),
+            "baseline_median_us": round(raw_call_median, 3),
+            "ratio": round(call_median / raw_call_median, 3),
+            "n": tells,
+            "rounds": rounds,
+            "note": "caller's time per tell() while the actor drains concurrently",
         },
         ask_row("ask_rtt", rtts, raw_rtts, f"address.ask / pykka ref.ask (target <= {ASK_TARGET_RATIO:g}x)"),
     ]

@@ -252,7 +252,7 @@ class TrioThread:
         wait_for(done, "the baseline sleep cancel")
         return time.perf_counter() - start
 
-    def cancel_process(self, argv: list[str], fifo: str) -> float:
+    def cancel_process(self, argv: list[str], fifo: str) -> tuple[float, int]:
         assert self.token is not None and self.nursery is not None
         done = threading.Event()
         scope = trio.CancelScope()
@@ -276,52 +276,55 @@ class TrioThread:
 
         with fifo_reader(fifo) as wait_running:
             self.token.run_sync_soon(self.nursery.start_soon, child)
-            wait_running()
+            pgid = wait_running()
         start = time.perf_counter()
         self.token.run_sync_soon(scope.cancel)
         wait_for(done, "the baseline process cancel")
-        return time.perf_counter() - start
+        return time.perf_counter() - start, pgid
 
 
 # -- subprocess helpers -----------------------------------------------------------------------
 
 
 def process_argv(fifo: str) -> list[str]:
-    # bash writes to the FIFO once it runs, then stays the leader with sleep as its child.
-    return ["bash", "-c", 'echo running > "$0"; sleep 30; echo', fifo]
+    # bash writes its pid (= the group id) to the FIFO once it runs, then stays the
+    # group leader with sleep as its child.
+    return ["bash", "-c", 'echo $$ > "$0"; sleep 30; echo', fifo]
 
 
 @contextlib.contextmanager
-def fifo_reader(fifo: str) -> Iterator[Callable[[], None]]:
-    """Open ``fifo`` for reading (without blocking); yield a function that waits for a line."""
+def fifo_reader(fifo: str) -> Iterator[Callable[[], int]]:
+    """Open ``fifo`` for reading (without blocking); yield a function that waits for the pid."""
     fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
     try:
 
-        def wait_running() -> None:
+        def wait_running() -> int:
             poller = select.poll()
             poller.register(fd, select.POLLIN)
             if not poller.poll(DEADLINE * 1000):
                 msg = f"the subprocess did not write to {fifo} within {DEADLINE} s"
                 raise AssertionError(msg)
-            os.read(fd, 64)
+            return int(os.read(fd, 64).split()[0])
 
         yield wait_running
     finally:
         os.close(fd)
 
 
-def survivors(marker: str) -> int:
-    """Processes whose command line mentions ``marker`` (a group that outlived its cancel)."""
+def survivors(pgid: int) -> int:
+    """Live (non-zombie) processes still in group ``pgid`` (none may outlive a cancel)."""
     count = 0
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
         try:
-            with open(f"/proc/{entry.name}/cmdline", "rb") as file:
-                if marker.encode() in file.read():
-                    count += 1
+            with open(f"/proc/{entry.name}/stat") as file:
+                fields = file.read().rsplit(")", 1)[1].split()
         except OSError:
             continue
+        state, pgrp = fields[0], int(fields[2])
+        if pgrp == pgid and state not in "ZX":
+            count += 1
     return count
 
 
@@ -355,8 +358,10 @@ def actor_round_trips(prober: Any, n: int) -> list[float]:
     return job.samples
 
 
-def actor_cancel(prober: Any, argv: list[str] | None, fifo: str | None) -> tuple[float, str]:
+def actor_cancel(prober: Any, argv: list[str] | None, fifo: str | None) -> tuple[float, str, int]:
+    """Start a long wait, cancel it once it runs; (latency s, status, process group or 0)."""
     running = threading.Event()
+    pgid = 0
     if argv is None:
         prober.tell(StartLong(running))
         wait_for(running, "the long sleep start")
@@ -364,11 +369,11 @@ def actor_cancel(prober: Any, argv: list[str] | None, fifo: str | None) -> tuple
         assert fifo is not None
         with fifo_reader(fifo) as wait_running:
             prober.tell(StartLong(running, argv))
-            wait_running()
+            pgid = wait_running()
     cancel = CancelLong()
     prober.tell(cancel)
     wait_for(cancel.done, "WaitFinished after cancel")
-    return cancel.latency, cancel.status
+    return cancel.latency, cancel.status, pgid
 
 
 class Results:
@@ -376,6 +381,7 @@ class Results:
         self.series: dict[str, list[float]] = {}
         self.statuses: list[str] = []
         self.leftovers = 0
+        self.base_leftovers = 0
 
     def add(self, name: str, seconds: list[float] | float) -> None:
         values = seconds if isinstance(seconds, list) else [seconds]
@@ -404,7 +410,7 @@ def one_round(results: Results, *, trips: int, sleeps: int, processes: int, work
                     results.add("task_1cpu", baseline.task(trips // 2))
 
             for _ in range(sleeps):
-                latency, status = actor_cancel(prober, None, None)
+                latency, status, _ = actor_cancel(prober, None, None)
                 results.add("cancel_sleep", latency)
                 results.statuses.append(status)
                 results.add("cancel_sleep_base", baseline.cancel_sleep())
@@ -412,12 +418,13 @@ def one_round(results: Results, *, trips: int, sleeps: int, processes: int, work
             for index in range(processes):
                 fifo = os.path.join(workdir, f"running-{time.monotonic_ns()}-{index}")
                 os.mkfifo(fifo)
-                latency, status = actor_cancel(prober, process_argv(fifo), fifo)
+                latency, status, pgid = actor_cancel(prober, process_argv(fifo), fifo)
                 results.add("cancel_process", latency)
                 results.statuses.append(status)
-                results.leftovers += survivors(fifo)
-                results.add("cancel_process_base", baseline.cancel_process(process_argv(fifo), fifo))
-                results.leftovers += survivors(fifo)
+                results.leftovers += survivors(pgid)
+                latency, pgid = baseline.cancel_process(process_argv(fifo), fifo)
+                results.add("cancel_process_base", latency)
+                results.base_leftovers += survivors(pgid)
                 os.unlink(fifo)
     finally:
         runtime.stop()
@@ -520,6 +527,7 @@ def main() -> int:
     rows.append(row("cancel_sleep", s["cancel_sleep"], s["cancel_sleep_base"], target_us=None, note="cancel_wait -> WaitFinished(cancelled), trio.sleep(30)"))
     process_row = row("cancel_process", s["cancel_process"], s["cancel_process_base"], target_us=CANCEL_TARGET_US, note="cancel_wait -> WaitFinished(cancelled), bash+sleep group")
     process_row["leftover_processes"] = results.leftovers
+    process_row["baseline_leftover_processes"] = results.base_leftovers
     rows.append(process_row)
     wrong = [status for status in results.statuses if status != "cancelled"]
     for item in rows[-2:]:

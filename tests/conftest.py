@@ -139,9 +139,12 @@ def start_runtime() -> Iterator[Callable[..., Runtime]]:
     for runtime in started:
         assert runtime.stop(timeout=DEADLINE), "the runtime did not stop within the deadline"
     # Actor threads end just after they report their exit; give them the deadline to finish.
-    for thread in set(threading.enumerate()) - before:
+    # trio keeps idle worker threads cached for a while (it waits for child processes in
+    # one): they are daemon threads owned by trio, not by the runtime.
+    ours = [t for t in set(threading.enumerate()) - before if not t.name.startswith("Trio thread")]
+    for thread in ours:
         thread.join(DEADLINE)
-    leftover = [t for t in set(threading.enumerate()) - before if t.is_alive()]
+    leftover = [t for t in ours if t.is_alive()]
     assert not leftover, f"threads left behind: {leftover}"
 
 

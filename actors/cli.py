@@ -1,0 +1,125 @@
+"""The ``hermes`` command line.
+
+Only the runtime kernel exists so far, so ``hermes run`` starts the supervision tree and
+the reactor, shows the tree, and stops cleanly on Ctrl+C / SIGTERM (or after ``--for``
+seconds). ``serve``, ``chat``, ``attach`` and ``chaos`` arrive with their issues.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.metadata
+import logging
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
+
+from protocols import ChildExited, Message, NodeSnapshot, TreeSnapshot, to_json
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("hermes-actors")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def render_tree(snapshot: TreeSnapshot) -> str:
+    """The tree as indented text lines, one node per line."""
+    lines: list[str] = []
+
+    def walk(node: NodeSnapshot, depth: int) -> None:
+        name = node.path if depth == 0 else node.path.rsplit("/", 1)[1]
+        lines.append(
+            f"{'  ' * depth}{name:<24} {node.kind:<10} {node.state:<10} "
+            f"restarts={node.restarts} mailbox={node.mailbox} up={node.uptime_s:.1f}s"
+        )
+        for child in node.children:
+            walk(child, depth + 1)
+
+    walk(snapshot.root, 0)
+    lines.append(f"reactor: lag {snapshot.reactor_lag_ms:.2f} ms (max {snapshot.reactor_lag_max_ms:.2f}), waits {snapshot.reactor_waits}")
+    return "\n".join(lines)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from supervisor import Runtime  # the kernel starts threads: import only when running
+
+    done = threading.Event()
+    why: list[str] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        why.append(signal.Signals(signum).name)
+        done.set()
+
+    def on_event(event: Message) -> None:
+        if isinstance(event, ChildExited) and event.path == "/":
+            done.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        runtime = Runtime()
+        runtime.subscribe(on_event)
+        runtime.start()
+        snapshot = runtime.snapshot()
+        if args.json:
+            print(to_json(snapshot).decode(), flush=True)
+        else:
+            print(f"hermes {_version()}: runtime up. Ctrl+C or SIGTERM stops it.", flush=True)
+            print(render_tree(snapshot), flush=True)
+        done.wait(args.seconds)
+        started = time.monotonic()
+        stopped = runtime.stop(timeout=args.shutdown_timeout, reason=f"signal {why[0]}" if why else "hermes run ended")
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    took = (time.monotonic() - started) * 1000
+    if runtime.failed:
+        print(f"hermes: the runtime stopped: {runtime.exit_reason}", file=sys.stderr)
+        return EXIT_FAILED
+    leftover = [t.name for t in threading.enumerate() if t is not threading.main_thread() and t.is_alive() and not t.name.startswith("Trio thread")]
+    if not stopped or leftover:
+        print(
+            f"hermes: shutdown did not finish within {args.shutdown_timeout} s; still running: {', '.join(leftover) or 'none'}",
+            file=sys.stderr,
+        )
+        return EXIT_FAILED
+    print(f"hermes: stopped cleanly in {took:.1f} ms", flush=True)
+    return EXIT_OK
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="hermes",
+        description="An actor-model runtime for AI agents: supervised actors, one trio reactor, typed messages.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    run = commands.add_parser("run", help="start the runtime kernel and show its supervision tree until stopped")
+    run.add_argument("--for", dest="seconds", type=float, default=None, metavar="SECONDS", help="stop after this many seconds (default: until Ctrl+C / SIGTERM)")
+    run.add_argument("--json", action="store_true", help="print the tree snapshot as JSON")
+    run.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS", help="how long an orderly shutdown may take (default 30)")
+    run.set_defaults(handler=_run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_USAGE
+    if getattr(args, "seconds", None) is not None and args.seconds < 0:
+        parser.error("--for needs a number of seconds >= 0")
+    logging.basicConfig(level=args.log_level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return int(args.handler(args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""Package doors and layering: sorted ``__all__`` that matches the module, and a kernel that
+imports nothing from the agent, tools, platforms or memory packages."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+KERNEL_FILES = [ROOT / "supervisor.py", *sorted((ROOT / "actors").glob("_*.py"))]
+UPPER_LAYERS = ("actors.agent", "actors.tools", "actors.platforms", "actors.memory")
+
+
+@pytest.mark.parametrize("package", ["actors", "protocols"])
+def test_package_all_is_sorted_and_names_exactly_its_public_names(package: str) -> None:
+    module = importlib.import_module(package)
+    exported = list(module.__all__)
+    assert exported == sorted(exported)
+    public = sorted(name for name in vars(module) if not name.startswith("_") and not _is_submodule(module, name))
+    assert sorted(exported) == public
+
+
+def _is_submodule(module: object, name: str) -> bool:
+    value = getattr(module, name)
+    return type(value).__name__ == "module"
+
+
+def test_the_kernel_imports_nothing_from_the_upper_layers() -> None:
+    assert KERNEL_FILES
+    offenders = []
+    for path in KERNEL_FILES:
+        for node in ast.walk(ast.parse(path.read_text())):
+            modules = []
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                prefix = "actors." if node.level and path.parent.name == "actors" else ""
+                modules = [prefix + node.module]
+            offenders += [f"{path.name}: {m}" for m in modules if m.startswith(UPPER_LAYERS)]
+    assert offenders == []
