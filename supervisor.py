@@ -238,9 +238,9 @@ class Supervisor(Actor):
                 self._shutdown(reason)
             case TerminateChild(child_id=child_id):
                 self._terminate(child_id)
-            case StartChild():
-                msg = f"{self.path} has a fixed child list; StartChild needs a DynamicSupervisor"
-                raise UsageError(msg)
+            case StartChild(child_id=child_id):
+                # Misuse by a caller is not a reason to restart this whole subtree.
+                log.error("%s has a fixed child list; StartChild(%s) needs a DynamicSupervisor", self.path, child_id)
             case _:
                 super().receive(message)
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from actors import ActorCrashed, AddressClosed, UsageError
-from protocols import ChildExited, ChildRestarted, Escalated, NodeSnapshot, TreeSnapshot, from_json, to_json
+from protocols import ChildExited, ChildRestarted, Escalated, NodeSnapshot, TerminateChild, TreeSnapshot, from_json, to_json
 from supervisor import (
     Backoff,
     ChildSpec,
@@ -18,6 +19,7 @@ from supervisor import (
     Restart,
     Runtime,
     Strategy,
+    Supervisor,
     supervisor_spec,
 )
 from tests.conftest import DEADLINE, CrashingActor, EchoActor, Probe, SlowActor
@@ -372,3 +374,51 @@ def test_child_specs_with_bad_ids_or_duplicate_ids_are_refused_with_clear_errors
         ChildSpec(id="x", actor=object)  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="repeated: dup"):
         Runtime(specs("dup", "dup"))
+
+
+class FragileSupervisor(Supervisor):
+    """A supervisor with a bug: it crashes on "boom"."""
+
+    def receive(self, message: Any) -> Any:
+        if message == "boom":
+            raise RuntimeError("supervisor bug")
+        return super().receive(message)
+
+
+def test_a_crashed_supervisor_takes_its_children_down_and_is_restarted_with_them(start_runtime: StartRuntime) -> None:
+    journal: list[Any] = []
+    children = [ChildSpec(id=i, actor=EchoActor, args=(None, journal)) for i in ("x", "y")]
+    runtime = start_runtime([ChildSpec(id="fragile", actor=FragileSupervisor, args=(tuple(children),))])
+    assert incarnations(runtime, "/fragile/x", "/fragile/y") == [1, 1]
+    events = Probe()
+    runtime.subscribe(events.put)
+    runtime.lookup("/fragile").tell("boom")
+    restarted = events.get_matching(lambda e: isinstance(e, ChildRestarted) and e.path == "/fragile")
+    assert restarted.incarnation == 2
+    assert incarnations(runtime, "/fragile/x", "/fragile/y") == [2, 2]
+    assert ("stop", "/fragile/y") in journal and ("stop", "/fragile/x") in journal
+
+
+def test_terminate_child_stops_a_child_for_good(start_runtime: StartRuntime) -> None:
+    runtime = start_runtime(specs("keep", "drop"))
+    events = Probe()
+    runtime.subscribe(events.put)
+    dropped = runtime.lookup("/drop")
+    runtime.root.tell(TerminateChild(child_id="drop"))
+    exited = events.get_matching(lambda e: isinstance(e, ChildExited) and e.path == "/drop")
+    assert exited.kind == "normal"
+    runtime.root.ask("barrier", timeout=DEADLINE)  # the stop sequence has finished
+    with pytest.raises(AddressClosed):
+        dropped.tell("hello")
+    assert incarnations(runtime, "/keep") == [1]
+
+
+def test_backoff_delays_the_restart(start_runtime: StartRuntime) -> None:
+    runtime = start_runtime(specs("b"), backoff=Backoff(initial=0.2))
+    events = Probe()
+    runtime.subscribe(events.put)
+    asked_at = time.monotonic()  # the restart timer starts after this, so this is a lower bound
+    crash(runtime, "/b")
+    events.get_matching(lambda e: isinstance(e, ChildRestarted) and e.path == "/b")
+    assert time.monotonic() - asked_at >= 0.2
+    assert incarnations(runtime, "/b") == [2]
