@@ -252,7 +252,7 @@ class Supervisor(Actor):
             if ref is None or not ref.is_alive():
                 continue
             _request_stop(child, "supervisor exited")
-            ref.actor_stopped.wait(child.spec.shutdown)  # type: ignore[attr-defined]
+            ref.actor_stopped.wait(child.spec.shutdown)
         if self.dynamic and self.context is not None:
             # Dynamic children are not re-created by a new incarnation: close their addresses.
             for child in self._children.values():
@@ -458,7 +458,7 @@ class Supervisor(Actor):
         child.address.phase = "abandoned"
         if ref is not None:
             # Take its unread messages for the next incarnation, and its waits away.
-            child.address._unbind(incarnation, ref.actor_inbox)  # type: ignore[attr-defined]  # noqa: SLF001
+            child.address._unbind(incarnation, ref.actor_inbox)  # type: ignore[arg-type]  # noqa: SLF001
             self.reactor.cancel_owner(ref.actor_urn)
             try:
                 ref.stop(block=False)  # it exits whenever its handler returns

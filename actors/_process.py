@@ -36,7 +36,7 @@ class _Capture:
                 self.truncated = True
                 chunk = chunk[: max(room, 0)]
             if chunk:
-                self.chunks.append(chunk)
+                self.chunks.append(bytes(chunk))
                 self.size += len(chunk)
 
     def value(self) -> bytes:

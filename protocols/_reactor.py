@@ -9,7 +9,7 @@ from ._base import Message
 WaitStatus = Literal["ok", "error", "cancelled", "timeout"]
 
 
-class WaitFinished(Message, kw_only=True):
+class WaitFinished(Message, frozen=True, kw_only=True):
     """A wait started by an actor settled; delivered to the owning incarnation only."""
 
     wait_id: int
@@ -22,7 +22,7 @@ class WaitFinished(Message, kw_only=True):
     """``Type: message`` for ``error``; a short reason for ``timeout``."""
 
 
-class ProcessResult(Message, kw_only=True):
+class ProcessResult(Message, frozen=True, kw_only=True):
     """Outcome of a subprocess run by the reactor in its own process group."""
 
     argv: tuple[str, ...]

@@ -22,14 +22,14 @@ or stop hook raised. ``start_failed``: construction or ``started()`` raised.
 NodeState = Literal["starting", "running", "restarting", "stopping", "stopped", "abandoned"]
 
 
-class ChildStarted(Message, kw_only=True):
+class ChildStarted(Message, frozen=True, kw_only=True):
     """An incarnation of a child is running and its address delivers to it."""
 
     path: str
     incarnation: int
 
 
-class ChildExited(Message, kw_only=True):
+class ChildExited(Message, frozen=True, kw_only=True):
     """An incarnation of a child ended; sent by the child to its supervisor."""
 
     path: str
@@ -41,7 +41,7 @@ class ChildExited(Message, kw_only=True):
     """``Type: message`` of the exception for crashed/start_failed, else empty."""
 
 
-class ChildRestarted(Message, kw_only=True):
+class ChildRestarted(Message, frozen=True, kw_only=True):
     """A supervisor started a new incarnation of a child after an exit."""
 
     path: str
@@ -49,14 +49,14 @@ class ChildRestarted(Message, kw_only=True):
     restarts: int
 
 
-class Escalated(Message, kw_only=True):
+class Escalated(Message, frozen=True, kw_only=True):
     """A supervisor gave up (restart intensity exceeded) and handed the failure up."""
 
     path: str
     reason: str
 
 
-class StartChild(Message, kw_only=True):
+class StartChild(Message, frozen=True, kw_only=True):
     """Ask a dynamic supervisor to start one child of its template spec."""
 
     child_id: str
@@ -64,32 +64,32 @@ class StartChild(Message, kw_only=True):
     """Positional arguments for the child's constructor (in-process only)."""
 
 
-class TerminateChild(Message, kw_only=True):
+class TerminateChild(Message, frozen=True, kw_only=True):
     """Ask a supervisor to stop a child for good (no restart)."""
 
     child_id: str
 
 
-class Shutdown(Message, kw_only=True):
+class Shutdown(Message, frozen=True, kw_only=True):
     """Ask a supervisor to stop all its children in reverse start order, then itself."""
 
     reason: str = "shutdown"
 
 
-class ShutdownTimedOut(Message, kw_only=True):
+class ShutdownTimedOut(Message, frozen=True, kw_only=True):
     """Timer: a child did not stop within its shutdown timeout."""
 
     child_id: str
     incarnation: int
 
 
-class RestartDue(Message, kw_only=True):
+class RestartDue(Message, frozen=True, kw_only=True):
     """Timer: a child's restart backoff has elapsed."""
 
     child_id: str
 
 
-class NodeSnapshot(Message, kw_only=True):
+class NodeSnapshot(Message, frozen=True, kw_only=True):
     """One node of the supervision tree at the moment of the snapshot."""
 
     path: str
@@ -106,7 +106,7 @@ class NodeSnapshot(Message, kw_only=True):
     children: tuple[NodeSnapshot, ...] = ()
 
 
-class TreeSnapshot(Message, kw_only=True):
+class TreeSnapshot(Message, frozen=True, kw_only=True):
     """The whole tree, plus reactor health."""
 
     root: NodeSnapshot
