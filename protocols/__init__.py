@@ -21,8 +21,12 @@ from ._supervision import ShutdownTimedOut as ShutdownTimedOut
 from ._supervision import StartChild as StartChild
 from ._supervision import TerminateChild as TerminateChild
 from ._supervision import TreeSnapshot as TreeSnapshot
+from ._transcript import ChatMessage as ChatMessage
+from ._transcript import Role as Role
+from ._transcript import ToolCall as ToolCall
 
 __all__ = [
+    "ChatMessage",
     "ChildExited",
     "ChildRestarted",
     "ChildStarted",
@@ -33,10 +37,12 @@ __all__ = [
     "NodeState",
     "ProcessResult",
     "RestartDue",
+    "Role",
     "Shutdown",
     "ShutdownTimedOut",
     "StartChild",
     "TerminateChild",
+    "ToolCall",
     "TreeSnapshot",
     "WaitFinished",
     "WaitStatus",
