@@ -1,0 +1,516 @@
+"""The turn machine: a session's logic as a pure function ``step(state, event) -> (state, effects)``.
+
+No I/O, no clock reads, no threads, no randomness: time arrives inside events (``now``),
+and everything the machine wants done leaves as effects (persist, call the model, run a
+tool, cancel, start a timer, emit an event). The session actor executes the effects; the
+deterministic simulator can run the same function.
+
+Invariant: every turn ends in exactly one of TurnCompleted / TurnFailed / TurnCancelled,
+and before any model call the transcript is sanitized (every tool call has one result).
+Invariant: a late outcome (a model reply, a tool result, a timer) for work that was
+cancelled or superseded is ignored: each carries the token or call id it was started with.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import msgspec
+
+from protocols import ChatMessage, ToolCall
+from protocols._session import (
+    BusyPolicy,
+    ModelRetrying,
+    SessionEvent,
+    ToolFinished,
+    ToolStarted,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnQueued,
+    TurnRejected,
+    TurnStarted,
+)
+
+from ._plan import PlannedCall, ToolTraits, plan_batches
+from ._retry import ModelError, backoff_delay
+from ._sanitize import CANCELLED, sanitize, synthetic_result
+
+GRACE_INSTRUCTION = (
+    "You have used all tool calls this turn allows. Do not call tools. Summarise what you did, "
+    "what you found, and what is left to do."
+)
+PREVIEW_CHARS = 300
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MachineConfig:
+    """Per-session limits and policies."""
+
+    traits: Mapping[str, ToolTraits] = dataclasses.field(default_factory=dict)
+    """The tools this session may call, with what the batch planner needs to know."""
+    max_iterations: int = 90
+    max_parallel: int = 8
+    turn_timeout: float = 900.0
+    model_timeout: float = 300.0
+    tool_timeout: float = 600.0
+    max_attempts: int = 5
+    retry_base: float = 1.0
+    retry_cap: float = 30.0
+    busy_policy: BusyPolicy = "queue"
+    queue_limit: int = 8
+
+
+# -- inputs ----------------------------------------------------------------------------------
+
+
+class Input(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    now: float = 0.0
+    """Monotonic seconds, stamped by whoever feeds the machine."""
+
+
+class UserInput(Input, frozen=True, kw_only=True):
+    turn_id: str
+    text: str
+    policy: BusyPolicy | None = None
+
+
+class Persisted(Input, frozen=True, kw_only=True):
+    token: str
+
+
+class PersistFailed(Input, frozen=True, kw_only=True):
+    token: str
+    error: str
+
+
+class ModelReplied(Input, frozen=True, kw_only=True):
+    token: str
+    content: str
+    reasoning: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    finish_reason: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class ModelFailed(Input, frozen=True, kw_only=True):
+    token: str
+    kind: str
+    status: int | None = None
+    detail: str = ""
+    retry_after: float | None = None
+
+
+class ToolDone(Input, frozen=True, kw_only=True):
+    call_id: str
+    content: str
+    ok: bool = True
+
+
+class Cancel(Input, frozen=True, kw_only=True):
+    reason: str = "cancelled by the user"
+
+
+class TimerFired(Input, frozen=True, kw_only=True):
+    token: str
+
+
+MachineInput = UserInput | Persisted | PersistFailed | ModelReplied | ModelFailed | ToolDone | Cancel | TimerFired
+
+
+# -- effects ---------------------------------------------------------------------------------
+
+
+class Effect(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    pass
+
+
+class Persist(Effect, frozen=True, kw_only=True):
+    token: str
+    messages: tuple[ChatMessage, ...]
+    acked: bool = False
+    """True when the machine waits for ``Persisted(token)`` before going on."""
+
+
+class CallModel(Effect, frozen=True, kw_only=True):
+    token: str
+    messages: tuple[ChatMessage, ...]
+    use_tools: bool
+    timeout: float
+
+
+class RunTool(Effect, frozen=True, kw_only=True):
+    call_id: str
+    name: str
+    arguments: dict[str, Any]
+    timeout: float
+
+
+class CancelModel(Effect, frozen=True, kw_only=True):
+    token: str
+
+
+class CancelTool(Effect, frozen=True, kw_only=True):
+    call_id: str
+
+
+class StartTimer(Effect, frozen=True, kw_only=True):
+    token: str
+    delay: float
+
+
+class CancelTimer(Effect, frozen=True, kw_only=True):
+    token: str
+
+
+class Emit(Effect, frozen=True, kw_only=True):
+    event: SessionEvent
+
+
+MachineEffect = Persist | CallModel | RunTool | CancelModel | CancelTool | StartTimer | CancelTimer | Emit
+
+
+# -- state -----------------------------------------------------------------------------------
+
+Phase = Literal["persist_user", "model", "backoff", "tools"]
+
+
+class Turn(msgspec.Struct, frozen=True, kw_only=True):
+    turn_id: str
+    phase: Phase
+    deadline: float
+    token: str = ""
+    iteration: int = 0
+    attempt: int = 0
+    grace: bool = False
+    calls: tuple[ToolCall, ...] = ()
+    """The tool calls of the latest assistant message."""
+    answered: tuple[str, ...] = ()
+    """Ids of those calls that already have a result in the transcript."""
+    groups: tuple[tuple[str, ...], ...] = ()
+    """Planned groups not started yet."""
+    running: tuple[str, ...] = ()
+    arguments: tuple[tuple[str, str], ...] = ()
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning: str | None = None
+
+
+class SessionState(msgspec.Struct, frozen=True, kw_only=True):
+    session_id: str
+    system_prompt: str
+    transcript: tuple[ChatMessage, ...] = ()
+    turn: Turn | None = None
+    queued: tuple[UserInput, ...] = ()
+
+
+# -- the step function -----------------------------------------------------------------------
+
+
+def step(state: SessionState, event: MachineInput, config: MachineConfig) -> tuple[SessionState, list[MachineEffect]]:
+    """Apply one input; return the new state and the effects to execute, in order."""
+    run = _Step(state, config)
+    run.handle(event)
+    return run.state, run.effects
+
+
+class _Step:
+    def __init__(self, state: SessionState, config: MachineConfig) -> None:
+        self.state = state
+        self.config = config
+        self.effects: list[MachineEffect] = []
+
+    # helpers ----------------------------------------------------------------------------------
+
+    def emit(self, event: SessionEvent) -> None:
+        self.effects.append(Emit(event=msgspec.structs.replace(event, session_id=self.state.session_id)))
+
+    def set_turn(self, turn: Turn | None) -> None:
+        self.state = msgspec.structs.replace(self.state, turn=turn)
+
+    def append(self, *messages: ChatMessage) -> None:
+        self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript + messages)
+
+    # dispatch --------------------------------------------------------------------------------
+
+    def handle(self, event: MachineInput) -> None:
+        turn = self.state.turn
+        match event:
+            case UserInput():
+                self.on_user_input(event)
+            case Cancel(reason=reason):
+                if turn is not None:
+                    self.end_turn(turn, TurnCancelled(turn_id=turn.turn_id, reason=reason), event.now)
+            case _ if turn is None:
+                return  # a late outcome after the turn ended
+            case Persisted(token=token):
+                if turn.phase == "persist_user" and token == turn.token:
+                    self.call_model(turn, event.now)
+            case PersistFailed(token=token, error=error):
+                self.on_persist_failed(turn, token, error, event.now)
+            case ModelReplied(token=token):
+                if turn.phase == "model" and token == turn.token:
+                    self.on_reply(turn, event)
+            case ModelFailed(token=token):
+                if turn.phase == "model" and token == turn.token:
+                    self.on_model_failed(turn, event)
+            case ToolDone(call_id=call_id):
+                if turn.phase == "tools" and call_id in turn.running:
+                    self.on_tool_done(turn, event)
+            case TimerFired(token=token):
+                if token == _deadline_token(turn.turn_id):
+                    limit = self.config.turn_timeout
+                    error = f"the turn ran longer than its {limit:g} s limit and was stopped; ask again or split the task"
+                    self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="deadline"), event.now)
+                elif turn.phase == "backoff" and token == turn.token:
+                    self.call_model(turn, event.now, same_iteration=True)
+
+    # user input and the busy policy ------------------------------------------------------------
+
+    def on_user_input(self, event: UserInput) -> None:
+        turn = self.state.turn
+        if turn is None:
+            self.start_turn(event)
+            return
+        policy = event.policy or self.config.busy_policy
+        if policy == "interrupt":
+            self.end_turn(
+                turn, TurnCancelled(turn_id=turn.turn_id, reason="interrupted by a new message"), event.now, dequeue=False
+            )
+            self.start_turn(event)
+        elif policy == "queue" and len(self.state.queued) < self.config.queue_limit:
+            self.state = msgspec.structs.replace(self.state, queued=self.state.queued + (event,))
+            self.emit(TurnQueued(turn_id=event.turn_id, position=len(self.state.queued)))
+        else:
+            why = (
+                f"the session is busy with turn {turn.turn_id}"
+                if policy == "reject"
+                else f"the session is busy and {self.config.queue_limit} messages are already waiting"
+            )
+            self.emit(TurnRejected(turn_id=event.turn_id, reason=f"{why}; send it again when the turn ends, or interrupt it"))
+
+    def start_turn(self, event: UserInput) -> None:
+        turn_id = event.turn_id
+        token = f"{turn_id}/user"
+        user = ChatMessage(role="user", content=event.text)
+        self.append(user)
+        self.set_turn(Turn(turn_id=turn_id, phase="persist_user", deadline=event.now + self.config.turn_timeout, token=token))
+        self.emit(TurnStarted(turn_id=turn_id, text=event.text))
+        self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
+        self.effects.append(Persist(token=token, messages=(user,), acked=True))
+
+    def on_persist_failed(self, turn: Turn, token: str, error: str, now: float) -> None:
+        if turn.phase == "persist_user" and token == turn.token:
+            # The user message never became durable: take it back and say so.
+            self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[:-1])
+            message = f"your message could not be saved ({error}); nothing was sent to the model, send it again"
+        else:
+            message = f"the transcript could not be saved ({error}); the turn was stopped to avoid losing more"
+        self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=message, kind="store"), now)
+
+    # the model -----------------------------------------------------------------------------------
+
+    def call_model(self, turn: Turn, now: float, *, same_iteration: bool = False, grace: bool = False) -> None:
+        iteration = turn.iteration if same_iteration else turn.iteration + 1
+        attempt = turn.attempt if same_iteration else 0
+        grace = grace or turn.grace
+        token = f"{turn.turn_id}/m{iteration}.{attempt}"
+        self.set_turn(msgspec.structs.replace(turn, phase="model", token=token, iteration=iteration, attempt=attempt, grace=grace))
+        messages, _ = sanitize(self.state.transcript)
+        prompt = (ChatMessage(role="system", content=self.state.system_prompt),) + messages
+        if grace:
+            prompt += (ChatMessage(role="user", content=GRACE_INSTRUCTION),)
+        timeout = max(0.001, min(self.config.model_timeout, turn.deadline - now))
+        self.effects.append(CallModel(token=token, messages=prompt, use_tools=not grace and bool(self.config.traits), timeout=timeout))
+
+    def on_reply(self, turn: Turn, reply: ModelReplied) -> None:
+        calls = _normalise_ids(reply.tool_calls, turn.turn_id, turn.iteration)
+        assistant = ChatMessage(
+            role="assistant",
+            content=reply.content,
+            tool_calls=calls,
+            reasoning=reply.reasoning,
+            finish_reason=reply.finish_reason,
+        )
+        self.append(assistant)
+        self.effects.append(Persist(token=f"{turn.token}/reply", messages=(assistant,)))
+        reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
+        turn = msgspec.structs.replace(
+            turn,
+            calls=calls,
+            answered=(),
+            input_tokens=turn.input_tokens + reply.input_tokens,
+            output_tokens=turn.output_tokens + reply.output_tokens,
+            reasoning=reasoning,
+        )
+        if not calls or turn.grace:
+            if calls:  # a model that calls tools in the grace call: answer them, run nothing
+                self.settle(turn, "[not run] The turn's tool budget was used up.")
+            self.finish(turn, reply.content, reply.now)
+            return
+        if turn.iteration >= self.config.max_iterations:
+            limit = self.config.max_iterations
+            turn = self.settle(turn, f"[not run] The turn reached its limit of {limit} model calls.")
+            self.call_model(turn, reply.now, grace=True)
+            return
+        self.start_tools(turn, reply.now)
+
+    def on_model_failed(self, turn: Turn, failure: ModelFailed) -> None:
+        error = ModelError(kind=failure.kind, status=failure.status, detail=failure.detail, retry_after=failure.retry_after)  # type: ignore[arg-type]
+        attempt = turn.attempt + 1
+        if error.retryable and attempt < self.config.max_attempts:
+            delay = backoff_delay(
+                attempt, turn.token, retry_after=error.retry_after, base=self.config.retry_base, cap=self.config.retry_cap
+            )
+            if failure.now + delay < turn.deadline:
+                token = f"{turn.turn_id}/m{turn.iteration}.{attempt}"
+                self.set_turn(msgspec.structs.replace(turn, phase="backoff", attempt=attempt, token=token))
+                self.effects.append(StartTimer(token=token, delay=delay))
+                self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=delay, reason=error.describe()))
+                return
+            text = f"{error.describe()}; gave up: waiting {delay:.1f} s more would pass the turn's deadline"
+        elif error.retryable:
+            text = f"{error.describe()}; gave up after {attempt} attempts, try again later"
+        else:
+            text = error.describe()
+        self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=text, kind=error.kind), failure.now)
+
+    # tools ------------------------------------------------------------------------------------------
+
+    def start_tools(self, turn: Turn, now: float) -> None:
+        traits = self.config.traits
+        planned: list[PlannedCall] = []
+        answered: list[str] = []
+        for call in turn.calls:
+            problem: str | None = None
+            arguments: Any = None
+            if call.name not in traits:
+                available = ", ".join(sorted(traits)) or "none"
+                problem = f"[error] unknown tool {call.name!r}; available tools: {available}"
+            else:
+                try:
+                    arguments = json.loads(call.arguments or "{}")
+                except ValueError as exc:
+                    problem = f"[error] the arguments are not valid JSON ({exc}); call the tool again with a JSON object"
+                else:
+                    if not isinstance(arguments, dict):
+                        problem = "[error] the arguments must be a JSON object; call the tool again with one"
+            if problem is not None:
+                # Answered at once and alone: it never runs.
+                self.emit(ToolStarted(turn_id=turn.turn_id, call_id=call.id, name=call.name, arguments=call.arguments))
+                self.record_result(turn, call, problem, ok=False)
+                answered.append(call.id)
+            else:
+                planned.append(PlannedCall(call_id=call.id, name=call.name, arguments=arguments))
+        groups = plan_batches(planned, traits, max_parallel=self.config.max_parallel)
+        turn = msgspec.structs.replace(
+            turn,
+            phase="tools",
+            answered=tuple(answered),
+            groups=groups,
+            running=(),
+            arguments=tuple((p.call_id, json.dumps(p.arguments)) for p in planned),
+        )
+        self.next_group(turn, now)
+
+    def next_group(self, turn: Turn, now: float) -> None:
+        if not turn.groups:
+            self.set_turn(turn)
+            self.call_model(turn, now)
+            return
+        group, rest = turn.groups[0], turn.groups[1:]
+        self.set_turn(msgspec.structs.replace(turn, groups=rest, running=group))
+        by_id = {c.id: c for c in turn.calls}
+        arguments = dict(turn.arguments)
+        timeout = max(0.001, min(self.config.tool_timeout, turn.deadline - now))
+        for call_id in group:
+            call = by_id[call_id]
+            self.emit(ToolStarted(turn_id=turn.turn_id, call_id=call_id, name=call.name, arguments=call.arguments))
+            self.effects.append(RunTool(call_id=call_id, name=call.name, arguments=json.loads(arguments[call_id]), timeout=timeout))
+
+    def on_tool_done(self, turn: Turn, done: ToolDone) -> None:
+        call = next(c for c in turn.calls if c.id == done.call_id)
+        self.record_result(turn, call, done.content, ok=done.ok)
+        turn = msgspec.structs.replace(
+            turn,
+            running=tuple(i for i in turn.running if i != done.call_id),
+            answered=turn.answered + (done.call_id,),
+        )
+        if turn.running:
+            self.set_turn(turn)
+        else:
+            self.next_group(turn, done.now)
+
+    def record_result(self, turn: Turn, call: ToolCall, content: str, *, ok: bool) -> None:
+        result = ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content)
+        self.append(result)
+        self.effects.append(Persist(token=f"{turn.turn_id}/tool/{call.id}", messages=(result,)))
+        self.emit(ToolFinished(turn_id=turn.turn_id, call_id=call.id, name=call.name, ok=ok, preview=content[:PREVIEW_CHARS]))
+
+    def settle(self, turn: Turn, text: str) -> Turn:
+        """Give every unanswered call of the latest assistant message a synthetic result."""
+        missing = [c for c in turn.calls if c.id not in turn.answered]
+        results = tuple(synthetic_result(c.id, c.name, text) for c in missing)
+        if results:
+            self.append(*results)
+            self.effects.append(Persist(token=f"{turn.turn_id}/settle/{turn.iteration}", messages=results))
+        return msgspec.structs.replace(turn, answered=turn.answered + tuple(c.id for c in missing), running=(), groups=())
+
+    # ending -----------------------------------------------------------------------------------------
+
+    def finish(self, turn: Turn, text: str, now: float) -> None:
+        self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
+        self.emit(
+            TurnCompleted(
+                turn_id=turn.turn_id,
+                text=text,
+                reasoning=turn.reasoning,
+                iterations=turn.iteration,
+                input_tokens=turn.input_tokens,
+                output_tokens=turn.output_tokens,
+            )
+        )
+        self.set_turn(None)
+        self.dequeue(now)
+
+    def end_turn(self, turn: Turn, terminal: SessionEvent, now: float, *, dequeue: bool = True) -> None:
+        """Stop all work of ``turn``, settle its calls, and emit its terminal event."""
+        if turn.phase == "model":
+            self.effects.append(CancelModel(token=turn.token))
+        elif turn.phase == "backoff":
+            self.effects.append(CancelTimer(token=turn.token))
+        for call_id in turn.running:
+            self.effects.append(CancelTool(call_id=call_id))
+        self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
+        self.settle(turn, CANCELLED if isinstance(terminal, TurnCancelled) else "[not run] The turn failed before this tool finished.")
+        self.emit(terminal)
+        self.set_turn(None)
+        if dequeue:
+            self.dequeue(now)
+
+    def dequeue(self, now: float) -> None:
+        if self.state.queued and self.state.turn is None:
+            head, rest = self.state.queued[0], self.state.queued[1:]
+            self.state = msgspec.structs.replace(self.state, queued=rest)
+            self.start_turn(msgspec.structs.replace(head, now=now))
+
+
+def _deadline_token(turn_id: str) -> str:
+    return f"{turn_id}/deadline"
+
+
+def _normalise_ids(calls: tuple[ToolCall, ...], turn_id: str, iteration: int) -> tuple[ToolCall, ...]:
+    """Give every call a unique, non-empty id (some providers send none or repeat them)."""
+    seen: set[str] = set()
+    out = []
+    for index, call in enumerate(calls):
+        call_id = call.id.strip()
+        if not call_id or call_id in seen:
+            call_id = f"call_{turn_id[-8:]}_{iteration}_{index}"
+        seen.add(call_id)
+        out.append(call if call_id == call.id else msgspec.structs.replace(call, id=call_id))
+    return tuple(out)

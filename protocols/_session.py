@@ -1,0 +1,148 @@
+"""Session commands and the events a session streams to its subscribers.
+
+Events carry ``seq``: a per-session, gap-free sequence number assigned when the event is
+published, so a subscriber that reconnects with the last number it saw resumes exactly.
+Fields typed ``Any`` hold in-process references (a subscriber, a reply address) and are
+not encodable; everything else is.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from ._base import Message
+
+BusyPolicy = Literal["interrupt", "queue", "reject"]
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+class StartTurn(Message, frozen=True, kw_only=True):
+    """A user message for the session: starts a turn (or follows the busy policy)."""
+
+    text: str
+    turn_id: str = ""
+    """Caller-chosen id (for idempotent retries); the session makes one when empty."""
+    policy: BusyPolicy | None = None
+    """Override of the session's busy policy for this message."""
+
+
+class CancelTurn(Message, frozen=True, kw_only=True):
+    """Stop the running turn: model stream and tools are cancelled, the transcript settled."""
+
+    reason: str = "cancelled by the user"
+
+
+class Subscribe(Message, frozen=True, kw_only=True):
+    """Start receiving the session's events (replaying those after ``after_seq``)."""
+
+    subscriber: Any
+    """Anything with ``tell(event)``: an Address, a probe. In-process only."""
+    after_seq: int = 0
+
+
+class Unsubscribe(Message, frozen=True, kw_only=True):
+    subscriber: Any
+
+
+# -- events -------------------------------------------------------------------------------
+
+
+class SessionEvent(Message, frozen=True, kw_only=True):
+    """Base of every streamed event."""
+
+    session_id: str = ""
+    seq: int = 0
+    turn_id: str = ""
+
+
+class TurnStarted(SessionEvent, frozen=True, kw_only=True):
+    text: str
+
+
+class TurnQueued(SessionEvent, frozen=True, kw_only=True):
+    """The session was busy; this message waits behind the running turn."""
+
+    position: int
+
+
+class TurnRejected(SessionEvent, frozen=True, kw_only=True):
+    """The session was busy (or its queue full) and the message was not taken."""
+
+    reason: str
+
+
+class TextDelta(SessionEvent, frozen=True, kw_only=True):
+    text: str
+
+
+class ReasoningDelta(SessionEvent, frozen=True, kw_only=True):
+    text: str
+
+
+class ModelRetrying(SessionEvent, frozen=True, kw_only=True):
+    """A model call failed in a retryable way; the next attempt starts after ``delay_s``."""
+
+    attempt: int
+    delay_s: float
+    reason: str
+
+
+class ToolStarted(SessionEvent, frozen=True, kw_only=True):
+    call_id: str
+    name: str
+    arguments: str
+
+
+class ToolFinished(SessionEvent, frozen=True, kw_only=True):
+    call_id: str
+    name: str
+    ok: bool
+    preview: str
+    """The first few hundred characters of the result."""
+
+
+class TurnCompleted(SessionEvent, frozen=True, kw_only=True):
+    text: str
+    reasoning: str | None = None
+    iterations: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class TurnFailed(SessionEvent, frozen=True, kw_only=True):
+    error: str
+    """What happened and what to do, in one or two lines."""
+    kind: str = "error"
+
+
+class TurnCancelled(SessionEvent, frozen=True, kw_only=True):
+    reason: str
+
+
+class SessionRecovered(SessionEvent, frozen=True, kw_only=True):
+    """The session actor restarted and reloaded its transcript from the store."""
+
+    settled_calls: int
+    """Tool calls that had no result and got a synthetic one (they were not re-run)."""
+    resumed: bool
+
+
+AnySessionEvent = (
+    TurnStarted
+    | TurnQueued
+    | TurnRejected
+    | TextDelta
+    | ReasoningDelta
+    | ModelRetrying
+    | ToolStarted
+    | ToolFinished
+    | TurnCompleted
+    | TurnFailed
+    | TurnCancelled
+    | SessionRecovered
+)
+"""The union a client decodes a session stream with."""
+
+TERMINAL_EVENTS = (TurnCompleted, TurnFailed, TurnCancelled)

@@ -1,0 +1,75 @@
+"""The sanitizer, the reasoning splitter, the error classifier and the batch planner."""
+
+from __future__ import annotations
+
+from actors.agent._plan import PlannedCall, ToolTraits, plan_batches
+from actors.agent._reasoning import split_reasoning
+from actors.agent._retry import backoff_delay, classify
+from actors.agent._sanitize import UNKNOWN_OUTCOME, sanitize
+from protocols import ChatMessage, ToolCall
+
+
+def assistant(*ids: str) -> ChatMessage:
+    return ChatMessage(role="assistant", content="", tool_calls=tuple(ToolCall(id=i, name="t", arguments="{}") for i in ids))
+
+
+def tool(call_id: str, text: str = "r") -> ChatMessage:
+    return ChatMessage(role="tool", tool_call_id=call_id, name="t", content=text)
+
+
+def test_sanitize_adds_missing_results_drops_orphans_and_duplicates_and_restores_order() -> None:
+    user = ChatMessage(role="user", content="hi")
+    messages = [tool("orphan"), user, assistant("a", "b", "c"), tool("c"), tool("a"), tool("a", "again"), user]
+    fixed, added = sanitize(messages)
+    assert added == 1
+    assert [(m.role, m.tool_call_id) for m in fixed] == [
+        ("user", None),
+        ("assistant", None),
+        ("tool", "a"),
+        ("tool", "b"),
+        ("tool", "c"),
+        ("user", None),
+    ]
+    assert fixed[3].content == UNKNOWN_OUTCOME
+    assert fixed[2].content == "r"
+    assert sanitize(fixed) == (fixed, 0)
+
+
+def test_reasoning_comes_from_reasoning_content_or_think_blocks_and_leaves_the_answer_clean() -> None:
+    assert split_reasoning("answer", "because") == ("answer", "because")
+    assert split_reasoning("<think>step 1</think>The answer.") == ("The answer.", "step 1")
+    assert split_reasoning("<think>a</think>x<think>b</think>y") == ("xy", "a\n\nb")
+    assert split_reasoning("<think>cut off mid-thought") == ("", "cut off mid-thought")
+    assert split_reasoning("plain") == ("plain", None)
+
+
+def test_errors_are_classified_as_retryable_or_fatal() -> None:
+    assert classify(429, "slow").retryable
+    assert classify(503, "busy").kind == "overloaded"
+    assert classify(None, "connection reset").kind == "transport"
+    assert classify(500, "oops").retryable
+    assert not classify(401, "bad key").retryable
+    assert classify(400, "This model's maximum context length is 8192 tokens", code="context_length_exceeded").kind == "context_overflow"
+    assert classify(400, "bad field").kind == "bad_request"
+    assert not classify(404, "no such model").retryable
+
+
+def test_backoff_honours_retry_after_and_grows_with_jitter_deterministically() -> None:
+    assert backoff_delay(1, "k", retry_after=7.0) == 7.0
+    first, third = backoff_delay(1, "k"), backoff_delay(3, "k")
+    assert 0.5 <= first <= 1.0 and 2.0 <= third <= 4.0
+    assert backoff_delay(3, "k") == third
+    assert backoff_delay(20, "k", cap=30.0) <= 30.0
+
+
+def test_the_planner_never_puts_a_read_and_a_write_of_one_path_together_and_caps_groups() -> None:
+    traits = {"read": ToolTraits(read_only=True, path_argument="path"), "write": ToolTraits(path_argument="path")}
+    calls = [PlannedCall(call_id=str(i), name="read", arguments={"path": f"p{i}"}) for i in range(10)]
+    groups = plan_batches(calls, traits, max_parallel=8)
+    assert [len(g) for g in groups] == [8, 2]
+    mixed = [
+        PlannedCall(call_id="r", name="read", arguments={"path": "x"}),
+        PlannedCall(call_id="w", name="write", arguments={"path": "x"}),
+        PlannedCall(call_id="r2", name="read", arguments={"path": "x"}),
+    ]
+    assert plan_batches(mixed, traits) == (("r",), ("w",), ("r2",))
