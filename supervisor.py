@@ -36,7 +36,7 @@ from typing import Any
 
 import pykka
 
-from actors import Actor, Address, HermesError, Reactor, Registry, RuntimeStopped, UsageError
+from actors import Actor, Address, HermesError, Reactor, ReactorStopped, Registry, RuntimeStopped, UsageError
 from actors._actor import ActorContext, starting
 from protocols import (
     ChildExited,
@@ -55,6 +55,9 @@ from protocols import (
 )
 
 log = logging.getLogger(__name__)
+
+WORKER_SHUTDOWN = 5.0
+SUPERVISOR_SHUTDOWN = 60.0
 
 
 class Restart(enum.StrEnum):
@@ -107,21 +110,28 @@ class ChildSpec:
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     restart: Restart = Restart.PERMANENT
-    shutdown: float = 5.0
-    """Seconds an orderly stop may take before the child is abandoned."""
+    shutdown: float | None = None
+    """Seconds an orderly stop may take before the child is abandoned. Default: 5 s for a
+    worker, 60 s for a supervisor (it stops its own children first)."""
 
     def __post_init__(self) -> None:
         _check_child_id(self.id)
         if not (isinstance(self.actor, type) and issubclass(self.actor, Actor)):
             msg = f"child {self.id!r}: actor must be a subclass of actors.Actor, got {self.actor!r}"
             raise UsageError(msg)
-        if self.shutdown < 0:
+        if self.shutdown is not None and self.shutdown < 0:
             msg = f"child {self.id!r}: shutdown must be >= 0 seconds, got {self.shutdown}"
             raise UsageError(msg)
 
     @property
     def kind(self) -> str:
         return "supervisor" if issubclass(self.actor, Supervisor) else "worker"
+
+    @property
+    def shutdown_timeout(self) -> float:
+        if self.shutdown is not None:
+            return self.shutdown
+        return SUPERVISOR_SHUTDOWN if self.kind == "supervisor" else WORKER_SHUTDOWN
 
 
 def supervisor_spec(
@@ -131,7 +141,7 @@ def supervisor_spec(
     strategy: Strategy = Strategy.ONE_FOR_ONE,
     intensity: Intensity = Intensity(),
     backoff: Backoff | None = None,
-    shutdown: float = 30.0,
+    shutdown: float | None = None,
 ) -> ChildSpec:
     """A child spec for a nested supervisor."""
     return ChildSpec(
@@ -195,6 +205,7 @@ class Supervisor(Actor):
     """Supervises a fixed, ordered list of children."""
 
     dynamic = False
+    parallel_stop = False
 
     def __init__(
         self,
@@ -213,6 +224,7 @@ class Supervisor(Actor):
         self._children: dict[str, _Child] = {}
         self._restart_times: collections.deque[float] = collections.deque()
         self._stop_queue: collections.deque[str] = collections.deque()
+        self._in_flight: set[str] = set()
         self._after_stops: Callable[[], None] | None = None
         self._backlog: list[ChildExited] = []
         self._shutting_down = False
@@ -252,7 +264,7 @@ class Supervisor(Actor):
             if ref is None or not ref.is_alive():
                 continue
             _request_stop(child, "supervisor exited")
-            ref.actor_stopped.wait(child.spec.shutdown)
+            ref.actor_stopped.wait(child.spec.shutdown_timeout)
         if self.dynamic and self.context is not None:
             # Dynamic children are not re-created by a new incarnation: close their addresses.
             for child in self._children.values():
@@ -337,6 +349,10 @@ class Supervisor(Actor):
     def _handle_exit(self, child: _Child, event: ChildExited) -> None:
         restart = child.spec.restart
         wanted = restart is Restart.PERMANENT or (restart is Restart.TRANSIENT and event.kind != "normal")
+        if not wanted and restart is Restart.TRANSIENT and child.address.statistics().mailbox > 0:
+            # It stopped (e.g. passivated when idle) while messages were on their way:
+            # never close an address that holds messages; start it again to deliver them.
+            wanted = True
         if event.kind != "normal":
             log.warning("%s exited (%s): %s", child.address.path, event.kind, event.error or "-")
         if not wanted:
@@ -407,13 +423,14 @@ class Supervisor(Actor):
     # -- stopping -------------------------------------------------------------------------------
 
     def _stop_then(self, child_ids: Sequence[str], then: Callable[[], None]) -> None:
-        """Stop ``child_ids`` one by one in the given order, then call ``then``."""
+        """Stop ``child_ids`` in the given order (one at a time, or all at once for a
+        dynamic supervisor, whose children have no order), then call ``then``."""
         self._stop_queue.extend(child_ids)
         self._after_stops = then
         self._stop_next()
 
     def _stop_next(self) -> None:
-        while self._stop_queue:
+        while self._stop_queue and (self.parallel_stop or not self._in_flight):
             child = self._children[self._stop_queue.popleft()]
             if child.restart_timer is not None:
                 self.cancel_wait(child.restart_timer)
@@ -423,10 +440,15 @@ class Supervisor(Actor):
                 continue
             child.status = "stopping"
             child.address.phase = "stopping"
+            self._in_flight.add(child.spec.id)
             _request_stop(child, "stop requested")
-            child.stop_timer = self.send_after(
-                child.spec.shutdown, ShutdownTimedOut(child_id=child.spec.id, incarnation=child.incarnation)
-            )
+            try:
+                child.stop_timer = self.send_after(
+                    child.spec.shutdown_timeout, ShutdownTimedOut(child_id=child.spec.id, incarnation=child.incarnation)
+                )
+            except ReactorStopped:
+                pass  # the runtime is ending: no timeout can fire; wait for the exit itself
+        if self._stop_queue or self._in_flight:
             return
         then, self._after_stops = self._after_stops, None
         if then is not None:
@@ -441,6 +463,7 @@ class Supervisor(Actor):
             child.stop_timer = None
         child.status = "stopped"
         child.address.phase = None
+        self._in_flight.discard(child.spec.id)
         self._stop_next()
 
     def _on_stop_timeout(self, child_id: str, incarnation: int) -> None:
@@ -448,11 +471,12 @@ class Supervisor(Actor):
         if child is None or child.incarnation != incarnation or child.status != "stopping":
             return
         ref = child.ref
-        log.error(
-            "%s did not stop within %g s; abandoning its thread (it is stuck in a handler)",
-            child.address.path,
-            child.spec.shutdown,
+        what = "finish stopping its children" if child.spec.kind == "supervisor" else "stop (a handler is stuck)"
+        log.error("%s did not %s within %g s; abandoning its thread", child.address.path, what, child.spec.shutdown_timeout)
+        self._publish(
+            ChildExited(path=child.address.path, child_id=child_id, incarnation=incarnation, kind="abandoned", error=f"did not {what}")
         )
+        self._in_flight.discard(child_id)
         child.stop_timer = None
         child.status = "abandoned"
         child.address.phase = "abandoned"
@@ -503,6 +527,7 @@ class DynamicSupervisor(Supervisor):
     """Many children of one template spec, started on demand (one_for_one)."""
 
     dynamic = True
+    parallel_stop = True
 
     def __init__(
         self,
@@ -572,6 +597,7 @@ class Runtime:
         self._subscribers: tuple[Callable[[Message], None], ...] = ()
         self._exit_reason: str | None = None
         self._failed = False
+        self._abandoned = 0
 
     def start(self) -> Runtime:
         """Start the reactor, then the root supervisor and its children (in order)."""
@@ -646,6 +672,8 @@ class Runtime:
         return unsubscribe
 
     def _publish(self, event: Message) -> None:
+        if isinstance(event, ChildExited) and event.kind == "abandoned":
+            self._abandoned += 1
         for callback in self._subscribers:
             try:
                 callback(event)
@@ -673,7 +701,9 @@ class Runtime:
                 pass  # the root is already gone; _root_exited has run or is running
         ended = self._ended.wait(timeout)
         reactor_ended = self.reactor.stop(timeout=max(1.0, timeout / 10))
-        return ended and reactor_ended
+        if self._abandoned:
+            log.error("%d actor thread(s) were abandoned during shutdown (stuck or too slow)", self._abandoned)
+        return ended and reactor_ended and not self._abandoned
 
     def _root_exited(self, event: ChildExited) -> None:
         if event.kind == "normal":

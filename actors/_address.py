@@ -173,7 +173,7 @@ class Address(Generic[M]):
         if len(self._pending) >= self._limit:
             self._dropped += 1
             msg = (
-                f"{self.path} is restarting and already holds {self._limit} messages; "
+                f"{self.path} is {self._state} and already holds {self._limit} messages; "
                 f"{kind} was refused (retry later or raise buffer_limit)"
             )
             raise MailboxOverflow(msg)
@@ -238,6 +238,8 @@ class Registry:
     def __init__(self, *, buffer_limit: int = DEFAULT_BUFFER_LIMIT) -> None:
         self._lock = threading.Lock()
         self._by_path: dict[str, Address[Any]] = {}
+        self._kids: dict[str, set[str]] = {}
+        """parent path -> child paths, so removing a subtree costs its size, not the registry's."""
         self._buffer_limit = buffer_limit
 
     def reserve(self, path: str, *, kind: str = "worker") -> tuple[Address[Any], bool]:
@@ -248,6 +250,8 @@ class Registry:
                 return found, False
             address: Address[Any] = Address(path, kind=kind, buffer_limit=self._buffer_limit)
             self._by_path[path] = address
+            if path != "/":
+                self._kids.setdefault(_parent(path), set()).add(path)
             return address, True
 
     def lookup(self, path: str) -> Address[Any]:
@@ -265,13 +269,24 @@ class Registry:
 
     def remove(self, path: str) -> None:
         """Close and forget ``path`` and everything under it."""
-        prefix = path.rstrip("/") + "/"
         with self._lock:
-            doomed = [p for p in self._by_path if p == path or p.startswith(prefix)]
-            addresses = [self._by_path.pop(p) for p in doomed]
+            doomed = [path]
+            index = 0
+            while index < len(doomed):
+                doomed.extend(self._kids.pop(doomed[index], ()))
+                index += 1
+            if path != "/":
+                siblings = self._kids.get(_parent(path))
+                if siblings is not None:
+                    siblings.discard(path)
+            addresses = [a for a in (self._by_path.pop(p, None) for p in doomed) if a is not None]
         for address in addresses:
             address._close()  # noqa: SLF001 - the registry owns its addresses
 
     def items(self) -> list[tuple[str, Address[Any]]]:
         with self._lock:
             return list(self._by_path.items())
+
+
+def _parent(path: str) -> str:
+    return path.rsplit("/", 1)[0] or "/"

@@ -84,6 +84,7 @@ class Reactor:
         self._nursery: trio.Nursery | None = None
         self._stop: trio.Event | None = None
         self._ready = threading.Event()
+        self._at_stop: list[Callable[[], Awaitable[None]]] = []
         # Reactor-thread state (touched only inside the trio run):
         self._waits: dict[int, _Wait] = {}
         self._by_owner: dict[str, set[int]] = {}
@@ -120,6 +121,10 @@ class Reactor:
         thread.join(timeout)
         return not thread.is_alive()
 
+    def at_stop(self, cleanup: Callable[[], Awaitable[None]]) -> None:
+        """Run ``await cleanup()`` in the reactor when it stops, after all waits are cancelled."""
+        self._at_stop.append(cleanup)
+
     @property
     def running(self) -> bool:
         return self._token is not None and self._thread is not None and self._thread.is_alive()
@@ -141,6 +146,13 @@ class Reactor:
             self._ready.set()
             await self._stop.wait()
             nursery.cancel_scope.cancel()
+        # Waits are cancelled (their HTTP streams closed); now close shared resources.
+        for cleanup in self._at_stop:
+            with trio.move_on_after(5):
+                try:
+                    await cleanup()
+                except Exception:
+                    log.exception("a reactor cleanup raised")
 
     async def _heartbeat(self) -> None:
         while True:

@@ -8,7 +8,8 @@ Measured, each against a baseline run in the same invocation on a private trio t
   actor loops N round trips itself. Baseline: a plain thread calls
   ``TrioToken.run_sync_soon(event.set)`` and waits on the ``threading.Event``
   (``baseline_task_*``: the callback spawns a trio task that awaits ``noop`` first, which
-  is what a wait does). Target: median <= 300 us.
+  is what a wait does). Target: median <= 300 us. ``wait_rtt_1cpu`` repeats both with
+  every thread involved pinned to one CPU (removes the scheduler's thread placement).
 - ``cancel_sleep``: the actor starts ``trio.sleep(30)`` as a wait, then (once the
   coroutine runs) ``self.cancel_wait(handle)``; latency from the cancel call to the actor
   receiving ``WaitFinished(status="cancelled")``. Baseline: ``run_sync_soon(scope.cancel)``
@@ -18,7 +19,10 @@ Measured, each against a baseline run in the same invocation on a private trio t
   to a FIFO, so the bench cancels once the group is running without sleeping. Baseline:
   ``trio.lowlevel.open_process`` of the same group, killed with ``os.killpg(SIGTERM)`` and
   reaped in the private trio thread. Target: median <= 50 ms. After each run the bench
-  scans ``/proc`` for survivors of the group (``leftover_processes`` must be 0).
+  scans ``/proc`` for survivors of the group (``leftover_processes`` must be 0) and
+  reports the worst reactor heartbeat lag seen (``reactor_lag_max_ms``).
+
+Each round uses a fresh runtime and baseline thread; samples of all rounds are pooled.
 
 Run from the repository root: ``python bench/bench_reactor.py [--quick] [--json]``.
 """
@@ -154,7 +158,7 @@ class Prober(Actor):
                 self._bounce()
             case StartLong(argv=None, running=running):
                 self.long = self.start_wait(long_sleep, running, tag="long", timeout=60)
-            case StartLong(argv=argv):
+            case StartLong(argv=list() as argv):
                 self.long = self.run_process(argv, tag="long", timeout=60)
             case CancelLong():
                 assert self.long is not None
@@ -382,6 +386,8 @@ class Results:
         self.statuses: list[str] = []
         self.leftovers = 0
         self.base_leftovers = 0
+        self.lag_max_ms = 0.0
+        """Worst reactor heartbeat lateness seen (a blocked reactor thread shows here)."""
 
     def add(self, name: str, seconds: list[float] | float) -> None:
         values = seconds if isinstance(seconds, list) else [seconds]
@@ -426,6 +432,7 @@ def one_round(results: Results, *, trips: int, sleeps: int, processes: int, work
                 results.add("cancel_process_base", latency)
                 results.base_leftovers += survivors(pgid)
                 os.unlink(fifo)
+        results.lag_max_ms = max(results.lag_max_ms, runtime.reactor.statistics().lag_max_ms)
     finally:
         runtime.stop()
 
@@ -515,19 +522,24 @@ def main() -> int:
             one_round(results, trips=trips, sleeps=sleeps, processes=processes, workdir=workdir)
 
     s = results.series
-    rtt = row("wait_rtt", s["wait_rtt"], s["hop"], target_us=RTT_TARGET_US, note="start_wait(noop) -> WaitFinished; base: run_sync_soon(Event.set)")
-    rtt["baseline_task_median_us"] = round(statistics.median(s["task"]), 1)
-    rtt["ratio_to_task"] = round(statistics.median(s["wait_rtt"]) / statistics.median(s["task"]), 2)
-    rows = [rtt]
-    if "wait_rtt_1cpu" in s:
-        pinned_row = row("wait_rtt_1cpu", s["wait_rtt_1cpu"], s["hop_1cpu"], target_us=RTT_TARGET_US, note="same, all threads pinned to one CPU")
-        pinned_row["baseline_task_median_us"] = round(statistics.median(s["task_1cpu"]), 1)
-        pinned_row["ratio_to_task"] = round(statistics.median(s["wait_rtt_1cpu"]) / statistics.median(s["task_1cpu"]), 2)
-        rows.append(pinned_row)
-    rows.append(row("cancel_sleep", s["cancel_sleep"], s["cancel_sleep_base"], target_us=None, note="cancel_wait -> WaitFinished(cancelled), trio.sleep(30)"))
-    process_row = row("cancel_process", s["cancel_process"], s["cancel_process_base"], target_us=CANCEL_TARGET_US, note="cancel_wait -> WaitFinished(cancelled), bash+sleep group")
+    rows = []
+    for suffix, note in (("", "start_wait(noop) -> WaitFinished; base: run_sync_soon(Event.set)"),
+                         ("_1cpu", "same, all threads pinned to one CPU")):
+        if "wait_rtt" + suffix not in s:
+            continue
+        rtt_row = row("wait_rtt" + suffix, s["wait_rtt" + suffix], s["hop" + suffix], target_us=RTT_TARGET_US, note=note)
+        task = statistics.median(s["task" + suffix])
+        rtt_row["baseline_task_median_us"] = round(task, 1)
+        rtt_row["ratio_to_task"] = round(statistics.median(s["wait_rtt" + suffix]) / task, 2)
+        rows.append(rtt_row)
+    rtt = rows[0]
+    note = "cancel_wait -> WaitFinished(cancelled), trio.sleep(30)"
+    rows.append(row("cancel_sleep", s["cancel_sleep"], s["cancel_sleep_base"], target_us=None, note=note))
+    note = "cancel_wait -> WaitFinished(cancelled), bash+sleep group"
+    process_row = row("cancel_process", s["cancel_process"], s["cancel_process_base"], target_us=CANCEL_TARGET_US, note=note)
     process_row["leftover_processes"] = results.leftovers
     process_row["baseline_leftover_processes"] = results.base_leftovers
+    process_row["reactor_lag_max_ms"] = round(results.lag_max_ms, 2)
     rows.append(process_row)
     wrong = [status for status in results.statuses if status != "cancelled"]
     for item in rows[-2:]:
@@ -539,6 +551,7 @@ def main() -> int:
             f"wait_rtt / task = {rtt['ratio_to_task']}"
         )
         print(f"statuses other than 'cancelled': {len(wrong)}; processes left after cancel: {results.leftovers}")
+        print(f"worst reactor heartbeat lag during the run: {results.lag_max_ms:.2f} ms")
     return 0 if not wrong and results.leftovers == 0 else 1
 
 

@@ -224,7 +224,8 @@ def run_rss_worker(side: str, count: int) -> dict[str, Any]:
     if completed.returncode != 0:
         msg = f"the {side} RSS worker failed ({completed.returncode}):\n{completed.stderr}"
         raise RuntimeError(msg)
-    return json.loads(completed.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return result
 
 
 # -- output -----------------------------------------------------------------------------------
@@ -340,7 +341,7 @@ def main() -> int:
     raw_rss = [run_rss_worker("raw", count) for _ in range(rss_runs)]
 
     def med(runs: list[dict[str, Any]], key: str) -> float:
-        return statistics.median(run[key] for run in runs)
+        return float(statistics.median(run[key] for run in runs))
 
     rows = [
         latency_row("spawn", spawn, raw_spawn, None, "start_child + ask / ThreadingActor.start + ask"),

@@ -30,6 +30,8 @@ class Probe:
     def put(self, item: Any) -> None:
         self._queue.put(item)
 
+    tell = put  # a probe can stand where an address is expected
+
     def get(self, timeout: float = DEADLINE) -> Any:
         try:
             return self._queue.get(timeout=timeout)
@@ -137,7 +139,10 @@ def start_runtime() -> Iterator[Callable[..., Runtime]]:
 
     yield start
     for runtime in started:
-        assert runtime.stop(timeout=DEADLINE), "the runtime did not stop within the deadline"
+        if runtime.wait(0):
+            runtime.stop(timeout=DEADLINE)  # ended already (the test stopped it): reactor cleanup only
+        else:
+            assert runtime.stop(timeout=DEADLINE), "the runtime did not stop within the deadline"
     # Actor threads end just after they report their exit; give them the deadline to finish.
     # trio keeps idle worker threads cached for a while (it waits for child processes in
     # one): they are daemon threads owned by trio, not by the runtime.

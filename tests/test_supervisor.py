@@ -264,9 +264,14 @@ def test_a_child_stuck_past_its_shutdown_timeout_is_abandoned_and_shutdown_compl
     runtime = start_runtime([*specs("first"), ChildSpec(id="stuck", actor=SlowActor, args=(release, probe), shutdown=0.1)])
     runtime.lookup("/stuck").tell("block")
     assert probe.get() == "blocked"
+    events = Probe()
+    runtime.subscribe(events.put)
     try:
-        assert runtime.stop(timeout=DEADLINE)
+        # The stop completes, but reports that a thread had to be abandoned.
+        assert runtime.stop(timeout=DEADLINE) is False
         assert runtime.exit_reason == "stopped"
+        abandoned = events.get_matching(lambda e: isinstance(e, ChildExited) and e.kind == "abandoned")
+        assert abandoned.path == "/stuck"
     finally:
         release.set()  # let the abandoned thread finish so no thread is left behind
 
