@@ -23,9 +23,10 @@ from typing import TYPE_CHECKING, Any
 import pykka
 
 from protocols import ChildExited, ExitKind, Message
+from protocols._supervision import InjectCrash
 
 from ._address import Address, Ask, set_in_handler
-from ._errors import ActorCrashed, UsageError
+from ._errors import ActorCrashed, InjectedCrash, UsageError
 from ._process import run_process
 from ._reactor import Reactor, WaitHandle
 
@@ -144,6 +145,9 @@ class Actor(pykka.ThreadingActor):
             self.context.address._bind(self.actor_ref, self.context.incarnation)  # noqa: SLF001
 
     def on_receive(self, message: Any) -> Any:
+        if type(message) is InjectCrash:
+            self._crash(InjectedCrash(message.reason))
+            return None
         if type(message) is Ask:
             try:
                 result = self.receive(message.message)

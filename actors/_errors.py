@@ -6,6 +6,7 @@ HermesError
 │   ├── MailboxOverflow   the address is buffering (actor restarting) and its buffer is full
 │   └── AddressClosed     the actor at the address was stopped for good
 ├── ActorCrashed        the handler that would answer an ``ask`` crashed
+├── InjectedCrash       a crash asked for on purpose (``InjectCrash``, chaos testing)
 ├── StartFailed         an actor's construction or ``started()`` raised
 ├── ReactorStopped      the reactor thread is not running, so no wait can start
 └── RuntimeStopped      the runtime ended (shut down, or escalation reached the root)
@@ -36,6 +37,10 @@ class AddressClosed(DeliveryError):
 
 class ActorCrashed(HermesError):
     """The actor's handler raised while handling this request; the actor is restarting."""
+
+
+class InjectedCrash(HermesError):
+    """The actor crashed because it was told ``InjectCrash`` (a fault on purpose)."""
 
 
 class StartFailed(HermesError):

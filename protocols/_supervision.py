@@ -56,6 +56,12 @@ class Escalated(Message, frozen=True, kw_only=True):
     reason: str
 
 
+class InjectCrash(Message, frozen=True, kw_only=True):
+    """A fault on purpose: any actor that receives it crashes (chaos testing)."""
+
+    reason: str = "injected crash"
+
+
 class StartChild(Message, frozen=True, kw_only=True):
     """Ask a dynamic supervisor to start one child of its template spec."""
 

@@ -1,1 +1,37 @@
-"""agent: built on the kernel in later issues."""
+"""agent: sessions and their turn machine, model calls, the session event stream."""
+
+from ._hub import HubRegistry as HubRegistry
+from ._hub import SessionHub as SessionHub
+from ._machine import MachineConfig as MachineConfig
+from ._model import ModelClients as ModelClients
+from ._model import ModelSettings as ModelSettings
+from ._plan import ToolTraits as ToolTraits
+from ._session import SessionActor as SessionActor
+from ._session import SessionDeps as SessionDeps
+from ._session import build_system_prompt as build_system_prompt
+from ._session import session_address as session_address
+from ._session import tell_session as tell_session
+from ._tools import ToolOutput as ToolOutput
+from ._tools import ToolSpec as ToolSpec
+from ._tree import agent_specs as agent_specs
+from ._tree import reader_opener as reader_opener
+from ._tree import start_agent_runtime as start_agent_runtime
+
+__all__ = [
+    "HubRegistry",
+    "MachineConfig",
+    "ModelClients",
+    "ModelSettings",
+    "SessionActor",
+    "SessionDeps",
+    "SessionHub",
+    "ToolOutput",
+    "ToolSpec",
+    "ToolTraits",
+    "agent_specs",
+    "build_system_prompt",
+    "reader_opener",
+    "session_address",
+    "start_agent_runtime",
+    "tell_session",
+]

@@ -119,7 +119,13 @@ class TimerFired(Input, frozen=True, kw_only=True):
     token: str
 
 
-MachineInput = UserInput | Persisted | PersistFailed | ModelReplied | ModelFailed | ToolDone | Cancel | TimerFired
+class Resume(Input, frozen=True, kw_only=True):
+    """Continue an open turn found in the transcript after a restart (no new user message)."""
+
+    turn_id: str
+
+
+MachineInput = UserInput | Persisted | PersistFailed | ModelReplied | ModelFailed | ToolDone | Cancel | TimerFired | Resume
 
 
 # -- effects ---------------------------------------------------------------------------------
@@ -242,6 +248,11 @@ class _Step:
         match event:
             case UserInput():
                 self.on_user_input(event)
+            case Resume(turn_id=turn_id):
+                if turn is None:
+                    resumed = Turn(turn_id=turn_id, phase="persist_user", deadline=event.now + self.config.turn_timeout)
+                    self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
+                    self.call_model(resumed, event.now)
             case Cancel(reason=reason):
                 if turn is not None:
                     self.end_turn(turn, TurnCancelled(turn_id=turn.turn_id, reason=reason), event.now)

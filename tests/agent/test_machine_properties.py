@@ -70,7 +70,10 @@ class World:
                 self.timers.append(effect.token)
         state = self.driver.state
         if state.turn is None:
-            assert sanitize(state.transcript) == (state.transcript, 0), "an idle session has an unsettled transcript"
+            # Results are kept in the order they finished; the sanitizer may reorder them, but
+            # it must neither add a missing result nor drop an orphan.
+            fixed, added = sanitize(state.transcript)
+            assert added == 0 and len(fixed) == len(state.transcript), "an idle session has an unsettled transcript"
 
     def act(self, action: str, n: int) -> None:
         self.now += 1.0

@@ -1,0 +1,343 @@
+"""The session actor: one per conversation; it hosts the turn machine and executes its effects.
+
+It never waits. Loading the transcript, model calls, tools and timers are reactor waits
+whose outcomes come back as messages; writes go to the store writer, whose acknowledgement
+comes back as a message. Events go to the session's hub.
+
+Invariant: one session actor per session id: sessions are children of a dynamic supervisor
+and are reached through :func:`session_address`, which reserves the address atomically.
+Invariant: after a restart the transcript is reloaded from the store and sanitized;
+unfinished tool calls get an "outcome unknown" result and are never re-run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import functools
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import msgspec
+import trio
+
+from actors import Actor, Address, AddressClosed, Registry, WaitHandle
+from protocols import ChatMessage, WaitFinished
+from supervisor import start_child
+from protocols._session import (
+    CancelTurn,
+    SessionRecovered,
+    StartTurn,
+    Subscribe,
+    TurnFailed,
+    Unsubscribe,
+)
+from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionRecord, StoreFailed
+
+from ._hub import HubRegistry
+from ._machine import (
+    CallModel,
+    Cancel,
+    CancelModel,
+    CancelTimer,
+    CancelTool,
+    Emit,
+    MachineConfig,
+    MachineEffect,
+    MachineInput,
+    ModelFailed,
+    ModelReplied,
+    Persist,
+    Persisted,
+    PersistFailed,
+    Resume,
+    RunTool,
+    SessionState,
+    StartTimer,
+    TimerFired,
+    ToolDone,
+    UserInput,
+    step,
+)
+from ._model import ModelClients, ModelFailure, ModelReply, ModelSettings, call_model
+from ._sanitize import sanitize
+from ._tools import ToolOutput, ToolSpec
+
+log = logging.getLogger(__name__)
+
+RecoveryPolicy = Literal["resume", "fail"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionDeps:
+    """What every session actor of a runtime shares."""
+
+    hubs: HubRegistry
+    open_reader: Callable[[], Any]
+    """Opens a read-only store connection (``actors.store.StoreReader``); called in a worker thread."""
+    model: ModelSettings
+    clients: ModelClients
+    tools: Mapping[str, ToolSpec] = dataclasses.field(default_factory=dict)
+    config: MachineConfig = MachineConfig()
+    source: str = "api"
+    platform_hint: str = ""
+    recovery: RecoveryPolicy = "fail"
+    idle_timeout: float = 600.0
+    load_timeout: float = 30.0
+    store_path: str = "/store"
+    """Where the store writer lives in the tree."""
+
+
+class _Timer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    token: str
+
+
+class _Idle(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    generation: int
+
+
+def build_system_prompt(model: str, platform_hint: str, today: datetime.date) -> str:
+    """The session's system prompt: built once, then stored and reused byte for byte."""
+    lines = [
+        "You are Hermes, an AI agent that helps by thinking step by step and using the tools you are given.",
+        f"Today's date: {today.isoformat()}.",
+        f"Model: {model}.",
+    ]
+    if platform_hint:
+        lines.append(platform_hint)
+    return "\n".join(lines)
+
+
+def _load(open_reader: Callable[[], Any], session_id: str) -> tuple[SessionRecord | None, list[ChatMessage]]:
+    with open_reader() as reader:
+        return reader.get_session(session_id), reader.load_messages(session_id)
+
+
+async def _load_with_retry(open_reader: Callable[[], Any], session_id: str) -> tuple[SessionRecord | None, list[ChatMessage]]:
+    # The store writer may still be creating the file when a session starts first.
+    delay = 0.01
+    while True:
+        try:
+            return await trio.to_thread.run_sync(_load, open_reader, session_id)
+        except Exception as exc:  # noqa: BLE001 - retried until the wait's deadline
+            log.debug("session %s: store not readable yet: %s", session_id, exc)
+            await trio.sleep(delay)
+            delay = min(0.5, delay * 2)
+
+
+async def _run_tool(tool: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:
+    return await tool.run(arguments)
+
+
+class SessionActor(Actor):
+    """Hosts one conversation."""
+
+    def __init__(self, deps: SessionDeps, session_id: str) -> None:
+        super().__init__()
+        self.deps = deps
+        self.session_id = session_id
+        self.hub = deps.hubs.get(session_id)
+        self.state: SessionState | None = None
+        self.stash: list[Any] = []
+        self.waits: dict[int, tuple[str, str]] = {}
+        """wait id -> (kind, key): kind is "model" or "tool", key the token or call id."""
+        self.handles: dict[str, WaitHandle] = {}
+        """token / call id -> handle, to cancel."""
+        self.idle_generation = 0
+        self.tools_schema = [tool.schema() for tool in deps.tools.values()]
+
+    # -- lifecycle ----------------------------------------------------------------------------
+
+    def started(self) -> None:
+        self.store = self._context().registry.lookup(self.deps.store_path)
+        self.start_wait(_load_with_retry, self.deps.open_reader, self.session_id, tag="load", timeout=self.deps.load_timeout)
+
+    def receive(self, message: Any) -> Any:
+        match message:
+            case Subscribe(subscriber=subscriber, after_seq=after_seq):
+                return self.hub.subscribe(subscriber, after_seq=after_seq)
+            case Unsubscribe(subscriber=subscriber):
+                self.hub.unsubscribe(subscriber)
+            case WaitFinished(tag="load"):
+                self.on_loaded(message)
+            case _ if self.state is None:
+                self.stash.append(message)
+            case StartTurn(text=text, turn_id=turn_id, policy=policy):
+                self.feed(UserInput(turn_id=turn_id or f"turn_{uuid.uuid4().hex[:12]}", text=text, policy=policy, now=time.monotonic()))
+            case CancelTurn(reason=reason):
+                self.feed(Cancel(reason=reason, now=time.monotonic()))
+            case WaitFinished():
+                self.on_wait(message)
+            case MessagesPersisted(token=token):
+                self.feed(Persisted(token=token, now=time.monotonic()))
+            case StoreFailed(token=token, error=error):
+                self.feed(PersistFailed(token=token, error=error, now=time.monotonic()))
+            case _Timer(token=token):
+                self.handles.pop(token, None)
+                self.feed(TimerFired(token=token, now=time.monotonic()))
+            case _Idle(generation=generation):
+                if generation == self.idle_generation and self.state.turn is None and not self.state.queued:
+                    log.info("session %s idle: passivating", self.session_id)
+                    self.stop()
+            case _:
+                return super().receive(message)
+        return None
+
+    # -- loading and recovery -----------------------------------------------------------------------
+
+    def on_loaded(self, finished: WaitFinished) -> None:
+        if finished.status != "ok":
+            raise RuntimeError(f"session {self.session_id}: could not load from the store: {finished.status} {finished.error}")
+        record, messages = finished.value
+        now = time.time()
+        if record is None:
+            prompt = build_system_prompt(self.deps.model.model, self.deps.platform_hint, datetime.date.today())
+            self.store.tell(
+                CreateSession(
+                    session_id=self.session_id,
+                    source=self.deps.source,
+                    model=self.deps.model.model,
+                    system_prompt=prompt,
+                    started_at=now,
+                    token="create",
+                    reply_to=self.actor_ref,
+                )
+            )
+            self.state = SessionState(session_id=self.session_id, system_prompt=prompt)
+        else:
+            transcript, settled = sanitize(messages)
+            self.state = SessionState(session_id=self.session_id, system_prompt=record.system_prompt or "", transcript=transcript)
+            if settled:
+                # Persist the synthetic results so the store agrees with what the model sees.
+                synthetic = tuple(m for m in transcript if m not in messages)
+                self.store.tell(AppendMessages(session_id=self.session_id, messages=synthetic, timestamp=now, token="recover"))
+            open_turn = bool(transcript) and transcript[-1].role in ("user", "tool")
+            if settled or open_turn:
+                resumed = open_turn and self.deps.recovery == "resume"
+                self.hub.publish(SessionRecovered(settled_calls=settled, resumed=resumed))
+                if open_turn and not resumed:
+                    self.hub.publish(
+                        TurnFailed(
+                            error=(
+                                "the session restarted while a turn was running; unfinished tools were not re-run "
+                                "(their results say 'outcome unknown'); send a message to continue"
+                            ),
+                            kind="restarted",
+                        )
+                    )
+                elif resumed:
+                    self.feed(Resume(turn_id=f"turn_{uuid.uuid4().hex[:12]}", now=time.monotonic()))
+        stash, self.stash = self.stash, []
+        for message in stash:
+            self.receive(message)
+        self.arm_idle_timer()
+
+    # -- the machine and its effects ----------------------------------------------------------------------
+
+    def feed(self, event: MachineInput) -> None:
+        assert self.state is not None
+        self.state, effects = step(self.state, event, self.deps.config)
+        for effect in effects:
+            self.execute(effect)
+        if self.state.turn is None:
+            self.arm_idle_timer()
+
+    def execute(self, effect: MachineEffect) -> None:
+        match effect:
+            case Emit(event=event):
+                self.hub.publish(event)
+            case Persist(token=token, messages=messages):
+                self.store.tell(
+                    AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token=token, reply_to=self.actor_ref)
+                )
+            case CallModel(token=token, messages=messages, use_tools=use_tools, timeout=timeout):
+                turn_id = token.split("/", 1)[0]
+                call = functools.partial(
+                    call_model,
+                    self.deps.clients,
+                    self.deps.model,
+                    messages,
+                    self.tools_schema if use_tools else [],
+                    hub=self.hub,
+                    turn_id=turn_id,
+                    session_id=self.session_id,
+                )
+                handle = self.start_wait(call, tag="model", timeout=timeout)
+                self.track(handle, "model", token)
+            case RunTool(call_id=call_id, name=name, arguments=arguments, timeout=timeout):
+                handle = self.start_wait(_run_tool, self.deps.tools[name], arguments, tag="tool", timeout=timeout)
+                self.track(handle, "tool", call_id)
+            case CancelModel(token=key) | CancelTool(call_id=key) | CancelTimer(token=key):
+                pending = self.handles.get(key)
+                if pending is not None:
+                    del self.handles[key]
+                    self.cancel_wait(pending)
+                    self.waits.pop(pending.wait_id, None)
+            case StartTimer(token=token, delay=delay):
+                self.handles[token] = self.send_after(delay, _Timer(token=token))
+
+    def track(self, handle: WaitHandle, kind: str, key: str) -> None:
+        self.waits[handle.wait_id] = (kind, key)
+        self.handles[key] = handle
+
+    def on_wait(self, finished: WaitFinished) -> None:
+        entry = self.waits.pop(finished.wait_id, None)
+        if entry is None:
+            return  # cancelled on purpose; the machine has moved on
+        kind, key = entry
+        self.handles.pop(key, None)
+        now = time.monotonic()
+        if kind == "model":
+            value = finished.value
+            if finished.status == "ok" and isinstance(value, ModelReply):
+                self.feed(
+                    ModelReplied(
+                        token=key,
+                        content=value.content,
+                        reasoning=value.reasoning,
+                        tool_calls=value.tool_calls,
+                        finish_reason=value.finish_reason,
+                        input_tokens=value.input_tokens,
+                        output_tokens=value.output_tokens,
+                        now=now,
+                    )
+                )
+            elif finished.status == "ok" and isinstance(value, ModelFailure):
+                self.feed(ModelFailed(token=key, kind=value.kind, status=value.status, detail=value.detail, retry_after=value.retry_after, now=now))
+            elif finished.status == "timeout":
+                self.feed(ModelFailed(token=key, kind="timeout", detail=finished.error, now=now))
+            else:
+                self.feed(ModelFailed(token=key, kind="malformed", detail=finished.error or finished.status, now=now))
+        elif kind == "tool":
+            if finished.status == "ok" and isinstance(finished.value, ToolOutput):
+                self.feed(ToolDone(call_id=key, content=finished.value.content, ok=finished.value.ok, now=now))
+            elif finished.status == "timeout":
+                self.feed(ToolDone(call_id=key, content=f"[error] the tool did not finish in time and was stopped ({finished.error})", ok=False, now=now))
+            else:
+                self.feed(ToolDone(call_id=key, content=f"[error] the tool failed: {finished.error or finished.status}", ok=False, now=now))
+
+    def arm_idle_timer(self) -> None:
+        self.idle_generation += 1
+        if self.deps.idle_timeout > 0:
+            self.send_after(self.deps.idle_timeout, _Idle(generation=self.idle_generation))
+
+
+def session_address(registry: Registry, sessions: Address[Any], session_id: str) -> Address[Any]:
+    """The address of a session's actor, starting (or rehydrating) it if needed."""
+    return start_child(registry, sessions, session_id, session_id)
+
+
+def tell_session(registry: Registry, sessions: Address[Any], session_id: str, message: Any) -> Address[Any]:
+    """Tell a session, restarting it if it was just passivated; returns its address."""
+    for _ in range(3):
+        address = session_address(registry, sessions, session_id)
+        try:
+            address.tell(message)
+            return address
+        except AddressClosed:
+            continue  # passivated between lookup and tell: the next lookup starts it again
+    msg = f"session {session_id} could not be reached after 3 attempts"
+    raise AddressClosed(msg)

@@ -1,0 +1,195 @@
+"""Scripted replies to OpenAI wire bytes: completion objects, SSE chunks, error bodies.
+
+Pure functions of (reply, request body, seeded RNG): the same seed gives the same ids and
+the same chunk splits. Nothing here does I/O; ``_http`` sends what this module plans.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import string
+from typing import Any
+
+import msgspec
+
+from ._script import HttpError, Reply, ScriptedReply, TextReply, ToolCallsReply
+
+CREATED = 1_700_000_000
+"""The ``created`` timestamp of every completion (fixed, so bodies are deterministic)."""
+
+_ALPHABET = string.ascii_letters + string.digits
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    429: "rate_limit_error",
+}
+_encode = msgspec.json.Encoder().encode
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Planned:
+    """A response ready to send: status, headers, body chunks, and the faults to apply."""
+
+    status: int
+    headers: list[tuple[str, str]]
+    chunks: list[bytes]
+    faults: ScriptedReply | None = None
+    streaming: bool = False
+    """Server-sent events: chunked encoding; otherwise one chunk with a Content-Length."""
+
+
+def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: str) -> Planned:
+    """Plan the response to a chat completion ``request`` that the script answers with ``reply``."""
+    request_id = "req_" + _token(rng, 24)
+    if isinstance(reply, HttpError):
+        planned = error(
+            reply.status, reply.message, code=reply.code, error_type=reply.error_type, retry_after=reply.retry_after
+        )
+        return dataclasses.replace(planned, headers=[*planned.headers, ("x-request-id", request_id)], faults=reply)
+    completion_id = "chatcmpl-" + _token(rng, 29)
+    calls = reply.calls if isinstance(reply, ToolCallsReply) else ()
+    call_ids = [call.id if call.id is not None else "call_" + _token(rng, 24) for call in calls]
+    content, reasoning = _content_and_reasoning(reply)
+    words_out = _words(content) + _words(reasoning) + sum(_words(c.name) + _words(c.arguments) for c in calls)
+    words_in = _prompt_words(request)
+    usage = {"prompt_tokens": words_in, "completion_tokens": words_out, "total_tokens": words_in + words_out}
+    finish = "tool_calls" if calls else "stop"
+    head = {"id": completion_id, "created": CREATED, "model": _model_of(request, model)}
+    if request.get("stream") is not True:
+        message: dict[str, Any] = {"role": "assistant", "content": content}
+        if reasoning is not None:
+            message["reasoning_content"] = reasoning
+        if calls:
+            message["tool_calls"] = [
+                {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for cid, c in zip(call_ids, calls, strict=True)
+            ]
+        body = {
+            **head,
+            "object": "chat.completion",
+            "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+            "usage": usage,
+        }
+        return Planned(200, _json_headers(request_id), [_encode(body)], reply)
+
+    options = request.get("stream_options")
+    include_usage = isinstance(options, dict) and options.get("include_usage") is True
+    head = {**head, "object": "chat.completion.chunk"}
+    if include_usage:
+        head["usage"] = None
+
+    def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish_reason}
+        return _event(_encode({**head, "choices": [choice]}))
+
+    events = [chunk({"role": "assistant", "content": ""})]
+    events += [chunk({"reasoning_content": piece}) for piece in split(reasoning or "", rng)]
+    events += [chunk({"content": piece}) for piece in split(content or "", rng)]
+    for index, (cid, call) in enumerate(zip(call_ids, calls, strict=True)):
+        first = {"index": index, "id": cid, "type": "function", "function": {"name": call.name, "arguments": ""}}
+        events.append(chunk({"tool_calls": [first]}))
+        events += [
+            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            for piece in split(call.arguments, rng)
+        ]
+    events.append(chunk({}, finish))
+    if include_usage:
+        events.append(_event(_encode({**head, "choices": [], "usage": usage})))
+    events.append(_event(b"[DONE]"))
+    headers = [("content-type", "text/event-stream"), ("cache-control", "no-cache"), ("x-request-id", request_id)]
+    return Planned(200, headers, events, reply, streaming=True)
+
+
+def echo(request: dict[str, Any]) -> TextReply:
+    """The reply of echo mode: ``echo: <content of the last user message>``."""
+    last = ""
+    messages = request.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, dict) and message.get("role") == "user":
+            last = _text_of(message.get("content"))
+    return TextReply(content=f"echo: {last}")
+
+
+def error(
+    status: int,
+    message: str,
+    *,
+    code: str | None = None,
+    error_type: str | None = None,
+    retry_after: float | None = None,
+) -> Planned:
+    """An OpenAI-shaped error response."""
+    if error_type is None:
+        error_type = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
+    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+    headers = _json_headers()
+    if retry_after is not None:
+        seconds = int(retry_after) if float(retry_after).is_integer() else retry_after
+        headers.append(("retry-after", str(seconds)))
+    return Planned(status, headers, [_encode(body)])
+
+
+def models(model: str) -> Planned:
+    """The ``GET /v1/models`` list: one model."""
+    body = {"object": "list", "data": [{"id": model, "object": "model", "created": CREATED, "owned_by": "hermes"}]}
+    return Planned(200, _json_headers(), [_encode(body)])
+
+
+def split(text: str, rng: random.Random) -> list[str]:
+    """Cut ``text`` at random places into pieces of about six characters (at least 3 if it can)."""
+    if len(text) <= 1:
+        return [text] if text else []
+    cuts = min(len(text) - 1, max(2, len(text) // 6))
+    points = sorted(rng.sample(range(1, len(text)), cuts))
+    return [text[a:b] for a, b in zip([0, *points], [*points, len(text)], strict=True)]
+
+
+def _content_and_reasoning(reply: TextReply | ToolCallsReply) -> tuple[str | None, str | None]:
+    if reply.think and reply.reasoning is not None:
+        return f"<think>{reply.reasoning}</think>{reply.content or ''}", None
+    return reply.content, reply.reasoning
+
+
+def _prompt_words(request: dict[str, Any]) -> int:
+    messages = request.get("messages")
+    return sum(
+        _words(_text_of(m.get("content")))
+        for m in (messages if isinstance(messages, list) else [])
+        if isinstance(m, dict)
+    )
+
+
+def _text_of(content: object) -> str:
+    """The text of a message's content: a string, or the text parts of a list of parts."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def _words(text: str | None) -> int:
+    return len(text.split()) if text else 0
+
+
+def _model_of(request: dict[str, Any], default: str) -> str:
+    model = request.get("model")
+    return model if isinstance(model, str) and model else default
+
+
+def _token(rng: random.Random, length: int) -> str:
+    return "".join(rng.choices(_ALPHABET, k=length))
+
+
+def _event(data: bytes) -> bytes:
+    return b"data: " + data + b"\n\n"
+
+
+def _json_headers(request_id: str | None = None) -> list[tuple[str, str]]:
+    headers = [("content-type", "application/json")]
+    if request_id is not None:
+        headers.append(("x-request-id", request_id))
+    return headers

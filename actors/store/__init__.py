@@ -1,0 +1,37 @@
+"""The session store: one writer actor per SQLite file, read-only readers, full-text search.
+
+- :class:`StoreWriter` — the supervised actor that owns the file and writes it with group
+  commit; its commands and replies are in ``protocols._store``.
+- :class:`StoreReader` — a read-only connection for one thread: sessions, transcripts,
+  FTS5 search.
+- :func:`fts5_query` — any user text to a safe FTS5 query.
+- :func:`open_writer` / :func:`open_reader` — the schema (Hermes's ``state.db`` layout),
+  for tools and benchmarks that need a raw connection.
+
+Imports nothing from ``actors.agent``, ``actors.tools``, ``actors.platforms`` or
+``actors.memory``.
+"""
+
+from ._errors import SchemaVersionError as SchemaVersionError
+from ._errors import StoreConnectionBroken as StoreConnectionBroken
+from ._errors import StoreError as StoreError
+from ._reader import StoreReader as StoreReader
+from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
+from ._schema import open_reader as open_reader
+from ._schema import open_writer as open_writer
+from ._search import fts5_query as fts5_query
+from ._writer import DEFAULT_BATCH_CAP as DEFAULT_BATCH_CAP
+from ._writer import StoreWriter as StoreWriter
+
+__all__ = [
+    "DEFAULT_BATCH_CAP",
+    "SCHEMA_VERSION",
+    "SchemaVersionError",
+    "StoreConnectionBroken",
+    "StoreError",
+    "StoreReader",
+    "StoreWriter",
+    "fts5_query",
+    "open_reader",
+    "open_writer",
+]

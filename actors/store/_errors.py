@@ -1,0 +1,23 @@
+"""Errors of the session store.
+
+HermesError (actors)
+└── StoreError              the store could not do what was asked
+    ├── SchemaVersionError    the file's schema version is not the one this build reads
+    └── StoreConnectionBroken the writer's connection failed; the writer crashes and restarts
+"""
+
+from __future__ import annotations
+
+from .._errors import HermesError
+
+
+class StoreError(HermesError):
+    """The session store could not do what was asked; the message says why and what to do."""
+
+
+class SchemaVersionError(StoreError):
+    """The database file has a schema version this build neither reads nor migrates."""
+
+
+class StoreConnectionBroken(StoreError):
+    """The writer's connection is unusable (I/O error, corruption, closed); restart needed."""

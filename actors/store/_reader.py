@@ -1,0 +1,123 @@
+"""Read-only access to the session store: sessions, transcripts and full-text search.
+
+A :class:`StoreReader` owns one read-only apsw connection. Under WAL it reads the last
+committed state without blocking the writer, and the writer never blocks it.
+
+Each thread (or actor) that reads opens its own ``StoreReader`` and closes it when done:
+apsw would serialise threads sharing one connection, and a read transaction belongs to
+one caller. Reads are disk I/O, so an actor handler must not call these methods (rule 1);
+run them in a worker thread of the reactor, or in a thread that owns the reader.
+"""
+
+from __future__ import annotations
+
+import os
+from types import TracebackType
+
+import apsw
+
+from protocols._store import SearchHit, SessionRecord, StoredMessage
+from protocols._transcript import ChatMessage
+
+from ._errors import StoreError
+from ._rows import SELECT_MESSAGE, SESSION_COLUMNS, session_record, stored_message
+from ._schema import open_reader
+from ._search import fts5_query
+
+
+class StoreReader:
+    """A read-only view of one store file; one per thread. Use as a context manager."""
+
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> None:
+        """Open ``path`` read-only.
+
+        Raises:
+            StoreError: there is no store at ``path`` (the writer creates it).
+            SchemaVersionError: the file has another schema version than this build reads.
+        """
+        self.path = os.fspath(path)
+        self._db: apsw.Connection | None = open_reader(self.path, busy_timeout=busy_timeout)
+
+    def __enter__(self) -> StoreReader:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (idempotent)."""
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def get_session(self, session_id: str) -> SessionRecord | None:
+        """The session ``session_id``, or None if there is none."""
+        row = self._conn().execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        return None if row is None else session_record(row)
+
+    def list_sessions(
+        self, *, source: str | None = None, parent_session_id: str | None = None, limit: int = 50, offset: int = 0
+    ) -> list[SessionRecord]:
+        """Sessions, most recently started first, optionally of one source or one parent."""
+        where, args = _filters(source=source, parent_session_id=parent_session_id)
+        rows = self._conn().execute(
+            f"SELECT {SESSION_COLUMNS} FROM sessions{where} ORDER BY started_at DESC, id LIMIT ? OFFSET ?",
+            (*args, limit, offset),
+        )
+        return [session_record(row) for row in rows]
+
+    def load_messages(self, session_id: str) -> list[ChatMessage]:
+        """The transcript of ``session_id`` in the order it was appended (empty if unknown)."""
+        return [stored.message for stored in self.load_stored_messages(session_id)]
+
+    def load_stored_messages(self, session_id: str) -> list[StoredMessage]:
+        """Like :meth:`load_messages`, with each row's id, timestamp and token count."""
+        rows = self._conn().execute(f"{SELECT_MESSAGE} WHERE session_id = ? ORDER BY id", (session_id,))
+        return [stored_message(row) for row in rows]
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        session_id: str | None = None,
+        markers: tuple[str, str] = (">>>", "<<<"),
+        snippet_tokens: int = 16,
+    ) -> list[SearchHit]:
+        """Messages whose content matches the words of ``query``, best match first.
+
+        Any text is accepted: it is rebuilt by :func:`fts5_query` (words, quoted; upper-case
+        ``AND`` / ``OR`` / ``NOT`` between words stay operators), so it never fails as FTS5
+        syntax. Text without a searchable word finds nothing.
+        """
+        match = fts5_query(query)
+        if not match or limit <= 0:
+            return []
+        where = " AND m.session_id = ?" if session_id is not None else ""
+        args: tuple[object, ...] = (session_id,) if session_id is not None else ()
+        rows = self._conn().execute(
+            "SELECT m.id, m.session_id, m.role, m.timestamp, "
+            "snippet(messages_fts, 0, ?, ?, '...', ?), bm25(messages_fts) "
+            "FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
+            f"WHERE messages_fts MATCH ?{where} ORDER BY rank LIMIT ?",
+            (markers[0], markers[1], max(1, min(snippet_tokens, 64)), match, *args, limit),
+        )
+        return [
+            SearchHit(
+                message_id=int(id_), session_id=sid, role=role, snippet=snippet or "", timestamp=float(ts), rank=float(rank)
+            )
+            for id_, sid, role, ts, snippet, rank in rows
+        ]
+
+    def _conn(self) -> apsw.Connection:
+        if self._db is None:
+            msg = f"this StoreReader for {self.path!r} is closed; open a new one"
+            raise StoreError(msg)
+        return self._db
+
+
+def _filters(**equal: str | None) -> tuple[str, tuple[str, ...]]:
+    chosen = {column: value for column, value in equal.items() if value is not None}
+    if not chosen:
+        return "", ()
+    return " WHERE " + " AND ".join(f"{column} = ?" for column in chosen), tuple(chosen.values())

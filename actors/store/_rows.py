@@ -1,0 +1,131 @@
+"""Rows of ``messages`` and ``sessions`` to and from the typed records.
+
+``tool_calls`` is stored as JSON in the OpenAI shape
+``[{"id": ..., "type": "function", "function": {"name": ..., "arguments": "..."}}]``,
+which is what Hermes stores and what the chat completions API takes back.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from protocols._store import SessionRecord, StoredMessage
+from protocols._transcript import ChatMessage, Role, ToolCall
+
+
+class _Function(msgspec.Struct, kw_only=True):
+    name: str = ""
+    arguments: Any = ""
+    """A JSON object as text (OpenAI); tolerated as an object when another writer stored one."""
+
+
+class _OpenAIToolCall(msgspec.Struct, kw_only=True):
+    id: str = ""
+    type: str = "function"
+    function: _Function = msgspec.field(default_factory=_Function)
+
+
+_encode = msgspec.json.Encoder().encode
+_decode_calls = msgspec.json.Decoder(list[_OpenAIToolCall]).decode
+_decode_object = msgspec.json.Decoder(dict[str, Any]).decode
+
+MESSAGE_COLUMNS = (
+    "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning"
+)
+INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+SELECT_MESSAGE = f"SELECT id, {MESSAGE_COLUMNS} FROM messages"
+
+MessageRow = tuple[str, str, str | None, str | None, str | None, str | None, float, int | None, str | None, str | None]
+
+
+def encode_tool_calls(calls: tuple[ToolCall, ...]) -> str | None:
+    """The ``tool_calls`` column for ``calls`` (None when there are none)."""
+    if not calls:
+        return None
+    shaped = [_OpenAIToolCall(id=c.id, function=_Function(name=c.name, arguments=c.arguments)) for c in calls]
+    return _encode(shaped).decode()
+
+
+def decode_tool_calls(text: str | None) -> tuple[ToolCall, ...]:
+    """The calls stored in a ``tool_calls`` column.
+
+    Raises:
+        msgspec.DecodeError, msgspec.ValidationError: the column is not OpenAI-shaped JSON.
+    """
+    if not text:
+        return ()
+    calls = []
+    for call in _decode_calls(text):
+        arguments = call.function.arguments
+        if not isinstance(arguments, str):
+            arguments = _encode(arguments).decode()
+        calls.append(ToolCall(id=call.id, name=call.function.name, arguments=arguments))
+    return tuple(calls)
+
+
+def message_row(session_id: str, message: ChatMessage, timestamp: float, token_count: int | None) -> MessageRow:
+    """The ``messages`` row for one transcript entry (in ``MESSAGE_COLUMNS`` order)."""
+    return (
+        session_id,
+        message.role,
+        message.content,
+        message.tool_call_id,
+        encode_tool_calls(message.tool_calls),
+        message.name,
+        timestamp,
+        token_count,
+        message.finish_reason,
+        message.reasoning,
+    )
+
+
+def stored_message(row: tuple[Any, ...]) -> StoredMessage:
+    """Rebuild a :class:`StoredMessage` from ``SELECT_MESSAGE``'s row."""
+    (id_, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish, reasoning) = row
+    role_: Role = role
+    message = ChatMessage(
+        role=role_,
+        content=content,
+        tool_calls=decode_tool_calls(tool_calls),
+        tool_call_id=tool_call_id,
+        name=tool_name,
+        reasoning=reasoning,
+        finish_reason=finish,
+    )
+    return StoredMessage(
+        id=int(id_), session_id=session_id, timestamp=float(timestamp), message=message, token_count=token_count
+    )
+
+
+SESSION_COLUMNS = (
+    "id, source, user_id, model, model_config, system_prompt, parent_session_id, started_at, ended_at, end_reason, "
+    "message_count, tool_call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
+    "reasoning_tokens, title"
+)
+
+
+def encode_model_config(config: dict[str, Any] | None) -> str | None:
+    return None if config is None else _encode(config).decode()
+
+
+def session_record(row: tuple[Any, ...]) -> SessionRecord:
+    """Rebuild a :class:`SessionRecord` from a row of ``SESSION_COLUMNS``."""
+    names = SESSION_COLUMNS.split(", ")
+    values = dict(zip(names, row, strict=True))
+    config = values.pop("model_config")
+    for counter in names[10:17]:
+        values[counter] = int(values[counter] or 0)
+    values["started_at"] = float(values["started_at"] or 0.0)
+    return SessionRecord(model_config=_decode_config(config), **values)
+
+
+def _decode_config(text: str | None) -> dict[str, Any] | None:
+    if not text:
+        return None
+    try:
+        return _decode_object(text)
+    except msgspec.DecodeError:
+        # Not a JSON object (written by another tool): keep it visible rather than drop it.
+        return {"raw": text}

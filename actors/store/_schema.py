@@ -1,0 +1,220 @@
+"""The on-disk schema: Hermes's ``state.db`` tables, opened by one writer and many readers.
+
+Tables and columns use Hermes's names and types (``hermes_state.py``), so Hermes's tools can
+read a file this store wrote:
+
+- ``sessions``: one row per conversation (id, source, user/model, system prompt, parent,
+  start/end, counters, token totals, title);
+- ``messages``: one row per transcript entry; ``tool_calls`` is JSON in the OpenAI shape
+  ``[{"id", "type": "function", "function": {"name", "arguments"}}]``;
+- ``messages_fts``: an FTS5 index over ``messages.content`` (external content), kept in sync
+  by insert / delete / update triggers;
+- ``schema_version``: one row, the version of this layout.
+
+Pragmas: WAL (readers never block the writer, nor it them), ``synchronous=NORMAL`` (a
+commit is durable against a crash of this process; a power loss may undo the last
+transactions, which ``synchronous="FULL"`` prevents at the cost of an fsync per commit),
+``foreign_keys=ON`` (a message needs its session).
+
+Invariant: only the store writer opens a connection that writes (rule 4); readers open
+their own read-only connections.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Literal
+
+import apsw
+
+from ._errors import SchemaVersionError, StoreError
+
+SCHEMA_VERSION = 1
+"""The layout this build writes and reads. Older files are migrated by ``MIGRATIONS``."""
+
+Synchronous = Literal["NORMAL", "FULL"]
+
+_TABLES = """
+CREATE TABLE schema_version (
+    version INTEGER NOT NULL
+);
+
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    user_id TEXT,
+    model TEXT,
+    model_config TEXT,
+    system_prompt TEXT,
+    parent_session_id TEXT,
+    started_at REAL NOT NULL,
+    ended_at REAL,
+    end_reason TEXT,
+    message_count INTEGER DEFAULT 0,
+    tool_call_count INTEGER DEFAULT 0,
+    input_tokens INTEGER DEFAULT 0,
+    output_tokens INTEGER DEFAULT 0,
+    cache_read_tokens INTEGER DEFAULT 0,
+    cache_write_tokens INTEGER DEFAULT 0,
+    reasoning_tokens INTEGER DEFAULT 0,
+    title TEXT,
+    FOREIGN KEY (parent_session_id) REFERENCES sessions(id)
+);
+
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL,
+    content TEXT,
+    tool_call_id TEXT,
+    tool_calls TEXT,
+    tool_name TEXT,
+    timestamp REAL NOT NULL,
+    token_count INTEGER,
+    finish_reason TEXT,
+    reasoning TEXT
+);
+
+CREATE INDEX idx_sessions_source ON sessions(source);
+CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);
+CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
+CREATE UNIQUE INDEX idx_sessions_title_unique ON sessions(title) WHERE title IS NOT NULL;
+CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+
+CREATE VIRTUAL TABLE messages_fts USING fts5(
+    content,
+    content=messages,
+    content_rowid=id
+);
+
+-- Invariant: messages_fts indexes exactly the content of messages (external content).
+CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END;
+
+CREATE TRIGGER messages_fts_delete AFTER DELETE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+END;
+
+CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
+    INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
+    INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
+END;
+"""
+
+MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {}
+"""``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
+transaction. Version 1 is the first layout, so there is nothing to migrate yet."""
+
+
+def open_writer(
+    path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL"
+) -> apsw.Connection:
+    """Open (creating if needed) the database for writing, with the schema in place.
+
+    Raises:
+        SchemaVersionError: the file has another schema version and no migration applies.
+        StoreError: the file cannot be put in WAL mode (e.g. it is in memory).
+        apsw.Error: SQLite could not open the file (permissions, not a database, ...).
+    """
+    if synchronous not in ("NORMAL", "FULL"):
+        msg = f"synchronous must be 'NORMAL' or 'FULL', got {synchronous!r}"
+        raise StoreError(msg)
+    db = apsw.Connection(os.fspath(path))
+    try:
+        db.set_busy_timeout(int(busy_timeout * 1000))
+        _check_existing(db, os.fspath(path))  # before WAL: a foreign file is left as it was
+        mode = db.pragma("journal_mode", "wal")
+        if mode != "wal":
+            msg = f"{os.fspath(path)!r} could not be switched to WAL (journal_mode is {mode!r}); use a file on a local disk"
+            raise StoreError(msg)
+        db.pragma("synchronous", synchronous)
+        db.pragma("foreign_keys", True)
+        # One immediate transaction: a half-created schema is never visible, and the
+        # version is re-read under the write lock.
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            _ensure_schema(db, os.fspath(path))
+        except BaseException:
+            if db.in_transaction:
+                db.execute("ROLLBACK")
+            raise
+        db.execute("COMMIT")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def open_reader(path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> apsw.Connection:
+    """Open the database read-only and check its schema version.
+
+    Raises:
+        StoreError: there is no store at ``path`` (the writer creates it).
+        SchemaVersionError: the file has another schema version than this build reads.
+    """
+    name = os.fspath(path)
+    try:
+        db = apsw.Connection(name, flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.CantOpenError:
+        msg = f"no session store at {name!r}; start the store writer first (it creates the file)"
+        raise StoreError(msg) from None
+    try:
+        db.set_busy_timeout(int(busy_timeout * 1000))
+        found = read_version(db)
+        if found is None:
+            msg = f"{name!r} is not a session store (no schema_version table); check the path"
+            raise SchemaVersionError(msg)
+        if found != SCHEMA_VERSION:
+            raise SchemaVersionError(_version_message(name, found))
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def read_version(db: apsw.Connection) -> int | None:
+    """The file's schema version, or None if it has no ``schema_version`` table."""
+    if not db.table_exists(None, "schema_version"):
+        return None
+    row = db.execute("SELECT max(version) FROM schema_version").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
+
+
+def _check_existing(db: apsw.Connection, name: str) -> int | None:
+    """The file's version, if it is a store this build can open (empty counts as one)."""
+    found = read_version(db)
+    if found is None:
+        has_tables = db.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()
+        if has_tables is not None and has_tables[0]:
+            msg = f"{name!r} has tables but no schema_version: it is not a session store; use another path"
+            raise SchemaVersionError(msg)
+    elif found > SCHEMA_VERSION or any(v not in MIGRATIONS for v in range(found, SCHEMA_VERSION)):
+        raise SchemaVersionError(_version_message(name, found))
+    return found
+
+
+def _ensure_schema(db: apsw.Connection, name: str) -> None:
+    found = _check_existing(db, name)  # again, now under the write lock
+    if found is None:
+        db.execute(_TABLES)
+        db.execute("INSERT INTO schema_version (version) VALUES (?)", (SCHEMA_VERSION,))
+        return
+    for version in range(found, SCHEMA_VERSION):
+        MIGRATIONS[version](db)
+        db.execute("UPDATE schema_version SET version = ?", (version + 1,))
+
+
+def _version_message(name: str, found: int) -> str:
+    if found > SCHEMA_VERSION:
+        return (
+            f"{name!r} has schema version {found}, newer than this build's {SCHEMA_VERSION} "
+            "(written by a newer build, or by Hermes itself); upgrade, or point the store at another file"
+        )
+    if all(v in MIGRATIONS for v in range(found, SCHEMA_VERSION)):
+        return f"{name!r} has schema version {found}, older than {SCHEMA_VERSION}; start the store writer once to migrate it"
+    return (
+        f"{name!r} has schema version {found}, older than this build's {SCHEMA_VERSION}, and no migration "
+        "from it exists; point the store at a new file"
+    )

@@ -1,0 +1,435 @@
+"""The one writer of a session store file, with group commit.
+
+Writes accumulate in one open transaction and are committed together when the writer's
+inbox is empty (nothing more is coming right now) or ``batch_cap`` writes are waiting.
+Only after the commit is each write's reply told to its ``reply_to``, so an
+acknowledgement always means "on disk".
+
+Replies (``StoreFailed`` included) are told in the order the commands arrived, at the
+commit that ends their batch, so each caller sees its answers in its own command order.
+
+Each write runs inside a SAVEPOINT of the group's transaction: a write that fails (a
+constraint, a locked file, bad data) is rolled back alone and answered ``StoreFailed``;
+the writes before and after it in the batch commit normally. If SQLite itself aborts the
+whole transaction, every write still pending in it is answered ``StoreFailed`` (retryable).
+When the connection is unusable (I/O error, corruption, closed), the writer answers
+everything pending ``StoreFailed`` and crashes with :class:`StoreConnectionBroken`, so
+its supervisor restarts it with a fresh connection.
+
+Invariant: a reply is told only after the transaction holding the write has committed.
+Invariant: every write command gets exactly one reply (a success or ``StoreFailed``),
+also when the writer crashes or stops with writes pending.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import apsw
+
+from protocols._base import Message
+from protocols._store import (
+    AppendMessages,
+    CreateSession,
+    EndSession,
+    GetStoreStatistics,
+    MessagesPersisted,
+    SessionCreated,
+    SessionEnded,
+    SessionTotalsUpdated,
+    StoreFailed,
+    StoreStatistics,
+    UpdateSessionTotals,
+)
+
+from .._actor import Actor
+from ._errors import StoreConnectionBroken
+from ._rows import INSERT_MESSAGE, encode_model_config, message_row
+from ._schema import Synchronous, open_writer
+
+log = logging.getLogger(__name__)
+
+Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals
+W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals)
+
+DEFAULT_BATCH_CAP = 512
+
+# Errors after which the connection cannot be trusted: crash, and let a restart reopen it.
+_BROKEN = (
+    apsw.IOError,
+    apsw.CorruptError,
+    apsw.NotADBError,
+    apsw.CantOpenError,
+    apsw.ConnectionClosedError,
+    apsw.CursorClosedError,
+    apsw.ReadOnlyError,
+    apsw.InternalError,
+    apsw.MisuseError,
+    apsw.ProtocolError,
+    apsw.NoMemError,
+)
+
+
+class _Rejected(Exception):
+    """A write that makes no sense (unknown session, mismatched lengths); the text says why."""
+
+
+class StoreWriter(Actor):
+    """The one writer actor of one store file (rule 4); start it as a supervised child.
+
+    ``ChildSpec(id="store", actor=StoreWriter, args=(path,))``. Its inbox takes
+    ``protocols._store.StoreCommand``.
+
+    Unlike other actors, this one's handlers do disk I/O **on purpose**: it owns the file,
+    its whole job is to write it, and a write is acknowledged only once it is committed.
+    No other actor waits on it (replies are messages), so its I/O stalls nobody else.
+
+    Args:
+        path: the database file (created with the schema if missing).
+        batch_cap: commit after this many writes even if more are waiting.
+        busy_timeout: seconds to wait for a lock held by another connection before a
+            write is answered ``StoreFailed(retryable=True)``. Nothing else should write
+            the file, so this only matters when an outside tool holds it.
+        synchronous: ``"NORMAL"`` (default: a commit survives a crash of this process; a
+            power loss may undo the last ones) or ``"FULL"`` (an fsync per commit).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        batch_cap: int = DEFAULT_BATCH_CAP,
+        busy_timeout: float = 2.0,
+        synchronous: Synchronous = "NORMAL",
+    ) -> None:
+        super().__init__()
+        self.database = os.fspath(path)
+        self._batch_cap = max(1, batch_cap)
+        self._busy_timeout = busy_timeout
+        self._synchronous: Synchronous = synchronous
+        self._db: apsw.Connection | None = None
+        self._broken = False
+        self._pending: list[tuple[Any, Message, int]] = []
+        """Replies told at the next commit, in command order: (reply_to, reply, message rows)."""
+        self._batch_writes = 0
+        self._transactions = 0
+        self._writes = 0
+        self._failures = 0
+        self._messages = 0
+        self._largest_batch = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    def started(self) -> None:
+        self._db = open_writer(self.database, busy_timeout=self._busy_timeout, synchronous=self._synchronous)
+
+    def receive(self, message: Any) -> Any:
+        result: Any = None
+        match message:
+            case CreateSession():
+                self._write(message, self._create_session)
+            case AppendMessages():
+                self._write(message, self._append_messages)
+            case EndSession():
+                self._write(message, self._end_session)
+            case UpdateSessionTotals():
+                self._write(message, self._update_totals)
+            case GetStoreStatistics(reply_to=reply_to):
+                self._flush()
+                result = self.statistics()
+                _tell(reply_to, result)
+            case _:
+                result = super().receive(message)
+        self._maybe_flush()
+        return result
+
+    def stopping(self) -> None:
+        try:
+            self._flush()
+        finally:
+            self._close()
+
+    def terminated(self, kind: str) -> None:
+        # After a crash in a handler, writes may still be pending: commit them if the
+        # connection is sound (they succeeded), else answer them. Runs before the
+        # supervisor hears of the exit, so the next incarnation never overlaps.
+        try:
+            if not self._broken:
+                self._flush()
+        except Exception:
+            log.exception("%s: commit after exit failed", self.path)
+        finally:
+            self._fail_pending("the store writer stopped before committing it; send it again", retryable=True)
+            self._close()
+
+    def statistics(self) -> StoreStatistics:
+        """This incarnation's counters."""
+        return StoreStatistics(
+            path=self.database,
+            incarnation=self.context.incarnation if self.context is not None else 0,
+            transactions=self._transactions,
+            writes=self._writes,
+            failures=self._failures,
+            messages=self._messages,
+            largest_batch=self._largest_batch,
+            batch_cap=self._batch_cap,
+        )
+
+    # -- group commit ------------------------------------------------------------------
+
+    def _write(self, command: W, apply: Callable[[apsw.Connection, W], tuple[Message, int]]) -> None:
+        db = self._connection()
+        self._batch_writes += 1
+        try:
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            db.execute("SAVEPOINT store_write")
+        except Exception as exc:
+            self._write_failed(command, exc)
+            return
+        try:
+            reply, rows = apply(db, command)
+        except Exception as exc:
+            try:
+                if db.in_transaction:
+                    db.execute("ROLLBACK TO store_write")
+                    db.execute("RELEASE store_write")
+                else:
+                    self._fail_pending(f"SQLite aborted the transaction it was in ({_describe(exc)}); send it again", retryable=True)
+            except apsw.Error as undo:
+                self._write_failed(command, undo, broken=True)
+            self._write_failed(command, exc)
+            return
+        try:
+            db.execute("RELEASE store_write")
+        except apsw.Error as exc:
+            self._write_failed(command, exc, broken=True)
+        self._pending.append((command.reply_to, reply, rows))
+
+    def _maybe_flush(self) -> None:
+        db = self._db
+        if db is None or self._broken or not (self._pending or db.in_transaction):
+            return
+        if self._batch_writes >= self._batch_cap or self.actor_inbox.empty():
+            self._flush()
+
+    def _flush(self) -> None:
+        """Commit the open transaction, then tell every pending reply, in command order."""
+        db = self._db
+        if db is None or self._broken:
+            return
+        self._batch_writes = 0
+        if db.in_transaction:
+            try:
+                db.execute("COMMIT")
+            except Exception as exc:
+                try:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                except apsw.Error:
+                    self._broken = True
+                if self._broken or isinstance(exc, _BROKEN):
+                    self._break(exc)
+                self._fail_pending(f"the commit failed ({_describe(exc)}); send it again", retryable=True)
+                return
+            self._transactions += 1
+        batch, self._pending = self._pending, []
+        committed = 0
+        for reply_to, reply, rows in batch:
+            if type(reply) is not StoreFailed:
+                committed += 1
+                self._messages += rows
+            _tell(reply_to, reply)
+        self._writes += committed
+        self._largest_batch = max(self._largest_batch, committed)
+
+    def _write_failed(self, command: Write, exc: BaseException, *, broken: bool = False) -> None:
+        """Queue ``StoreFailed`` for ``command`` (told in order); crash if the connection is unusable."""
+        broken = broken or isinstance(exc, _BROKEN)
+        text, retryable = _explain(command, exc, self.database, self._busy_timeout, broken=broken)
+        self._failures += 1
+        failed = StoreFailed(
+            token=command.token, error=text, command=type(command).__name__, session_id=command.session_id, retryable=retryable
+        )
+        self._pending.append((command.reply_to, failed, 0))
+        if broken:
+            self._break(exc)
+
+    def _fail_pending(self, why: str, *, retryable: bool) -> None:
+        """Tell everything pending now: queued failures as they are, uncommitted writes as failed."""
+        batch, self._pending = self._pending, []
+        self._batch_writes = 0
+        for reply_to, reply, _rows in batch:
+            if type(reply) is not StoreFailed:
+                self._failures += 1
+                session_id = getattr(reply, "session_id", None)
+                command = _command_of(reply)
+                reply = StoreFailed(
+                    token=getattr(reply, "token", ""),
+                    error=f"{command} for session {session_id!r} was not stored: {why}",
+                    command=command,
+                    session_id=session_id,
+                    retryable=retryable,
+                )
+            _tell(reply_to, reply)
+
+    def _break(self, exc: BaseException) -> None:
+        """The connection is unusable: answer what is pending, then crash for a restart."""
+        self._broken = True
+        self._fail_pending(f"the connection broke ({_describe(exc)}); send it again", retryable=True)
+        self._close()
+        msg = f"the connection to {self.database!r} broke ({_describe(exc)}); restarting the store writer"
+        raise StoreConnectionBroken(msg) from exc
+
+    def _connection(self) -> apsw.Connection:
+        if self._db is None:
+            self._break(apsw.ConnectionClosedError("the store writer has no open connection"))
+        assert self._db is not None
+        return self._db
+
+    def _close(self) -> None:
+        db, self._db = self._db, None
+        if db is not None:
+            try:
+                db.close()
+            except apsw.Error:
+                log.exception("%s: closing %s failed", self.path, self.database)
+
+    # -- the writes ------------------------------------------------------------------------
+
+    @staticmethod
+    def _create_session(db: apsw.Connection, c: CreateSession) -> tuple[Message, int]:
+        db.execute(
+            "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt, parent_session_id, "
+            "started_at, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                c.session_id,
+                c.source,
+                c.user_id,
+                c.model,
+                encode_model_config(c.model_config),
+                c.system_prompt,
+                c.parent_session_id,
+                time.time() if c.started_at is None else c.started_at,
+                c.title,
+            ),
+        )
+        return SessionCreated(session_id=c.session_id, token=c.token), 0
+
+    @staticmethod
+    def _append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, int]:
+        count = len(c.messages)
+        for name, values in (("timestamps", c.timestamps), ("token_counts", c.token_counts)):
+            if values and len(values) != count:
+                msg = f"{name} has {len(values)} entries for {count} messages; give one per message or none"
+                raise _Rejected(msg)
+        calls = sum(len(m.tool_calls) for m in c.messages)
+        db.execute(
+            "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, "
+            "tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?",
+            (count, calls, c.session_id),
+        )
+        _require_session(db, c.session_id)
+        now = time.time() if c.timestamp is None else c.timestamp
+        stamps = c.timestamps or (now,) * count
+        counts = c.token_counts or (None,) * count
+        rows = [message_row(c.session_id, m, t, n) for m, t, n in zip(c.messages, stamps, counts, strict=True)]
+        if count == 1:
+            ids: tuple[int, ...] = tuple(row[0] for row in db.execute(INSERT_MESSAGE, rows[0]))
+        else:
+            ids = tuple(row[0] for row in db.executemany(INSERT_MESSAGE, rows)) if count else ()
+        return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=ids), count
+
+    @staticmethod
+    def _end_session(db: apsw.Connection, c: EndSession) -> tuple[Message, int]:
+        db.execute(
+            "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+            (time.time() if c.ended_at is None else c.ended_at, c.end_reason, c.session_id),
+        )
+        _require_session(db, c.session_id)
+        return SessionEnded(session_id=c.session_id, token=c.token), 0
+
+    @staticmethod
+    def _update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message, int]:
+        db.execute(
+            "UPDATE sessions SET input_tokens = coalesce(input_tokens, 0) + ?, "
+            "output_tokens = coalesce(output_tokens, 0) + ?, cache_read_tokens = coalesce(cache_read_tokens, 0) + ?, "
+            "cache_write_tokens = coalesce(cache_write_tokens, 0) + ?, reasoning_tokens = coalesce(reasoning_tokens, 0) + ?, "
+            "title = coalesce(?, title) WHERE id = ?",
+            (
+                c.input_tokens,
+                c.output_tokens,
+                c.cache_read_tokens,
+                c.cache_write_tokens,
+                c.reasoning_tokens,
+                c.title,
+                c.session_id,
+            ),
+        )
+        _require_session(db, c.session_id)
+        return SessionTotalsUpdated(session_id=c.session_id, token=c.token), 0
+
+
+def _require_session(db: apsw.Connection, session_id: str) -> None:
+    if db.changes() == 0:
+        msg = f"there is no session {session_id!r}; send CreateSession first"
+        raise _Rejected(msg)
+
+
+def _tell(reply_to: Any, message: Message) -> None:
+    if reply_to is None:
+        return
+    try:
+        reply_to.tell(message)
+    except Exception:
+        # The caller is gone or its address refused: the write itself stands.
+        log.warning("could not deliver %s to %r", type(message).__name__, reply_to, exc_info=True)
+
+
+def _command_of(reply: Message) -> str:
+    return {
+        SessionCreated: "CreateSession",
+        MessagesPersisted: "AppendMessages",
+        SessionEnded: "EndSession",
+        SessionTotalsUpdated: "UpdateSessionTotals",
+    }.get(type(reply), type(reply).__name__)
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _explain(command: Write, exc: BaseException, database: str, busy_timeout: float, *, broken: bool) -> tuple[str, bool]:
+    """What happened and what to do, and whether sending the command again may work."""
+    head = f"{type(command).__name__} for session {command.session_id!r} was not stored: "
+    text = str(exc)
+    if broken:
+        return head + f"the connection broke ({_describe(exc)}); the writer restarts, send it again", True
+    if isinstance(exc, _Rejected):
+        return head + text, False
+    if isinstance(exc, apsw.ConstraintError):
+        if "sessions.id" in text:
+            return head + "a session with this id exists already; use a new id", False
+        if "sessions.title" in text:
+            title = getattr(command, "title", None)
+            return head + f"the title {title!r} is used by another session; choose another title", False
+        if "FOREIGN KEY" in text:
+            parent = getattr(command, "parent_session_id", None)
+            if parent is not None:
+                return head + f"the parent session {parent!r} does not exist; create it first", False
+            return head + "the session does not exist; send CreateSession first", False
+        return head + f"a constraint failed ({text}); fix the command's fields", False
+    if isinstance(exc, apsw.BusyError | apsw.LockedError):
+        return (
+            head + f"{database!r} stayed locked by another connection for over {busy_timeout:g} s; "
+            "send it again later, and check that nothing but this writer writes the file",
+            True,
+        )
+    if isinstance(exc, apsw.FullError):
+        return head + f"the disk holding {database!r} is full; free space, then send it again", True
+    return head + f"{_describe(exc)}; fix the command's fields", False

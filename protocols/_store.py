@@ -1,0 +1,230 @@
+"""Messages of the session store: commands to the one writer, its replies, and stored records.
+
+Commands (``CreateSession``, ``AppendMessages``, ``EndSession``, ``UpdateSessionTotals``,
+``GetStoreStatistics``) go to the store writer actor. Each carries a caller ``token``
+(echoed in the reply, so a caller can match answers to requests) and an optional
+``reply_to``. The writer answers after the write is **committed**: a reply means the data is
+on disk (rule 5: a user message is durable before it is acknowledged). A write that fails
+is answered with :class:`StoreFailed` instead.
+
+``reply_to`` is a **local-only** field: an in-process address, i.e. anything with a
+``.tell(message)`` method (an ``actors.Address``, a pykka ref, a test probe). It is typed
+``Any`` and is not encodable: set it to ``None`` before encoding a command with
+``to_json`` / ``to_msgpack`` (msgspec raises ``TypeError`` on an address). Decoded commands
+have ``reply_to=None``.
+
+Records (``SessionRecord``, ``StoredMessage``, ``SearchHit``) are what store readers return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ._base import Message
+from ._transcript import ChatMessage
+
+
+class CreateSession(Message, frozen=True, kw_only=True):
+    """Create one session row. Answered with :class:`SessionCreated` or :class:`StoreFailed`."""
+
+    session_id: str
+    source: str
+    """Where the conversation comes from: ``cli``, ``api``, ``telegram``, ..."""
+    user_id: str | None = None
+    model: str | None = None
+    model_config: dict[str, Any] | None = None
+    """Stored as JSON text in ``sessions.model_config`` (Hermes's format)."""
+    system_prompt: str | None = None
+    parent_session_id: str | None = None
+    """The session this one continues (compression split) or was delegated from; must exist."""
+    title: str | None = None
+    """Unique among sessions when set (as in Hermes); a clash answers ``StoreFailed``."""
+    started_at: float | None = None
+    """Unix time; None means the time of the write."""
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
+class AppendMessages(Message, frozen=True, kw_only=True):
+    """Append transcript messages to a session, in order, in one atomic write.
+
+    Answered with :class:`MessagesPersisted` (the new row ids, in order) or
+    :class:`StoreFailed` (then none of the messages was stored).
+    """
+
+    session_id: str
+    messages: tuple[ChatMessage, ...]
+    timestamp: float | None = None
+    """One Unix time for every message; None means the time of the write."""
+    timestamps: tuple[float, ...] = ()
+    """Per-message Unix times (same length as ``messages``); overrides ``timestamp``."""
+    token_counts: tuple[int | None, ...] = ()
+    """Optional per-message token counts (same length as ``messages``), for ``token_count``."""
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
+class EndSession(Message, frozen=True, kw_only=True):
+    """Mark a session ended. Answered with :class:`SessionEnded` or :class:`StoreFailed`."""
+
+    session_id: str
+    end_reason: str
+    """Why it ended: ``completed``, ``user_exit``, ``compression``, ``error``, ..."""
+    ended_at: float | None = None
+    """Unix time; None means the time of the write."""
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
+class UpdateSessionTotals(Message, frozen=True, kw_only=True):
+    """Add token usage to a session's running totals (deltas, not absolute values).
+
+    Answered with :class:`SessionTotalsUpdated` or :class:`StoreFailed`.
+    """
+
+    session_id: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    title: str | None = None
+    """Set the session's title too (None leaves it unchanged)."""
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
+class GetStoreStatistics(Message, frozen=True, kw_only=True):
+    """Commit whatever the writer holds, then answer :class:`StoreStatistics`.
+
+    Also a barrier: every write told before it is committed (and acknowledged) when the
+    statistics arrive. ``Address.ask`` returns the record too (for tests and benchmarks).
+    """
+
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
+StoreCommand = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | GetStoreStatistics
+"""What the store writer's inbox accepts."""
+
+
+# -- replies -----------------------------------------------------------------------------
+
+
+class SessionCreated(Message, frozen=True, kw_only=True):
+    """The session row is committed."""
+
+    session_id: str
+    token: str = ""
+
+
+class MessagesPersisted(Message, frozen=True, kw_only=True):
+    """The messages are committed (durable) under these row ids, in the order sent."""
+
+    session_id: str
+    token: str = ""
+    message_ids: tuple[int, ...] = ()
+
+
+class SessionEnded(Message, frozen=True, kw_only=True):
+    """The session's end is committed."""
+
+    session_id: str
+    token: str = ""
+
+
+class SessionTotalsUpdated(Message, frozen=True, kw_only=True):
+    """The usage deltas are committed."""
+
+    session_id: str
+    token: str = ""
+
+
+class StoreFailed(Message, frozen=True, kw_only=True):
+    """A write was not stored; nothing of it is in the database."""
+
+    token: str
+    error: str
+    """What happened and what to do, in a sentence or two."""
+    command: str = ""
+    """The tag of the command that failed (``AppendMessages``, ...)."""
+    session_id: str | None = None
+    retryable: bool = False
+    """True when sending the same command again may succeed (busy, restarting, disk full)."""
+
+
+StoreReply = SessionCreated | MessagesPersisted | SessionEnded | SessionTotalsUpdated | StoreFailed
+"""What the store writer tells a ``reply_to`` for a write."""
+
+
+class StoreStatistics(Message, frozen=True, kw_only=True):
+    """Counters of one store writer incarnation (they restart from zero after a restart)."""
+
+    path: str
+    incarnation: int
+    transactions: int
+    """Transactions committed (group commit: usually far fewer than writes)."""
+    writes: int
+    """Write commands committed and acknowledged."""
+    failures: int
+    """Write commands answered with ``StoreFailed``."""
+    messages: int
+    """Message rows committed."""
+    largest_batch: int
+    """Most writes committed in one transaction."""
+    batch_cap: int
+    """A transaction is committed at this many writes even if more are waiting."""
+
+
+# -- records -----------------------------------------------------------------------------
+
+
+class SessionRecord(Message, frozen=True, kw_only=True):
+    """One row of ``sessions``."""
+
+    id: str
+    source: str
+    user_id: str | None = None
+    model: str | None = None
+    model_config: dict[str, Any] | None = None
+    system_prompt: str | None = None
+    parent_session_id: str | None = None
+    started_at: float = 0.0
+    ended_at: float | None = None
+    end_reason: str | None = None
+    message_count: int = 0
+    tool_call_count: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_tokens: int = 0
+    title: str | None = None
+
+
+class StoredMessage(Message, frozen=True, kw_only=True):
+    """One row of ``messages``: the transcript entry and what the store adds to it."""
+
+    id: int
+    session_id: str
+    timestamp: float
+    message: ChatMessage
+    token_count: int | None = None
+
+
+class SearchHit(Message, frozen=True, kw_only=True):
+    """One full-text search match."""
+
+    message_id: int
+    session_id: str
+    role: str
+    snippet: str
+    """The matching part of the content, matches wrapped in the reader's markers."""
+    timestamp: float
+    rank: float
+    """FTS5 bm25 rank: lower is a better match."""

@@ -1,0 +1,191 @@
+"""Sessions end to end: real HTTP to the test model server, a real SQLite file, real processes."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+from actors.agent._sanitize import CANCELLED, UNKNOWN_OUTCOME, sanitize
+from actors.chaos import HttpError, ScriptedCall, TextReply, ToolCallsReply
+from protocols import ChildStarted
+from protocols._session import (
+    ModelRetrying,
+    SessionRecovered,
+    TextDelta,
+    ToolFinished,
+    ToolStarted,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnQueued,
+    TurnStarted,
+)
+from protocols._supervision import InjectCrash
+from tests.agent.session_kit import AgentKit, agent, fifo, seqs, until  # noqa: F401
+from tests.conftest import DEADLINE, Probe
+from tests.model_fixtures import model_server  # noqa: F401
+from tests.processes import live_processes_with, wait_for_line
+
+
+def reads(*paths: str, seconds: float = 0.01) -> ToolCallsReply:
+    return ToolCallsReply(
+        calls=tuple(ScriptedCall(name="read_file", arguments=f'{{"path": "{p}", "seconds": {seconds}}}') for p in paths)
+    )
+
+
+def test_a_turn_with_two_tool_rounds_completes_with_a_valid_transcript_and_gap_free_events(agent: AgentKit) -> None:
+    agent.server.script(
+        [
+            reads("a.txt", "b.txt"),
+            ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments='{"command": "echo hi"}'),)),
+            TextReply(content="All done: read two files and said hi."),
+        ],
+        session="s1",
+    )
+    probe = agent.subscribe("s1")
+    agent.start_turn("s1", "do the thing")
+    events = until(probe, (TurnCompleted, TurnFailed))
+    done = events[-1]
+    assert isinstance(done, TurnCompleted), done
+    assert done.text == "All done: read two files and said hi."
+    assert done.iterations == 3
+    assert seqs(events) == list(range(1, len(events) + 1))
+    kinds = [type(e).__name__ for e in events if not isinstance(e, TextDelta)]
+    assert kinds == ["TurnStarted", "ToolStarted", "ToolStarted", "ToolFinished", "ToolFinished", "ToolStarted", "ToolFinished", "TurnCompleted"]
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == done.text
+    transcript = agent.transcript("s1")
+    assert [m.role for m in transcript] == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
+    # Results are stored as they finish; what a model sees is put in the model's order.
+    assert sanitize(transcript)[1] == 0
+    assert transcript[5].content == "hi\n"
+    # The model saw the tool results, in its own order, and our system prompt.
+    third = agent.server.requests[2].body["messages"]
+    assert third[0]["role"] == "system" and "Hermes" in third[0]["content"]
+    assert [m.get("tool_call_id") for m in third if m["role"] == "tool"][:2] == [c.id for c in transcript[1].tool_calls]
+    # A subscriber that reconnects after event 3 gets exactly the rest.
+    again = agent.subscribe("s1", after_seq=3)
+    replayed = [again.get() for _ in range(len(events) - 3)]
+    assert replayed == events[3:]
+
+
+def test_cancel_during_the_model_stream_ends_the_turn_and_closes_the_stream(agent: AgentKit) -> None:
+    agent.server.script([TextReply(content="one two three four five six", stall_after_chunks=2, stall_seconds=30)], session="s2")
+    probe = agent.subscribe("s2")
+    agent.start_turn("s2", "talk slowly")
+    until(probe, TextDelta)  # the stream is flowing, then stalls
+    asked = time.monotonic()
+    agent.session("s2").tell(__import__("protocols._session", fromlist=["CancelTurn"]).CancelTurn())
+    cancelled = until(probe, TurnCancelled)[-1]
+    latency = time.monotonic() - asked
+    assert cancelled.reason == "cancelled by the user"
+    transcript = agent.transcript("s2")
+    assert [m.role for m in transcript] == ["user"]
+    print(f"cancel during stream: TurnCancelled after {latency * 1000:.1f} ms")
+
+
+def test_cancel_during_a_subprocess_tool_kills_its_group_and_settles_the_transcript(agent: AgentKit, tmp_path: Path) -> None:
+    from protocols._session import CancelTurn
+
+    ready = tmp_path / "ready"
+    fd = fifo(ready)
+    marker = f"40.{os.getpid()}7"
+    command = f"echo go > {ready}; sleep {marker}; echo never"
+    agent.server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=f'{{"command": "{command}"}}'),))], session="s3")
+    probe = agent.subscribe("s3")
+    try:
+        agent.start_turn("s3", "run it")
+        assert wait_for_line(fd, DEADLINE) == b"go\n"
+    finally:
+        os.close(fd)
+    agent.session("s3").tell(CancelTurn(reason="enough"))
+    assert until(probe, TurnCancelled)[-1].reason == "enough"
+    transcript = agent.transcript("s3")
+    assert [m.role for m in transcript] == ["user", "assistant", "tool"]
+    assert transcript[-1].content == CANCELLED
+    assert agent.runtime.stop(timeout=DEADLINE)  # waits until the reactor let go of the group
+    assert live_processes_with(f"sleep {marker}") == []
+
+
+def test_cancel_during_backoff_ends_the_turn_at_once(agent: AgentKit) -> None:
+    from protocols._session import CancelTurn
+
+    agent.server.script([HttpError(status=429, message="slow down", retry_after=30)], session="s4")
+    probe = agent.subscribe("s4")
+    agent.start_turn("s4", "hello")
+    retrying = until(probe, ModelRetrying)[-1]
+    assert retrying.delay_s == 30 and "rate limited" in retrying.reason
+    agent.session("s4").tell(CancelTurn())
+    until(probe, TurnCancelled)
+
+
+def test_a_fatal_model_error_fails_the_turn_with_advice(agent: AgentKit) -> None:
+    agent.server.script([HttpError(status=401, message="invalid api key")], session="s5")
+    probe = agent.subscribe("s5")
+    agent.start_turn("s5", "hello")
+    failed = until(probe, (TurnFailed, TurnCompleted))[-1]
+    assert isinstance(failed, TurnFailed) and failed.kind == "auth"
+    assert "OPENAI_API_KEY" in failed.error
+
+
+def test_independent_slow_reads_overlap_and_writes_to_one_path_do_not(agent: AgentKit) -> None:
+    calls = (
+        ScriptedCall(name="read_file", arguments='{"path": "x", "seconds": 0.2}'),
+        ScriptedCall(name="read_file", arguments='{"path": "y", "seconds": 0.2}'),
+        ScriptedCall(name="write_file", arguments='{"path": "z", "content": "1", "seconds": 0.1}'),
+        ScriptedCall(name="write_file", arguments='{"path": "z", "content": "2", "seconds": 0.1}'),
+    )
+    agent.server.script([ToolCallsReply(calls=calls), TextReply(content="ok")], session="s6")
+    probe = agent.subscribe("s6")
+    agent.start_turn("s6", "go")
+    assert isinstance(until(probe, (TurnCompleted, TurnFailed))[-1], TurnCompleted)
+    assert agent.intervals.overlap("read:x", "read:y")
+    assert not agent.intervals.overlap("write:z:1", "write:z:2")
+    assert agent.intervals.spans["write:z:1"][1] <= agent.intervals.spans["write:z:2"][0]
+
+
+def test_concurrent_messages_for_one_session_never_make_two_agents(agent: AgentKit) -> None:
+    started = Probe()
+    agent.runtime.subscribe(lambda e: started.put(e) if isinstance(e, ChildStarted) and e.path.startswith("/sessions/") else None)
+    agent.server.script([TextReply(content="first", latency=0.2), TextReply(content="second")], session="s7")
+    probe = agent.subscribe("s7")
+    go = threading.Barrier(2)
+
+    def send(text: str) -> None:
+        go.wait(DEADLINE)
+        agent.start_turn("s7", text)
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in ("one", "two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(DEADLINE)
+    events = until(probe, TurnCompleted)
+    events += until(probe, TurnCompleted)
+    assert sum(isinstance(e, TurnQueued) for e in events) == 1
+    assert sum(isinstance(e, TurnStarted) for e in events) == 2
+    assert started.get().path == "/sessions/s7"
+    assert started.drain() == []
+
+
+def test_a_session_killed_mid_batch_restarts_with_a_valid_transcript_and_the_turn_settles(agent: AgentKit) -> None:
+    agent.server.script([reads("slow1", "slow2", seconds=30)], session="s8")
+    probe = agent.subscribe("s8")
+    agent.start_turn("s8", "read slowly")
+    until(probe, ToolStarted)
+    until(probe, ToolStarted)
+    agent.session("s8").tell(InjectCrash(reason="chaos"))
+    recovered = until(probe, SessionRecovered)[-1]
+    assert recovered.settled_calls == 2 and not recovered.resumed
+    failed = until(probe, TurnFailed)[-1]
+    assert failed.kind == "restarted"
+    transcript = agent.transcript("s8")
+    assert [m.role for m in transcript] == ["user", "assistant", "tool", "tool"]
+    assert all(m.content == UNKNOWN_OUTCOME for m in transcript[2:])
+    assert sanitize(transcript) == (tuple(transcript), 0)
+    # The session works again.
+    agent.server.script([TextReply(content="back")], session="s8")
+    agent.start_turn("s8", "hello again")
+    assert until(probe, TurnCompleted)[-1].text == "back"
+    assert not any(isinstance(e, ToolFinished) for e in [])

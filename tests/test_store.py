@@ -1,0 +1,610 @@
+"""The session store: schema, the writer actor's group commit and failures, readers, search.
+
+Every test uses a real SQLite file in ``tmp_path`` and, where the writer is involved, a real
+``supervisor.Runtime`` with the writer as its child ``/store``. Synchronisation is by
+replies read with a deadline (a probe with ``.tell``), and by a ``Hold`` message that parks
+the writer's thread on an event, so that commands queue up deterministically.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import random
+import re
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import apsw
+import msgspec
+import pytest
+
+import actors.store
+from actors import Address
+from actors.store import (
+    SCHEMA_VERSION,
+    SchemaVersionError,
+    StoreError,
+    StoreReader,
+    StoreWriter,
+    fts5_query,
+    open_reader,
+    open_writer,
+)
+from protocols import ChatMessage, ChildRestarted, ToolCall, from_json, to_json
+from protocols._store import (
+    AppendMessages,
+    CreateSession,
+    EndSession,
+    GetStoreStatistics,
+    MessagesPersisted,
+    SessionCreated,
+    SessionEnded,
+    SessionTotalsUpdated,
+    StoreFailed,
+    StoreStatistics,
+    UpdateSessionTotals,
+)
+from supervisor import ChildSpec, Runtime
+from tests.conftest import DEADLINE, Probe
+
+ROOT = Path(__file__).resolve().parent.parent
+StartRuntime = Callable[..., Runtime]
+
+
+class Replies(Probe):
+    """A probe the writer can reply to: anything with ``.tell``."""
+
+    def tell(self, message: Any) -> None:
+        self.put(message)
+
+
+class VisibilityProbe(Probe):
+    """On each reply, reads the store through its own read-only connection, at that moment."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+
+    def tell(self, message: Any) -> None:
+        with StoreReader(self.path) as reader:
+            visible = [m.id for m in reader.load_stored_messages(message.session_id)]
+        self.put((message, visible))
+
+
+class Hold:
+    """Parks the writer's thread until ``release`` is set, so that commands queue up."""
+
+    def __init__(self) -> None:
+        self.held = threading.Event()
+        self.release = threading.Event()
+
+
+class ControlledWriter(StoreWriter):
+    """The real writer plus test controls: ``Hold``, "crash" (raise) and "break" (close the connection)."""
+
+    def receive(self, message: Any) -> Any:
+        if isinstance(message, Hold):
+            message.held.set()
+            message.release.wait(DEADLINE)
+            return None
+        if isinstance(message, str) and message == "crash":
+            raise RuntimeError("asked to crash")
+        if isinstance(message, str) and message == "break":
+            assert self._db is not None
+            self._db.close()
+            return None
+        return super().receive(message)
+
+
+def start_store(start_runtime: StartRuntime, path: Path, **options: Any) -> tuple[Runtime, Address[Any]]:
+    runtime = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(path,), kwargs=options)])
+    return runtime, runtime.lookup("/store")
+
+
+def create(store: Address[Any], replies: Replies, session_id: str, **fields: Any) -> None:
+    store.tell(CreateSession(session_id=session_id, source=fields.pop("source", "cli"), token=session_id, reply_to=replies, **fields))
+    assert replies.get() == SessionCreated(session_id=session_id, token=session_id)
+
+
+def append(store: Address[Any], replies: Replies, session_id: str, *messages: ChatMessage, token: str = "t") -> Any:
+    store.tell(AppendMessages(session_id=session_id, messages=messages, token=token, reply_to=replies))
+    return replies.get()
+
+
+def hold(store: Address[Any]) -> Hold:
+    gate = Hold()
+    store.tell(gate)
+    assert gate.held.wait(DEADLINE), "the writer did not take the Hold within the deadline"
+    return gate
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role="user", content=text)
+
+
+TRANSCRIPT = (
+    ChatMessage(role="system", content="You are Hermes."),
+    ChatMessage(role="user", content="What is in /tmp? Also the weather in Paris."),
+    ChatMessage(
+        role="assistant",
+        content=None,
+        reasoning="List the directory, and look the weather up in parallel.",
+        tool_calls=(
+            ToolCall(id="call_1", name="terminal", arguments='{"command": "ls /tmp"}'),
+            ToolCall(id="call_2", name="weather", arguments='{"city": "Paris", "unit": "°C"}'),
+        ),
+        finish_reason="tool_calls",
+    ),
+    ChatMessage(role="tool", content="a.txt\nb.txt", tool_call_id="call_1", name="terminal"),
+    ChatMessage(role="tool", content="12 °C, rain", tool_call_id="call_2", name="weather"),
+    ChatMessage(role="assistant", content="Two files; 12 °C and rain in Paris. 🌧", finish_reason="stop"),
+)
+
+
+# -- round trip ---------------------------------------------------------------------------
+
+
+def test_a_session_and_its_messages_round_trip_with_tool_calls_tool_results_and_reasoning(
+    start_runtime: StartRuntime, tmp_path: Path
+) -> None:
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path)
+    replies = Replies()
+    create(store, replies, "s1", model="hermes-4", model_config={"temperature": 0.2}, user_id="u1", system_prompt="sys")
+
+    store.tell(AppendMessages(session_id="s1", messages=TRANSCRIPT[:2], timestamp=100.0, token="a", reply_to=replies))
+    store.tell(
+        AppendMessages(session_id="s1", messages=TRANSCRIPT[2:], timestamps=(101.0, 102.0, 103.0, 104.0), token="b", reply_to=replies)
+    )
+    first, second = replies.get(), replies.get()
+    assert (first.token, second.token) == ("a", "b")
+    assert len(first.message_ids) == 2 and len(second.message_ids) == 4
+    assert list(first.message_ids + second.message_ids) == sorted(first.message_ids + second.message_ids)
+
+    with StoreReader(path) as reader:
+        assert reader.load_messages("s1") == list(TRANSCRIPT)
+        stored = reader.load_stored_messages("s1")
+        assert [m.timestamp for m in stored] == [100.0, 100.0, 101.0, 102.0, 103.0, 104.0]
+        assert [m.id for m in stored] == list(first.message_ids + second.message_ids)
+        session = reader.get_session("s1")
+        assert session is not None
+        assert (session.message_count, session.tool_call_count) == (6, 2)
+        assert (session.model, session.model_config, session.user_id, session.system_prompt) == (
+            "hermes-4",
+            {"temperature": 0.2},
+            "u1",
+            "sys",
+        )
+        assert reader.get_session("nope") is None
+        assert reader.load_messages("nope") == []
+        raw = reader._conn().execute("SELECT tool_calls FROM messages WHERE tool_calls IS NOT NULL").fetchone()[0]
+    # Hermes's (OpenAI's) shape, readable by anything that speaks chat completions.
+    assert msgspec.json.decode(raw) == [
+        {"id": "call_1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls /tmp"}'}},
+        {"id": "call_2", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Paris", "unit": "°C"}'}},
+    ]
+    assert TRANSCRIPT[2].to_openai()["tool_calls"] == msgspec.json.decode(raw)
+
+
+def test_totals_title_and_end_of_a_session_are_recorded_and_sessions_list_newest_first(
+    start_runtime: StartRuntime, tmp_path: Path
+) -> None:
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path)
+    replies = Replies()
+    create(store, replies, "old", source="telegram", started_at=10.0)
+    create(store, replies, "new", source="cli", started_at=20.0, parent_session_id="old")
+    for _ in range(2):
+        store.tell(UpdateSessionTotals(session_id="new", input_tokens=10, output_tokens=3, reasoning_tokens=2, token="u", reply_to=replies))
+        assert replies.get() == SessionTotalsUpdated(session_id="new", token="u")
+    store.tell(UpdateSessionTotals(session_id="new", cache_read_tokens=7, cache_write_tokens=1, title="Paris weather", reply_to=replies))
+    assert isinstance(replies.get(), SessionTotalsUpdated)
+    store.tell(EndSession(session_id="new", end_reason="completed", ended_at=30.0, token="e", reply_to=replies))
+    assert replies.get() == SessionEnded(session_id="new", token="e")
+
+    with StoreReader(path) as reader:
+        new = reader.get_session("new")
+        assert new is not None
+        assert (new.input_tokens, new.output_tokens, new.reasoning_tokens) == (20, 6, 4)
+        assert (new.cache_read_tokens, new.cache_write_tokens, new.title) == (7, 1, "Paris weather")
+        assert (new.ended_at, new.end_reason, new.parent_session_id) == (30.0, "completed", "old")
+        assert [s.id for s in reader.list_sessions()] == ["new", "old"]
+        assert [s.id for s in reader.list_sessions(source="telegram")] == ["old"]
+        assert [s.id for s in reader.list_sessions(parent_session_id="old")] == ["new"]
+        assert [s.id for s in reader.list_sessions(limit=1, offset=1)] == ["old"]
+
+
+# -- durability and group commit --------------------------------------------------------------
+
+
+def test_a_reply_is_told_only_after_the_write_is_visible_to_another_connection(
+    start_runtime: StartRuntime, tmp_path: Path
+) -> None:
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path)
+    create(store, Replies(), "s1")
+    probe = VisibilityProbe(path)
+    gate = hold(store)
+    for i in range(20):
+        store.tell(AppendMessages(session_id="s1", messages=(user(f"message {i}"),), token=str(i), reply_to=probe))
+    gate.release.set()
+    seen: list[int] = []
+    for i in range(20):
+        reply, visible = probe.get()
+        assert isinstance(reply, MessagesPersisted) and reply.token == str(i)
+        # At the moment of the reply, a separate read-only connection already sees the rows.
+        assert set(reply.message_ids) <= set(visible)
+        seen += reply.message_ids
+    assert len(seen) == 20
+
+
+def test_group_commit_puts_a_thousand_queued_appends_in_two_transactions(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path)
+    replies = Replies()
+    create(store, replies, "s1")
+    before = store.ask(GetStoreStatistics())
+    gate = hold(store)
+    for i in range(1000):
+        store.tell(AppendMessages(session_id="s1", messages=(user(f"burst {i}"),), token=str(i), reply_to=replies))
+    gate.release.set()
+    acks = [replies.get() for _ in range(1000)]
+    after = store.ask(GetStoreStatistics())
+
+    assert [a.token for a in acks] == [str(i) for i in range(1000)]
+    assert isinstance(after, StoreStatistics)
+    # 1,000 writes, 512 (the cap) in the first transaction, the other 488 when the inbox ran dry.
+    assert after.transactions - before.transactions == 2
+    assert after.largest_batch == 512
+    assert (after.writes - before.writes, after.messages - before.messages, after.failures) == (1000, 1000, 0)
+    with StoreReader(path) as reader:
+        assert len(reader.load_messages("s1")) == 1000
+
+
+def test_writes_pending_when_the_writer_stops_are_committed_and_acknowledged(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    ref = ControlledWriter.start(path)  # unsupervised, so the test controls where the stop lands in the inbox
+    try:
+        replies = Replies()
+        ref.tell(CreateSession(session_id="s1", source="cli", reply_to=replies))
+        assert isinstance(replies.get(), SessionCreated)
+        gate = Hold()
+        ref.tell(gate)
+        assert gate.held.wait(DEADLINE)
+        for i in range(10):
+            ref.tell(AppendMessages(session_id="s1", messages=(user(f"late {i}"),), token=str(i), reply_to=replies))
+        ref.stop(block=False)  # queued behind the appends: the inbox never runs dry before it
+        gate.release.set()
+        assert [replies.get().token for _ in range(10)] == [str(i) for i in range(10)]
+    finally:
+        assert ref.actor_stopped.wait(DEADLINE)
+    with StoreReader(path) as reader:
+        assert len(reader.load_messages("s1")) == 10
+
+
+# -- failures ---------------------------------------------------------------------------------
+
+
+def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path)
+    replies = Replies()
+    create(store, replies, "s1", title="taken")
+
+    failed = append(store, replies, "ghost", user("hello?"), token="g")
+    assert isinstance(failed, StoreFailed)
+    assert (failed.token, failed.command, failed.session_id, failed.retryable) == ("g", "AppendMessages", "ghost", False)
+    assert "no session 'ghost'" in failed.error and "CreateSession" in failed.error
+
+    store.tell(CreateSession(session_id="s1", source="cli", token="dup", reply_to=replies))
+    dup = replies.get()
+    assert isinstance(dup, StoreFailed) and "exists already" in dup.error
+    store.tell(CreateSession(session_id="s2", source="cli", title="taken", token="t", reply_to=replies))
+    assert "title 'taken'" in replies.get().error
+    store.tell(CreateSession(session_id="s3", source="cli", parent_session_id="nobody", token="p", reply_to=replies))
+    assert "parent session 'nobody' does not exist" in replies.get().error
+    store.tell(AppendMessages(session_id="s1", messages=(user("a"),), timestamps=(1.0, 2.0), reply_to=replies))
+    assert "timestamps has 2 entries for 1 messages" in replies.get().error
+    store.tell(EndSession(session_id="ghost", end_reason="x", reply_to=replies))
+    assert isinstance(replies.get(), StoreFailed)
+
+    # Good and bad writes in one transaction: the bad one is rolled back alone.
+    gate = hold(store)
+    store.tell(AppendMessages(session_id="s1", messages=(user("before"),), token="1", reply_to=replies))
+    store.tell(AppendMessages(session_id="s1", messages=(user("bad \ud800 surrogate"),), token="2", reply_to=replies))
+    store.tell(AppendMessages(session_id="ghost", messages=(user("lost"),), token="3", reply_to=replies))
+    store.tell(AppendMessages(session_id="s1", messages=(user("after"),), token="4", reply_to=replies))
+    gate.release.set()
+    in_order = [replies.get() for _ in range(4)]
+    assert [r.token for r in in_order] == ["1", "2", "3", "4"]  # failures wait their turn
+    answers = {r.token: r for r in in_order}
+    assert isinstance(answers["1"], MessagesPersisted) and isinstance(answers["4"], MessagesPersisted)
+    assert isinstance(answers["2"], StoreFailed) and "UnicodeEncodeError" in answers["2"].error
+    assert isinstance(answers["3"], StoreFailed)
+
+    assert isinstance(append(store, replies, "s1", user("still serving")), MessagesPersisted)
+    stats = store.ask(GetStoreStatistics())
+    assert stats.incarnation == 1 and stats.failures == 8
+    with StoreReader(path) as reader:
+        assert [m.content for m in reader.load_messages("s1")] == ["before", "after", "still serving"]
+        session = reader.get_session("s1")
+        assert session is not None and session.message_count == 3
+        assert reader.get_session("s2") is None and reader.get_session("s3") is None
+
+
+def test_a_database_locked_by_another_process_answers_a_retryable_failure_and_the_writer_recovers(
+    start_runtime: StartRuntime, tmp_path: Path
+) -> None:
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path, busy_timeout=0.05)
+    replies = Replies()
+    create(store, replies, "s1")
+    intruder = apsw.Connection(str(path))
+    intruder.execute("BEGIN IMMEDIATE")  # holds the write lock, as a second writer would
+    try:
+        failed = append(store, replies, "s1", user("blocked"))
+        assert isinstance(failed, StoreFailed) and failed.retryable
+        assert "locked by another connection" in failed.error
+    finally:
+        intruder.execute("ROLLBACK")
+        intruder.close()
+    assert isinstance(append(store, replies, "s1", user("unblocked")), MessagesPersisted)
+    with StoreReader(path) as reader:
+        assert [m.content for m in reader.load_messages("s1")] == ["unblocked"]
+
+
+def test_a_crashed_writer_is_restarted_and_loses_no_acknowledged_write(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    runtime, store = start_store(start_runtime, path)
+    events = Probe()
+    runtime.subscribe(events.put)
+    replies = Replies()
+    create(store, replies, "s1")
+    acked = [append(store, replies, "s1", user("acknowledged before the crash"), token="a")]
+
+    gate = hold(store)
+    store.tell(AppendMessages(session_id="s1", messages=(user("pending at the crash"),), token="p", reply_to=replies))
+    store.tell("crash")
+    store.tell(AppendMessages(session_id="s1", messages=(user("told after the crash"),), token="n", reply_to=replies))
+    gate.release.set()
+
+    restarted = events.get_matching(lambda e: isinstance(e, ChildRestarted) and e.path == "/store")
+    assert restarted.incarnation == 2
+    answers = {r.token: r for r in (replies.get(), replies.get())}
+    # Every write got exactly one answer; the pending one was committed as the writer died.
+    assert set(answers) == {"p", "n"}
+    acked += [r for r in answers.values() if isinstance(r, MessagesPersisted)]
+    assert len(acked) == 3
+    assert store.ask(GetStoreStatistics()).incarnation == 2
+    acked.append(append(store, replies, "s1", user("after the restart"), token="z"))
+    with StoreReader(path) as reader:
+        stored = {m.id for m in reader.load_stored_messages("s1")}
+    assert {i for r in acked for i in r.message_ids} <= stored
+    assert len(stored) == 4
+
+
+def test_a_broken_connection_fails_the_write_and_the_writer_restarts_with_a_new_connection(
+    start_runtime: StartRuntime, tmp_path: Path
+) -> None:
+    path = tmp_path / "state.db"
+    runtime, store = start_store(start_runtime, path)
+    events = Probe()
+    runtime.subscribe(events.put)
+    replies = Replies()
+    create(store, replies, "s1")
+    store.tell("break")
+    failed = append(store, replies, "s1", user("into a closed connection"), token="x")
+    assert isinstance(failed, StoreFailed) and failed.retryable and "connection broke" in failed.error
+    events.get_matching(lambda e: isinstance(e, ChildRestarted) and e.path == "/store")
+    assert isinstance(append(store, replies, "s1", user("fresh connection")), MessagesPersisted)
+    with StoreReader(path) as reader:
+        assert [m.content for m in reader.load_messages("s1")] == ["fresh connection"]
+
+
+# -- the file -------------------------------------------------------------------------------------
+
+
+def test_the_file_is_in_wal_mode_with_hermes_tables_indexes_and_fts_triggers(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = open_writer(path)
+    try:
+        assert db.pragma("journal_mode") == "wal"
+        assert db.pragma("synchronous") == 1  # NORMAL
+        assert db.pragma("foreign_keys") == 1
+    finally:
+        db.close()
+    with StoreReader(path) as reader:
+        conn = reader._conn()
+        assert conn.pragma("journal_mode") == "wal"
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_schema")}
+        assert {"sessions", "messages", "messages_fts", "schema_version"} <= names
+        assert {"messages_fts_insert", "messages_fts_delete", "messages_fts_update"} <= names
+        assert {"idx_sessions_source", "idx_sessions_parent", "idx_sessions_started", "idx_messages_session"} <= names
+        columns = {table: [row[1] for row in conn.execute(f"PRAGMA table_info({table})")] for table in ("sessions", "messages")}
+        assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert columns["messages"] == [
+        "id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
+        "timestamp", "token_count", "finish_reason", "reasoning",
+    ]  # fmt: skip
+    assert columns["sessions"][:8] == [
+        "id", "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id", "started_at",
+    ]  # fmt: skip
+    assert {"ended_at", "end_reason", "message_count", "tool_call_count", "input_tokens", "output_tokens",
+            "cache_read_tokens", "cache_write_tokens", "reasoning_tokens", "title"} <= set(columns["sessions"])  # fmt: skip
+
+
+def test_reopening_the_file_keeps_every_acknowledged_write(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    first, store = start_store(start_runtime, path)
+    replies = Replies()
+    create(store, replies, "s1")
+    before = append(store, replies, "s1", *TRANSCRIPT)
+    assert first.stop(timeout=DEADLINE)
+
+    _, store = start_store(start_runtime, path)
+    after = append(store, replies, "s1", user("after reopening"))
+    assert after.message_ids[0] > max(before.message_ids)
+    with StoreReader(path) as reader:
+        assert reader.load_messages("s1") == [*TRANSCRIPT, user("after reopening")]
+        assert [h.message_id for h in reader.search("reopening")] == list(after.message_ids)
+
+
+def test_a_file_with_another_schema_version_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    for version, word in ((SCHEMA_VERSION + 98, "newer"), (SCHEMA_VERSION - 1, "older")):
+        path = tmp_path / f"v{version}.db"
+        open_writer(path).close()
+        db = apsw.Connection(str(path))
+        db.execute("UPDATE schema_version SET version = ?", (version,))
+        db.close()
+        with pytest.raises(SchemaVersionError, match=f"schema version {version}, {word}"):
+            open_writer(path)
+        with pytest.raises(SchemaVersionError, match=word):
+            StoreReader(path)
+    foreign = tmp_path / "foreign.db"
+    db = apsw.Connection(str(foreign))
+    db.execute("CREATE TABLE notes (x)")
+    db.close()
+    with pytest.raises(SchemaVersionError, match="not a session store"):
+        open_writer(foreign)
+    with pytest.raises(StoreError, match="start the store writer first"):
+        open_reader(tmp_path / "missing.db")
+    assert not (tmp_path / "missing.db").exists()
+
+
+# -- search -----------------------------------------------------------------------------------
+
+
+def test_search_finds_content_with_snippets_and_can_be_limited_to_one_session(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path)
+    replies = Replies()
+    create(store, replies, "a")
+    create(store, replies, "b")
+    in_a = append(store, replies, "a", *TRANSCRIPT)
+    in_b = append(store, replies, "b", user("Is it raining in Paris tomorrow?"), user("nothing to see"))
+    with StoreReader(path) as reader:
+        hits = reader.search("paris")
+        assert {h.message_id for h in hits} == {in_a.message_ids[1], in_a.message_ids[5], in_b.message_ids[0]}
+        assert all(">>>Paris<<<" in h.snippet for h in hits)
+        only_b = reader.search("Paris", session_id="b")
+        assert [(h.session_id, h.role) for h in only_b] == [("b", "user")]
+        assert reader.search("rain*", markers=("[", "]"))[0].snippet.count("[") >= 1
+        assert reader.search("paris NOT tomorrow", session_id="b") == []
+        assert len(reader.search("paris OR files")) == 3
+        assert len(reader.search("paris", limit=1)) == 1
+        assert reader.search("") == [] and reader.search("((( ***") == []
+
+
+def test_the_fts_triggers_keep_the_index_in_sync_on_insert_update_and_delete(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = open_writer(path)
+    try:
+        db.execute("INSERT INTO sessions (id, source, started_at) VALUES ('s', 'cli', 0)")
+        db.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s', 'user', 'apple banana', 0)")
+        message_id = db.last_insert_rowid()
+        with StoreReader(path) as reader:
+            assert [h.message_id for h in reader.search("banana")] == [message_id]
+            db.execute("UPDATE messages SET content = 'cherry' WHERE id = ?", (message_id,))
+            assert reader.search("banana") == []
+            assert [h.message_id for h in reader.search("cherry")] == [message_id]
+            db.execute("DELETE FROM messages WHERE id = ?", (message_id,))
+            assert reader.search("cherry") == []
+        db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")
+    finally:
+        db.close()
+
+
+NASTY = [
+    "", " ", '"', '""', '"unbalanced', "(", ")", "((a)", "a)", "*", "**", "a**", "*a", "-", "-a", "a-b", ":", "a:b",
+    "content:x", "^a", "+", "a + b", "AND", "OR", "NOT", "NEAR", "NEAR(a b)", "NEAR(a b, 3)", "a AND", "OR a",
+    "a NOT", "NOT NOT a", "a AND OR b", "a OR OR OR b", "AND AND", "(a OR b) AND NOT c", "a NEAR/3 b", "{a b}",
+    "col : a", "'single'", "`tick`", "\\", "\\\"", "a\x00b", "\x00", "\ud800", "a\udfffb", "🌧 emoji 🔥*", "日本語のテキスト",
+    "مرحبا بالعالم", "Ünïcödé", "e\u0301", "ﬁ ligature", "Ｆｕｌｌｗｉｄｔｈ＂ｑｕｏｔｅ＂", "snake_case", "__init__", "_", "1e10",
+    "²³ ½", "%", "a%b_", "; DROP TABLE messages; --", "x" * 5000, " ".join(["w"] * 500), "AND " * 100, "a* b* c*",
+    "\t\n\r", "\u200b", "\u202e reversed", "NOT*", "AND*", "OR a*", "a NOT b OR c AND d", "\"a\" OR \"b\"",
+]
+PHRASE = re.compile(r'"[^\W_]+"\*?')
+ALPHABET = list('"()*:-+^{},.;\\/ \t\n\'`') + ["AND", "OR", "NOT", "NEAR", "a", "b", "é", "日", "🌧", "\x00", "\ud83c", "_", "1"]
+
+
+def test_the_query_sanitizer_survives_nasty_input_without_an_fts5_syntax_error(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = open_writer(path)
+    db.execute("INSERT INTO sessions (id, source, started_at) VALUES ('s', 'cli', 0)")
+    db.executemany(
+        "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('s', 'user', ?, 0)",
+        [(text,) for text in ("a b and or not near", "日本語 é 🌧 1 2", "snake case content", "NOT a AND b")],
+    )
+    db.close()
+    rng = random.Random(20240611)
+    generated = ["".join(rng.choice(ALPHABET) + rng.choice(["", " "]) for _ in range(rng.randrange(0, 12))) for _ in range(3000)]
+    with StoreReader(path) as reader:
+        for text in NASTY + generated:
+            for part in fts5_query(text).split():
+                assert part in ("AND", "OR", "NOT") or PHRASE.fullmatch(part), (text, part)
+            reader.search(text)  # raises on any FTS5 syntax error
+            reader.search(text, session_id="s")
+        assert [h.session_id for h in reader.search('snake "case" (content')] == ["s"]
+
+
+def test_the_query_sanitizer_quotes_words_and_keeps_operators_only_between_words() -> None:
+    assert fts5_query("") == ""
+    assert fts5_query('hello "world"') == '"hello" "world"'
+    assert fts5_query("NOT hello") == '"hello"'
+    assert fts5_query("a OR b") == '"a" OR "b"'
+    assert fts5_query("a OR") == '"a"'
+    assert fts5_query("a AND OR NOT b") == '"a" NOT "b"'
+    assert fts5_query("and or") == '"and" "or"'
+    assert fts5_query("foo* NEAR(x, 2)") == '"foo"* "NEAR" "x" "2"'
+    assert fts5_query("content:secret -draft") == '"content" "secret" "draft"'
+    assert fts5_query("snake_case") == '"snake" "case"'
+    assert fts5_query("ﬁle") == '"file"'  # NFKC
+    assert fts5_query(" ".join(str(i) for i in range(100))).count('"') == 2 * 32
+
+
+def test_the_query_sanitizer_survives_hypothesis_strings(tmp_path: Path) -> None:
+    hypothesis = pytest.importorskip("hypothesis")
+    strategies = pytest.importorskip("hypothesis.strategies")
+    path = tmp_path / "state.db"
+    open_writer(path).close()
+    with StoreReader(path) as reader:
+
+        @hypothesis.settings(max_examples=500, deadline=None, database=None)
+        @hypothesis.given(strategies.text())
+        def check(text: str) -> None:
+            reader.search(text)
+
+        check()
+
+
+# -- the contract -------------------------------------------------------------------------------
+
+
+def test_store_commands_encode_without_reply_to_and_refuse_an_address() -> None:
+    command = AppendMessages(session_id="s", messages=TRANSCRIPT, timestamp=1.5, token="t")
+    assert from_json(to_json(command), AppendMessages) == command
+    with pytest.raises(TypeError):
+        to_json(AppendMessages(session_id="s", messages=(), reply_to=Replies()))
+
+
+def test_the_store_package_has_a_sorted_door_and_imports_no_upper_layer() -> None:
+    module = importlib.import_module("actors.store")
+    assert list(module.__all__) == sorted(module.__all__)
+    public = sorted(n for n in vars(module) if not n.startswith("_") and type(getattr(module, n)).__name__ != "module")
+    assert list(module.__all__) == public
+    assert actors.store.StoreWriter is StoreWriter
+    upper = ("actors.agent", "actors.tools", "actors.platforms", "actors.memory")
+    offenders = []
+    for path in sorted((ROOT / "actors" / "store").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                names = [("actors." if node.level else "") + (node.module or "")]
+            else:
+                continue
+            offenders += [f"{path.name}: {n}" for n in names if n.startswith(upper)]
+    assert offenders == []
