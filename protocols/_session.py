@@ -61,6 +61,10 @@ class TurnStarted(SessionEvent, frozen=True, kw_only=True):
     text: str
 
 
+class UserMessageSaved(SessionEvent, frozen=True, kw_only=True):
+    """The turn's user message is durable in the store (the acknowledgement to wait for)."""
+
+
 class TurnQueued(SessionEvent, frozen=True, kw_only=True):
     """The session was busy; this message waits behind the running turn."""
 
@@ -131,6 +135,7 @@ class SessionRecovered(SessionEvent, frozen=True, kw_only=True):
 
 AnySessionEvent = (
     TurnStarted
+    | UserMessageSaved
     | TurnQueued
     | TurnRejected
     | TextDelta

@@ -1,5 +1,8 @@
 """agent: sessions and their turn machine, model calls, the session event stream."""
 
+from ._config import ConfigError as ConfigError
+from ._config import hermes_home as hermes_home
+from ._config import load_model_settings as load_model_settings
 from ._hub import HubRegistry as HubRegistry
 from ._hub import SessionHub as SessionHub
 from ._machine import MachineConfig as MachineConfig
@@ -18,6 +21,7 @@ from ._tree import reader_opener as reader_opener
 from ._tree import start_agent_runtime as start_agent_runtime
 
 __all__ = [
+    "ConfigError",
     "HubRegistry",
     "MachineConfig",
     "ModelClients",
@@ -30,6 +34,8 @@ __all__ = [
     "ToolTraits",
     "agent_specs",
     "build_system_prompt",
+    "hermes_home",
+    "load_model_settings",
     "reader_opener",
     "session_address",
     "start_agent_runtime",

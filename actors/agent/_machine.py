@@ -33,6 +33,7 @@ from protocols._session import (
     TurnQueued,
     TurnRejected,
     TurnStarted,
+    UserMessageSaved,
 )
 
 from ._plan import PlannedCall, ToolTraits, plan_batches
@@ -182,7 +183,7 @@ MachineEffect = Persist | CallModel | RunTool | CancelModel | CancelTool | Start
 
 # -- state -----------------------------------------------------------------------------------
 
-Phase = Literal["persist_user", "model", "backoff", "tools"]
+Phase = Literal["persist_user", "model", "backoff", "persist_calls", "tools"]
 
 
 class Turn(msgspec.Struct, frozen=True, kw_only=True):
@@ -260,7 +261,10 @@ class _Step:
                 return  # a late outcome after the turn ended
             case Persisted(token=token):
                 if turn.phase == "persist_user" and token == turn.token:
+                    self.emit(UserMessageSaved(turn_id=turn.turn_id))
                     self.call_model(turn, event.now)
+                elif turn.phase == "persist_calls" and token == turn.token:
+                    self.start_tools(turn, event.now)
             case PersistFailed(token=token, error=error):
                 self.on_persist_failed(turn, token, error, event.now)
             case ModelReplied(token=token):
@@ -348,7 +352,11 @@ class _Step:
             finish_reason=reply.finish_reason,
         )
         self.append(assistant)
-        self.effects.append(Persist(token=f"{turn.token}/reply", messages=(assistant,)))
+        reply_token = f"{turn.token}/reply"
+        # Write-ahead: tools run only once the calls are durable, so a crash can never
+        # leave a tool that ran without a record of its call.
+        will_run_tools = bool(calls) and not turn.grace and turn.iteration < self.config.max_iterations
+        self.effects.append(Persist(token=reply_token, messages=(assistant,), acked=will_run_tools))
         reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
         turn = msgspec.structs.replace(
             turn,
@@ -368,7 +376,7 @@ class _Step:
             turn = self.settle(turn, f"[not run] The turn reached its limit of {limit} model calls.")
             self.call_model(turn, reply.now, grace=True)
             return
-        self.start_tools(turn, reply.now)
+        self.set_turn(msgspec.structs.replace(turn, phase="persist_calls", token=reply_token))
 
     def on_model_failed(self, turn: Turn, failure: ModelFailed) -> None:
         error = ModelError(kind=failure.kind, status=failure.status, detail=failure.detail, retry_after=failure.retry_after)  # type: ignore[arg-type]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -114,28 +115,30 @@ def until(probe: Probe, kinds: type | tuple[type, ...], timeout: float = DEADLIN
             return seen
 
 
-@pytest.fixture
-def agent(tmp_path: Path, model_server: ModelServer) -> Iterator[AgentKit]:
+def start_kit(store_file: Path, server: ModelServer, **overrides: Any) -> AgentKit:
+    """Start the store and sessions against ``server``; ``overrides`` replace SessionDeps fields."""
     intervals = Intervals()
-    store_file = tmp_path / "state.db"
+    tools = make_tools(intervals)
     deps = SessionDeps(
         hubs=HubRegistry(),
         open_reader=reader_opener(store_file),
-        model=ModelSettings(model="test-model", base_url=model_server.base_url, api_key="test-key"),
+        model=ModelSettings(model="test-model", base_url=server.base_url, api_key="test-key"),
         clients=ModelClients(),
-        tools=make_tools(intervals),
-        config=MachineConfig(
-            traits={name: spec.traits for name, spec in make_tools(intervals).items()},
-            retry_base=0.01,
-            turn_timeout=60.0,
-        ),
+        tools=tools,
+        config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}, retry_base=0.01, turn_timeout=60.0),
         idle_timeout=0,
     )
-    runtime = start_agent_runtime(store_file, deps)
+    deps = dataclasses.replace(deps, **overrides)
+    return AgentKit(start_agent_runtime(store_file, deps), server, store_file, intervals)
+
+
+@pytest.fixture
+def agent(tmp_path: Path, model_server: ModelServer) -> Iterator[AgentKit]:
+    kit = start_kit(tmp_path / "state.db", model_server)
     try:
-        yield AgentKit(runtime, model_server, store_file, intervals)
+        yield kit
     finally:
-        assert runtime.stop(timeout=DEADLINE)
+        assert kit.runtime.stop(timeout=DEADLINE)
 
 
 def seqs(events: Sequence[Any]) -> list[int]:

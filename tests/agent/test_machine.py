@@ -40,6 +40,14 @@ def events(effects: list) -> list:
     return [e.event for e in effects if isinstance(e, Emit)]
 
 
+def reply_with_calls(driver: Driver, token: str, calls: tuple) -> list:
+    """The model asks for tools; the machine persists the calls first, then runs them."""
+    effects = driver.feed(ModelReplied(token=token, content="", tool_calls=calls))
+    persist = [p for p in driver.of(Persist, effects) if p.acked]
+    assert persist and driver.of(RunTool, effects) == [], "tools must wait until their calls are durable"
+    return effects + driver.feed(Persisted(token=persist[0].token))
+
+
 def start(driver: Driver, text: str = "hello", turn_id: str = "t1") -> CallModel:
     effects = driver.feed(UserInput(turn_id=turn_id, text=text, now=0.0))
     persist = driver.of(Persist, effects)[0]
@@ -72,7 +80,7 @@ def test_two_tool_rounds_run_independent_reads_together_and_return_results_in_th
     driver = Driver()
     model = start(driver)
     calls = (call("a", "read_file", '{"path": "x"}'), call("b", "read_file", '{"path": "y"}'))
-    effects = driver.feed(ModelReplied(token=model.token, content="", tool_calls=calls))
+    effects = reply_with_calls(driver, model.token, calls)
     runs = driver.of(RunTool, effects)
     assert [r.call_id for r in runs] == ["a", "b"]
     assert runs[0].arguments == {"path": "x"}
@@ -80,7 +88,7 @@ def test_two_tool_rounds_run_independent_reads_together_and_return_results_in_th
     second = driver.of(CallModel, driver.feed(ToolDone(call_id="a", content="A")))[0]
     roles = [(m.role, m.tool_call_id) for m in second.messages]
     assert roles[-3:] == [("assistant", None), ("tool", "a"), ("tool", "b")]
-    effects = driver.feed(ModelReplied(token=second.token, content="", tool_calls=(call("c", "terminal", '{"command": "ls"}'),)))
+    effects = reply_with_calls(driver, second.token, (call("c", "terminal", '{"command": "ls"}'),))
     assert [r.call_id for r in driver.of(RunTool, effects)] == ["c"]
     third = driver.of(CallModel, driver.feed(ToolDone(call_id="c", content="files")))[0]
     final = events(driver.feed(ModelReplied(token=third.token, content="done")))[-1]
@@ -96,7 +104,7 @@ def test_writes_to_the_same_path_run_one_after_the_other() -> None:
         call("w2", "write_file", '{"path": "f", "content": "2"}'),
         call("w3", "write_file", '{"path": "g", "content": "3"}'),
     )
-    effects = driver.feed(ModelReplied(token=model.token, content="", tool_calls=calls))
+    effects = reply_with_calls(driver, model.token, calls)
     assert [r.call_id for r in driver.of(RunTool, effects)] == ["w1"]
     effects = driver.feed(ToolDone(call_id="w1", content="ok"))
     assert [r.call_id for r in driver.of(RunTool, effects)] == ["w2", "w3"]
@@ -106,7 +114,7 @@ def test_a_call_with_malformed_arguments_is_answered_with_an_error_and_never_run
     driver = Driver()
     model = start(driver)
     calls = (call("bad", "read_file", '{"path": '), call("good", "read_file", '{"path": "x"}'), call("nope", "rm_rf", "{}"))
-    effects = driver.feed(ModelReplied(token=model.token, content="", tool_calls=calls))
+    effects = reply_with_calls(driver, model.token, calls)
     assert [r.call_id for r in driver.of(RunTool, effects)] == ["good"]
     finished = {e.call_id: e for e in events(effects) if isinstance(e, ToolFinished)}
     assert not finished["bad"].ok and "not valid JSON" in finished["bad"].preview
@@ -117,7 +125,7 @@ def test_missing_or_repeated_tool_call_ids_are_made_unique() -> None:
     driver = Driver()
     model = start(driver)
     calls = (call("", "read_file", '{"path": "x"}'), call("same", "read_file", '{"path": "y"}'), call("same", "read_file", '{"path": "z"}'))
-    effects = driver.feed(ModelReplied(token=model.token, content="", tool_calls=calls))
+    effects = reply_with_calls(driver, model.token, calls)
     ids = [r.call_id for r in driver.of(RunTool, effects)]
     assert len(set(ids)) == 3 and all(ids)
 
@@ -125,7 +133,7 @@ def test_missing_or_repeated_tool_call_ids_are_made_unique() -> None:
 def test_cancel_during_tools_cancels_them_settles_the_transcript_and_ignores_late_results() -> None:
     driver = Driver()
     model = start(driver)
-    driver.feed(ModelReplied(token=model.token, content="", tool_calls=(call("a", "terminal", '{"command": "sleep 30"}'),)))
+    reply_with_calls(driver, model.token, (call("a", "terminal", '{"command": "sleep 30"}'),))
     effects = driver.feed(Cancel(reason="stop"))
     assert CancelTool(call_id="a") in effects
     assert isinstance(events(effects)[-1], TurnCancelled)
@@ -171,8 +179,9 @@ def test_retries_stop_after_the_attempt_limit() -> None:
 def test_the_iteration_budget_ends_with_one_tool_less_grace_call() -> None:
     driver = Driver(MachineConfig(traits=TRAITS, max_iterations=2))
     model = start(driver)
-    driver.feed(ModelReplied(token=model.token, content="", tool_calls=(call("a", "read_file", '{"path": "x"}'),)))
+    reply_with_calls(driver, model.token, (call("a", "read_file", '{"path": "x"}'),))
     second = driver.of(CallModel, driver.feed(ToolDone(call_id="a", content="A")))[0]
+    # The budget is used up: the calls are answered without running, no need to wait for the store.
     effects = driver.feed(ModelReplied(token=second.token, content="", tool_calls=(call("b", "read_file", '{"path": "y"}'),)))
     assert driver.of(RunTool, effects) == []
     grace = driver.of(CallModel, effects)[0]

@@ -53,7 +53,17 @@ def test_a_turn_with_two_tool_rounds_completes_with_a_valid_transcript_and_gap_f
     assert done.iterations == 3
     assert seqs(events) == list(range(1, len(events) + 1))
     kinds = [type(e).__name__ for e in events if not isinstance(e, TextDelta)]
-    assert kinds == ["TurnStarted", "ToolStarted", "ToolStarted", "ToolFinished", "ToolFinished", "ToolStarted", "ToolFinished", "TurnCompleted"]
+    assert kinds == [
+        "TurnStarted",
+        "UserMessageSaved",
+        "ToolStarted",
+        "ToolStarted",
+        "ToolFinished",
+        "ToolFinished",
+        "ToolStarted",
+        "ToolFinished",
+        "TurnCompleted",
+    ]
     assert "".join(e.text for e in events if isinstance(e, TextDelta)) == done.text
     transcript = agent.transcript("s1")
     assert [m.role for m in transcript] == ["user", "assistant", "tool", "tool", "assistant", "tool", "assistant"]
@@ -189,3 +199,84 @@ def test_a_session_killed_mid_batch_restarts_with_a_valid_transcript_and_the_tur
     agent.start_turn("s8", "hello again")
     assert until(probe, TurnCompleted)[-1].text == "back"
     assert not any(isinstance(e, ToolFinished) for e in [])
+
+
+def test_an_idle_session_is_passivated_and_rehydrated_with_its_history(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    from tests.agent.session_kit import start_kit
+
+    kit = start_kit(tmp_path / "state.db", model_server, idle_timeout=0.05)
+    try:
+        events = Probe()
+        kit.runtime.subscribe(events.put)
+        model_server.script([TextReply(content="first answer"), TextReply(content="second answer")], session="p1")
+        probe = kit.subscribe("p1")
+        kit.start_turn("p1", "first question")
+        assert until(probe, TurnCompleted)[-1].text == "first answer"
+        exited = events.get_matching(lambda e: isinstance(e, __import__("protocols").ChildExited) and e.path == "/sessions/p1")
+        assert exited.kind == "normal"  # passivated: the actor is gone, its state is in the store
+        kit.start_turn("p1", "second question")  # rehydrates from the store
+        assert until(probe, TurnCompleted)[-1].text == "second answer"
+        sent = [m["content"] for m in model_server.requests[-1].body["messages"]]
+        assert sent[1:] == ["first question", "first answer", "second question"]
+        first_prompt = model_server.requests[0].body["messages"][0]["content"]
+        assert model_server.requests[-1].body["messages"][0]["content"] == first_prompt  # byte-stable
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_with_the_resume_policy_a_restarted_session_continues_the_open_turn(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    from tests.agent.session_kit import start_kit
+
+    kit = start_kit(tmp_path / "state.db", model_server, recovery="resume")
+    try:
+        model_server.script([reads("slow", seconds=30), TextReply(content="carried on")], session="r1")
+        probe = kit.subscribe("r1")
+        kit.start_turn("r1", "read slowly")
+        until(probe, ToolStarted)
+        kit.session("r1").tell(InjectCrash())
+        recovered = until(probe, SessionRecovered)[-1]
+        assert recovered.resumed and recovered.settled_calls == 1
+        assert until(probe, (TurnCompleted, TurnFailed))[-1].text == "carried on"
+        last = model_server.requests[-1].body["messages"]
+        assert last[-1]["role"] == "tool" and "outcome unknown" in last[-1]["content"]
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_transcript(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    import signal
+    import subprocess
+    import sys
+
+    from tests.agent.session_kit import start_kit
+
+    store = tmp_path / "state.db"
+    marker = f"41.{os.getpid()}9"
+    model_server.script(
+        [ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=f'{{"command": "sleep {marker}"}}'),))], session="hard"
+    )
+    host = subprocess.Popen(
+        [sys.executable, "-m", "tests.agent.crash_host", str(store), model_server.base_url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        assert host.stdout is not None
+        assert host.stdout.readline().strip() == "running"
+    finally:
+        os.killpg(host.pid, signal.SIGKILL)  # the whole group: the host and its tool's sleep
+        host.communicate(timeout=DEADLINE)
+    kit = start_kit(store, model_server)
+    try:
+        probe = kit.subscribe("hard")
+        recovered = until(probe, SessionRecovered)[-1]
+        assert recovered.settled_calls == 1
+        transcript = kit.transcript("hard")
+        assert [m.role for m in transcript] == ["user", "assistant", "tool"]
+        assert transcript[0].content == "run the slow thing"
+        assert transcript[2].content == UNKNOWN_OUTCOME
+        assert sanitize(transcript) == (tuple(transcript), 0)
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)

@@ -1,0 +1,112 @@
+"""Which model a session calls, read the way Hermes users already write it.
+
+Sources, first match wins for each setting:
+
+- a per-session override (a mapping with ``model``, ``provider``, ``base_url``, ``api_key``);
+- ``HERMES_HOME/config.yaml``, section ``model:`` (``default`` or ``model``, ``provider``,
+  ``base_url``, ``api_key``; or just a model name as a string);
+- the environment, then ``HERMES_HOME/.env``: ``HERMES_MODEL``, ``OPENAI_BASE_URL``,
+  ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``.
+
+A missing model, URL or key is a :class:`ConfigError` that says what to set and where.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from actors import HermesError
+
+from ._model import ModelSettings
+
+PROVIDER_URLS = {
+    "openai": "https://api.openai.com/v1",
+    "openrouter": "https://openrouter.ai/api/v1",
+}
+
+
+class ConfigError(HermesError):
+    """The configuration is missing something or cannot be read; the message says what to do."""
+
+
+def hermes_home(env: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if env is None else env
+    return Path(env.get("HERMES_HOME") or Path.home() / ".hermes")
+
+
+def read_dotenv(path: Path) -> dict[str, str]:
+    """``KEY=VALUE`` lines (``export`` and quotes allowed, ``#`` comments); missing file: empty."""
+    values: dict[str, str] = {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return values
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, value = line.removeprefix("export ").split("=", 1)
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        values[key.strip()] = value
+    return values
+
+
+def read_config(home: Path) -> dict[str, Any]:
+    path = home / "config.yaml"
+    try:
+        loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except yaml.YAMLError as exc:
+        msg = f"{path} is not valid YAML ({exc}); fix the file or move it away"
+        raise ConfigError(msg) from None
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        msg = f"{path} must hold a mapping of settings (it holds a {type(loaded).__name__})"
+        raise ConfigError(msg)
+    return loaded
+
+
+def load_model_settings(
+    home: Path | None = None, *, env: Mapping[str, str] | None = None, override: Mapping[str, Any] | None = None
+) -> ModelSettings:
+    """Resolve the model settings; raise :class:`ConfigError` with advice when incomplete."""
+    env = dict(os.environ if env is None else env)
+    home = home or hermes_home(env)
+    secrets = {**read_dotenv(home / ".env"), **env}  # the real environment wins
+    section: Any = read_config(home).get("model", {})
+    if isinstance(section, str):
+        section = {"default": section}
+    if not isinstance(section, dict):
+        msg = f"{home / 'config.yaml'}: 'model' must be a model name or a mapping (default, provider, base_url, api_key)"
+        raise ConfigError(msg)
+    chosen = {**{k: v for k, v in section.items() if v not in (None, "")}, **{k: v for k, v in (override or {}).items() if v}}
+
+    model = chosen.get("model") or chosen.get("default") or secrets.get("HERMES_MODEL")
+    provider = str(chosen.get("provider") or ("openrouter" if "OPENROUTER_API_KEY" in secrets and "OPENAI_API_KEY" not in secrets else "openai"))
+    base_url = chosen.get("base_url") or secrets.get("OPENAI_BASE_URL") or PROVIDER_URLS.get(provider)
+    key_names = ["OPENROUTER_API_KEY", "OPENAI_API_KEY"] if provider == "openrouter" else ["OPENAI_API_KEY", "OPENROUTER_API_KEY"]
+    api_key = chosen.get("api_key") or next((secrets[k] for k in key_names if secrets.get(k)), None)
+
+    config = home / "config.yaml"
+    if not model:
+        msg = (
+            f"no model is configured: add to {config}\n  model:\n    default: <model name>\n    base_url: <https://.../v1>\n"
+            f"or set HERMES_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY) in the environment or {home / '.env'}"
+        )
+        raise ConfigError(msg)
+    if not base_url:
+        msg = f"model {model!r} has no endpoint: set model.base_url in {config} or OPENAI_BASE_URL (provider {provider!r} has no default URL)"
+        raise ConfigError(msg)
+    if not api_key:
+        msg = f"no API key for {base_url}: set OPENAI_API_KEY (or OPENROUTER_API_KEY) in the environment or in {home / '.env'}, or model.api_key in {config}"
+        raise ConfigError(msg)
+    return ModelSettings(model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider)
