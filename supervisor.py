@@ -27,111 +27,38 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import enum
 import logging
-import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pykka
 
-from actors import Actor, Address, HermesError, Reactor, ReactorStopped, Registry, RuntimeStopped, UsageError
+from actors import Actor, Address, HermesError, ReactorStopped, Registry
 from actors._actor import ActorContext, starting
+from actors._spec import SUPERVISOR_SHUTDOWN as SUPERVISOR_SHUTDOWN
+from actors._spec import WORKER_SHUTDOWN as WORKER_SHUTDOWN
+from actors._spec import Backoff as Backoff
+from actors._spec import ChildSpec as ChildSpec
+from actors._spec import Intensity as Intensity
+from actors._spec import Restart as Restart
+from actors._spec import Strategy as Strategy
+from actors._spec import _check_child_id, _check_unique, _join
 from protocols import (
     ChildExited,
     ChildRestarted,
     ChildStarted,
     Escalated,
     Message,
-    NodeSnapshot,
     NodeState,
     RestartDue,
     Shutdown,
     ShutdownTimedOut,
     StartChild,
     TerminateChild,
-    TreeSnapshot,
 )
 
 log = logging.getLogger(__name__)
-
-WORKER_SHUTDOWN = 5.0
-SUPERVISOR_SHUTDOWN = 60.0
-
-
-class Restart(enum.StrEnum):
-    """When a child that exited is started again."""
-
-    PERMANENT = "permanent"
-    """Always."""
-    TRANSIENT = "transient"
-    """Only after an abnormal exit (crash, failed start)."""
-    TEMPORARY = "temporary"
-    """Never; the child is forgotten when it exits."""
-
-
-class Strategy(enum.StrEnum):
-    ONE_FOR_ONE = "one_for_one"
-    ONE_FOR_ALL = "one_for_all"
-    REST_FOR_ONE = "rest_for_one"
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Intensity:
-    """At most ``max_restarts`` restarts within ``within`` seconds, or the supervisor gives up.
-
-    OTP defaults to 1 in 5 s; we allow 3 because an agent child (a tool, a provider pool)
-    meets transient faults more often than an OTP worker, and escalation restarts siblings.
-    """
-
-    max_restarts: int = 3
-    within: float = 5.0
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class Backoff:
-    """Delay before restart number n (counted within the intensity window): initial * factor**(n-1)."""
-
-    initial: float = 0.01
-    factor: float = 2.0
-    maximum: float = 5.0
-
-    def delay(self, attempt: int) -> float:
-        return min(self.maximum, self.initial * self.factor ** max(0, attempt - 1))
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class ChildSpec:
-    """How to start one child: ``actor.start(*args, **kwargs)`` under ``id``."""
-
-    id: str
-    actor: type[Actor]
-    args: tuple[Any, ...] = ()
-    kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
-    restart: Restart = Restart.PERMANENT
-    shutdown: float | None = None
-    """Seconds an orderly stop may take before the child is abandoned. Default: 5 s for a
-    worker, 60 s for a supervisor (it stops its own children first)."""
-
-    def __post_init__(self) -> None:
-        _check_child_id(self.id)
-        if not (isinstance(self.actor, type) and issubclass(self.actor, Actor)):
-            msg = f"child {self.id!r}: actor must be a subclass of actors.Actor, got {self.actor!r}"
-            raise UsageError(msg)
-        if self.shutdown is not None and self.shutdown < 0:
-            msg = f"child {self.id!r}: shutdown must be >= 0 seconds, got {self.shutdown}"
-            raise UsageError(msg)
-
-    @property
-    def kind(self) -> str:
-        return "supervisor" if issubclass(self.actor, Supervisor) else "worker"
-
-    @property
-    def shutdown_timeout(self) -> float:
-        if self.shutdown is not None:
-            return self.shutdown
-        return SUPERVISOR_SHUTDOWN if self.kind == "supervisor" else WORKER_SHUTDOWN
 
 
 def supervisor_spec(
@@ -152,36 +79,6 @@ def supervisor_spec(
         shutdown=shutdown,
     )
 
-
-def _check_child_id(child_id: str) -> None:
-    if not child_id or "/" in child_id or len(child_id) > 256 or not child_id.isprintable():
-        msg = f"child id {child_id!r} is invalid: use 1-256 printable characters without '/'"
-        raise UsageError(msg)
-
-
-def _check_unique(children: Sequence[ChildSpec]) -> None:
-    ids = [spec.id for spec in children]
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
-    if duplicates:
-        msg = f"child ids must be unique under one supervisor; repeated: {', '.join(duplicates)}"
-        raise UsageError(msg)
-
-
-def _join(parent: str, child_id: str) -> str:
-    return f"{parent.rstrip('/')}/{child_id}"
-
-
-def _reserve_tree(registry: Registry, path: str, children: Sequence[ChildSpec]) -> None:
-    """Reserve the addresses of a static tree up front, so every path resolves at once.
-
-    Children start asynchronously; their addresses buffer until each incarnation is up.
-    """
-    for spec in children:
-        child_path = _join(path, spec.id)
-        registry.reserve(child_path, kind=spec.kind)
-        if issubclass(spec.actor, Supervisor) and not issubclass(spec.actor, DynamicSupervisor):
-            nested = spec.kwargs.get("children", spec.args[0] if spec.args else ())
-            _reserve_tree(registry, child_path, nested)
 
 
 class Escalation(HermesError):
@@ -204,6 +101,7 @@ class _Child:
 class Supervisor(Actor):
     """Supervises a fixed, ordered list of children."""
 
+    is_supervisor = True
     dynamic = False
     parallel_stop = False
 
@@ -574,183 +472,5 @@ def start_child(registry: Registry, supervisor: Address[Any], child_id: str, *ar
     return address
 
 
-class Runtime:
-    """The root of the tree: a registry, the reactor thread, and the root supervisor."""
-
-    def __init__(
-        self,
-        children: Sequence[ChildSpec] = (),
-        *,
-        strategy: Strategy = Strategy.ONE_FOR_ONE,
-        intensity: Intensity = Intensity(),
-        backoff: Backoff | None = None,
-        buffer_limit: int = 1024,
-        heartbeat_interval: float = 0.05,
-    ) -> None:
-        _check_unique(children)
-        self.registry = Registry(buffer_limit=buffer_limit)
-        self.reactor = Reactor(heartbeat_interval=heartbeat_interval)
-        self._root_args = (tuple(children),)
-        self._root_kwargs = {"strategy": strategy, "intensity": intensity, "backoff": backoff}
-        self._root: Address[Any] | None = None
-        self._ended = threading.Event()
-        self._subscribers: tuple[Callable[[Message], None], ...] = ()
-        self._exit_reason: str | None = None
-        self._failed = False
-        self._abandoned = 0
-
-    def start(self) -> Runtime:
-        """Start the reactor, then the root supervisor and its children (in order)."""
-        if self._root is not None:
-            msg = "this runtime was started already; make a new Runtime to start again"
-            raise UsageError(msg)
-        self.reactor.start()
-        root, _ = self.registry.reserve("/", kind="supervisor")
-        _reserve_tree(self.registry, "/", self._root_args[0])
-        root.starts = 1
-        self._root = root
-        context = ActorContext(
-            path="/",
-            child_id="root",
-            incarnation=1,
-            address=root,
-            reactor=self.reactor,
-            registry=self.registry,
-            parent=None,
-            on_exit=self._root_exited,
-            publish=self._publish,
-        )
-        try:
-            with starting(context):
-                Supervisor.start(*self._root_args, **self._root_kwargs)
-        except BaseException:
-            self.reactor.stop()
-            self.registry.remove("/")
-            self._exit_reason = "the root supervisor could not be constructed"
-            self._failed = True
-            self._ended.set()
-            raise
-        return self
-
-    def __enter__(self) -> Runtime:
-        return self.start()
-
-    def __exit__(self, *_exc: object) -> None:
-        self.stop()
-
-    @property
-    def root(self) -> Address[Any]:
-        if self._root is None:
-            msg = "the runtime is not started; call start() first"
-            raise UsageError(msg)
-        return self._root
-
-    @property
-    def exit_reason(self) -> str | None:
-        """Why the runtime ended, or None while it runs."""
-        return self._exit_reason
-
-    @property
-    def failed(self) -> bool:
-        """True if the runtime ended because the root supervisor gave up."""
-        return self._failed
-
-    def lookup(self, path: str) -> Address[Any]:
-        return self.registry.lookup(path)
-
-    def subscribe(self, callback: Callable[[Message], None]) -> Callable[[], None]:
-        """Call ``callback`` with every supervision event; returns an unsubscribe function.
-
-        The callback runs in a supervisor's thread: it must be quick and must not block
-        (put the event on a queue, or tell an address).
-        """
-        self._subscribers = (*self._subscribers, callback)
-
-        def unsubscribe() -> None:
-            self._subscribers = tuple(s for s in self._subscribers if s is not callback)
-
-        return unsubscribe
-
-    def _publish(self, event: Message) -> None:
-        if isinstance(event, ChildExited) and event.kind == "abandoned":
-            self._abandoned += 1
-        for callback in self._subscribers:
-            try:
-                callback(event)
-            except Exception:
-                log.exception("a supervision event subscriber raised; ignored")
-
-    def start_child(self, supervisor_path: str, child_id: str, *args: Any) -> Address[Any]:
-        """See :func:`start_child`."""
-        if self._ended.is_set():
-            raise RuntimeStopped(self._exit_reason or "stopped")
-        return start_child(self.registry, self.lookup(supervisor_path), child_id, *args)
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the runtime ends; True if it did within ``timeout``."""
-        return self._ended.wait(timeout)
-
-    def stop(self, *, timeout: float = 30.0, reason: str = "stop requested") -> bool:
-        """Shut the tree down in reverse start order, then the reactor; True if all ended in time."""
-        if self._root is None:
-            return True
-        if not self._ended.is_set():
-            try:
-                self._root.tell(Shutdown(reason=reason))
-            except HermesError:
-                pass  # the root is already gone; _root_exited has run or is running
-        ended = self._ended.wait(timeout)
-        reactor_ended = self.reactor.stop(timeout=max(1.0, timeout / 10))
-        if self._abandoned:
-            log.error("%d actor thread(s) were abandoned during shutdown (stuck or too slow)", self._abandoned)
-        return ended and reactor_ended and not self._abandoned
-
-    def _root_exited(self, event: ChildExited) -> None:
-        if event.kind == "normal":
-            self._exit_reason = "stopped"
-        else:
-            self._failed = True
-            self._exit_reason = f"the supervision tree gave up: {event.error}"
-            log.critical("runtime stopping: %s", self._exit_reason)
-        self._publish(event)
-        self.registry.remove("/")
-        self.reactor.stop(timeout=5.0)
-        self._ended.set()
-
-    def snapshot(self) -> TreeSnapshot:
-        """The live tree (path, state, restarts, mailbox, uptime) and reactor health."""
-        items = self.registry.items()
-        by_parent: dict[str, list[str]] = collections.defaultdict(list)
-        for path, _ in items:
-            if path != "/":
-                by_parent[path.rsplit("/", 1)[0] or "/"].append(path)
-        addresses = dict(items)
-
-        def node(path: str) -> NodeSnapshot:
-            address = addresses[path]
-            stats = address.statistics()
-            state: NodeState = address.phase or ("stopped" if stats.state == "closed" else stats.state)  # type: ignore[assignment]
-            return NodeSnapshot(
-                path=path,
-                kind="supervisor" if address.kind == "supervisor" else "worker",
-                state=state,
-                incarnation=stats.incarnation,
-                restarts=stats.restarts,
-                mailbox=stats.mailbox,
-                uptime_s=round(stats.uptime_s, 3),
-                dropped=stats.dropped,
-                children=tuple(node(p) for p in by_parent.get(path, ())),
-            )
-
-        if "/" in addresses:
-            root = node("/")
-        else:
-            root = NodeSnapshot(path="/", kind="supervisor", state="stopped", incarnation=0, restarts=0, mailbox=0, uptime_s=0.0)
-        reactor = self.reactor.statistics()
-        return TreeSnapshot(
-            root=root,
-            reactor_lag_ms=round(reactor.lag_ms, 3),
-            reactor_lag_max_ms=round(reactor.lag_max_ms, 3),
-            reactor_waits=reactor.waits,
-            reactor_faults=reactor.faults,
-        )
+# The root of the tree lives in the kernel; it is part of this module's public face.
+from actors._runtime import Runtime as Runtime  # noqa: E402

@@ -77,6 +77,8 @@ class Actor(pykka.ThreadingActor):
 
     # A handler stuck past its shutdown timeout must not keep the process alive.
     use_daemon_thread = True
+    is_supervisor = False
+    """True for supervisors (they stop their own children first, so they get longer to stop)."""
 
     def __init__(self, *_args: Any, **_kwargs: Any) -> None:
         super().__init__()

@@ -157,3 +157,6 @@ def start_runtime() -> Iterator[Callable[..., Runtime]]:
 def _quiet_intentional_crashes(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.CRITICAL + 1, logger="actors")
     caplog.set_level(logging.CRITICAL + 1, logger="supervisor")
+
+
+from tests.model_fixtures import model_server as model_server  # noqa: E402 - a shared fixture

@@ -28,7 +28,6 @@ from actors.chaos import (
     open_model_server,
 )
 from protocols import from_json, to_json
-from tests.model_fixtures import model_server  # noqa: F401
 
 USER = [{"role": "user", "content": "what is two plus two"}]
 

@@ -23,9 +23,8 @@ from protocols._session import (
     TurnStarted,
 )
 from protocols._supervision import InjectCrash
-from tests.agent.session_kit import AgentKit, agent, fifo, seqs, until  # noqa: F401
+from tests.agent.session_kit import AgentKit, fifo, seqs, until
 from tests.conftest import DEADLINE, Probe
-from tests.model_fixtures import model_server  # noqa: F401
 from tests.processes import live_processes_with, wait_for_line
 
 
