@@ -14,8 +14,10 @@ from ._session import SessionDeps as SessionDeps
 from ._session import build_system_prompt as build_system_prompt
 from ._session import session_address as session_address
 from ._session import tell_session as tell_session
+from ._tools import ToolCall as ToolCall
 from ._tools import ToolOutput as ToolOutput
 from ._tools import ToolSpec as ToolSpec
+from ._tools import Workspace as Workspace
 from ._tree import agent_specs as agent_specs
 from ._tree import reader_opener as reader_opener
 from ._tree import start_agent_runtime as start_agent_runtime
@@ -29,9 +31,11 @@ __all__ = [
     "SessionActor",
     "SessionDeps",
     "SessionHub",
+    "ToolCall",
     "ToolOutput",
     "ToolSpec",
     "ToolTraits",
+    "Workspace",
     "agent_specs",
     "build_system_prompt",
     "hermes_home",

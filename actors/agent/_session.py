@@ -18,6 +18,7 @@ import functools
 import logging
 import time
 import uuid
+from pathlib import Path
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -64,7 +65,7 @@ from ._machine import (
 )
 from ._model import ModelClients, ModelFailure, ModelReply, ModelSettings, call_model
 from ._sanitize import sanitize
-from ._tools import ToolOutput, ToolSpec
+from ._tools import ToolCall, ToolOutput, ToolSpec, Workspace
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +90,10 @@ class SessionDeps:
     load_timeout: float = 30.0
     store_path: str = "/store"
     """Where the store writer lives in the tree."""
+    home: Path = dataclasses.field(default_factory=lambda: Path.home() / ".hermes")
+    """HERMES_HOME, handed to tools (memory, skills)."""
+    workdir: Path = dataclasses.field(default_factory=Path.cwd)
+    """Where a session's working directory starts."""
 
 
 class _Timer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
@@ -128,8 +133,8 @@ async def _load_with_retry(open_reader: Callable[[], Any], session_id: str) -> t
             delay = min(0.5, delay * 2)
 
 
-async def _run_tool(tool: ToolSpec, arguments: dict[str, Any]) -> ToolOutput:
-    return await tool.run(arguments)
+async def _run_tool(tool: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
+    return await tool.run(arguments, call)
 
 
 class SessionActor(Actor):
@@ -148,6 +153,7 @@ class SessionActor(Actor):
         """token / call id -> handle, to cancel."""
         self.idle_generation = 0
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
+        self.workspace = Workspace(deps.workdir)
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -268,7 +274,15 @@ class SessionActor(Actor):
                 handle = self.start_wait(call, tag="model", timeout=timeout)
                 self.track(handle, "model", token)
             case RunTool(call_id=call_id, name=name, arguments=arguments, timeout=timeout):
-                handle = self.start_wait(_run_tool, self.deps.tools[name], arguments, tag="tool", timeout=timeout)
+                assert self.state is not None and self.state.turn is not None
+                tool_call = ToolCall(
+                    session_id=self.session_id,
+                    turn_id=self.state.turn.turn_id,
+                    call_id=call_id,
+                    home=self.deps.home,
+                    workspace=self.workspace,
+                )
+                handle = self.start_wait(_run_tool, self.deps.tools[name], arguments, tool_call, tag="tool", timeout=timeout)
                 self.track(handle, "tool", call_id)
             case CancelModel(token=key) | CancelTool(call_id=key) | CancelTimer(token=key):
                 pending = self.handles.get(key)

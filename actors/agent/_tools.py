@@ -1,13 +1,14 @@
 """What a session needs to know of a tool: its schema for the model, its traits, how to run it.
 
-The tool registry (issue "Tools") produces these; the session runs ``run`` as a wait in
-the reactor, so every call is cancellable and has a deadline.
+The tool registry (``actors.tools``) produces these; the session runs ``run`` as a wait
+in the reactor, so every call is cancellable and has a deadline.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from ._plan import ToolTraits
@@ -19,13 +20,37 @@ class ToolOutput:
     ok: bool = True
 
 
+class Workspace:
+    """Per-session state that tools keep between calls (working directory, todo list, ...).
+
+    Touched only by tool coroutines, which all run in the reactor thread: no lock needed.
+    ``extras`` is for tools to keep their own state under their own key.
+    """
+
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.extras: dict[str, Any] = {}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ToolCall:
+    """Who is calling: passed to every tool run."""
+
+    session_id: str
+    turn_id: str
+    call_id: str
+    home: Path
+    """HERMES_HOME: where memory, skills and config live."""
+    workspace: Workspace
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolSpec:
     name: str
     description: str
     parameters: Mapping[str, Any]
     """JSON schema of the arguments object."""
-    run: Callable[[dict[str, Any]], Awaitable[ToolOutput]]
+    run: Callable[[dict[str, Any], ToolCall], Awaitable[ToolOutput]]
     traits: ToolTraits = ToolTraits()
 
     def schema(self) -> dict[str, Any]:

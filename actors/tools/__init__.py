@@ -1,1 +1,19 @@
-"""tools: built on the kernel in later issues."""
+"""tools: the registry, toolsets, and the tools themselves (each module registers its tools)."""
+
+from ._registry import REGISTRY as REGISTRY
+from ._registry import Registry as Registry
+from ._registry import Tool as Tool
+from ._registry import tool as tool
+from ._toolsets import PRESETS as PRESETS
+from ._toolsets import Toolset as Toolset
+from ._toolsets import resolve_toolsets as resolve_toolsets
+
+__all__ = [
+    "PRESETS",
+    "REGISTRY",
+    "Registry",
+    "Tool",
+    "Toolset",
+    "resolve_toolsets",
+    "tool",
+]
