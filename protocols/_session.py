@@ -34,6 +34,16 @@ class CancelTurn(Message, frozen=True, kw_only=True):
     reason: str = "cancelled by the user"
 
 
+ApprovalChoice = Literal["once", "session", "always", "deny"]
+
+
+class ResolveApproval(Message, frozen=True, kw_only=True):
+    """An attached client's answer to an ``ApprovalRequested`` event."""
+
+    request_id: str
+    choice: ApprovalChoice
+
+
 class Subscribe(Message, frozen=True, kw_only=True):
     """Start receiving the session's events (replaying those after ``after_seq``)."""
 
@@ -107,6 +117,23 @@ class ToolFinished(SessionEvent, frozen=True, kw_only=True):
     """The first few hundred characters of the result."""
 
 
+class ApprovalRequested(SessionEvent, frozen=True, kw_only=True):
+    """A tool wants to do something dangerous; the turn waits for ``ResolveApproval``."""
+
+    request_id: str
+    call_id: str
+    command: str
+    reasons: tuple[str, ...]
+    timeout_s: float
+    """Seconds until the request is denied by itself."""
+
+
+class ApprovalResolved(SessionEvent, frozen=True, kw_only=True):
+    request_id: str
+    choice: str
+    """once / session / always / deny, or timeout / cancelled."""
+
+
 class TurnCompleted(SessionEvent, frozen=True, kw_only=True):
     text: str
     reasoning: str | None = None
@@ -143,6 +170,8 @@ AnySessionEvent = (
     | ModelRetrying
     | ToolStarted
     | ToolFinished
+    | ApprovalRequested
+    | ApprovalResolved
     | TurnCompleted
     | TurnFailed
     | TurnCancelled

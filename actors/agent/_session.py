@@ -30,6 +30,7 @@ from protocols import ChatMessage, WaitFinished
 from supervisor import start_child
 from protocols._session import (
     CancelTurn,
+    ResolveApproval,
     SessionRecovered,
     StartTurn,
     Subscribe,
@@ -38,6 +39,7 @@ from protocols._session import (
 )
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionRecord, StoreFailed
 
+from ._approvals import ApprovalGate
 from ._hub import HubRegistry
 from ._machine import (
     CallModel,
@@ -94,6 +96,11 @@ class SessionDeps:
     """HERMES_HOME, handed to tools (memory, skills)."""
     workdir: Path = dataclasses.field(default_factory=Path.cwd)
     """Where a session's working directory starts."""
+    store_file: Path | None = None
+    """The store's file, handed to tools that search past sessions."""
+    yolo: bool = False
+    """Skip approvals (never the hardline blocklist)."""
+    approval_timeout: float = 300.0
 
 
 class _Timer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
@@ -153,7 +160,7 @@ class SessionActor(Actor):
         """token / call id -> handle, to cancel."""
         self.idle_generation = 0
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
-        self.workspace = Workspace(deps.workdir)
+        self.workspace = Workspace(deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo))
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -175,6 +182,10 @@ class SessionActor(Actor):
                 self.feed(UserInput(turn_id=turn_id or f"turn_{uuid.uuid4().hex[:12]}", text=text, policy=policy, now=time.monotonic()))
             case CancelTurn(reason=reason):
                 self.feed(Cancel(reason=reason, now=time.monotonic()))
+            case ResolveApproval(request_id=request_id, choice=choice):
+                approvals = self.workspace.approvals
+                if approvals is not None:
+                    self.reactor.call_soon(approvals.resolve, request_id, choice)
             case WaitFinished():
                 self.on_wait(message)
             case MessagesPersisted(token=token):
@@ -281,6 +292,8 @@ class SessionActor(Actor):
                     call_id=call_id,
                     home=self.deps.home,
                     workspace=self.workspace,
+                    publish=self.hub.publish,
+                    store_file=self.deps.store_file,
                 )
                 handle = self.start_wait(_run_tool, self.deps.tools[name], arguments, tool_call, tag="tool", timeout=timeout)
                 self.track(handle, "tool", call_id)

@@ -11,6 +11,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from protocols._session import SessionEvent
+
+from ._approvals import ApprovalGate
 from ._plan import ToolTraits
 
 
@@ -27,8 +30,10 @@ class Workspace:
     ``extras`` is for tools to keep their own state under their own key.
     """
 
-    def __init__(self, cwd: Path) -> None:
+    def __init__(self, cwd: Path, approvals: ApprovalGate | None = None) -> None:
         self.cwd = cwd
+        self.approvals = approvals
+        """Where a tool asks before doing something dangerous; None means nobody can answer."""
         self.extras: dict[str, Any] = {}
 
 
@@ -42,6 +47,10 @@ class ToolCall:
     home: Path
     """HERMES_HOME: where memory, skills and config live."""
     workspace: Workspace
+    publish: Callable[[SessionEvent], object] = lambda _event: None
+    """Send an event on the session's stream (progress, questions)."""
+    store_file: Path | None = None
+    """The session store, for tools that search past sessions (open a read-only reader)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

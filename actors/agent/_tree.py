@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,8 @@ def reader_opener(store_file: str | Path) -> functools.partial[Any]:
 
 def start_agent_runtime(store_file: str | Path, deps: SessionDeps, **options: Any) -> Runtime:
     """Start a runtime holding the store and the sessions; model clients close with the reactor."""
+    if deps.store_file is None:
+        deps = dataclasses.replace(deps, store_file=Path(store_file))
     runtime = Runtime(agent_specs(store_file, deps), **options)
     runtime.reactor.at_stop(deps.clients.aclose)
     return runtime.start()
