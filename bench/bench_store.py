@@ -11,9 +11,13 @@ Measured, in one invocation, on fresh files in a temporary directory:
   savepoints, no replies. Goal: >= 20,000 messages/s through the writer. Reported: median
   over rounds, ratio writer / baseline, transactions the writer committed.
 - ``search``: :meth:`actors.store.StoreReader.search` latency (median, p99, ms) over a store
-  of 100,000 messages (10,000 with ``--quick``) in 1,000 sessions, for one word, two words,
-  a prefix (``abc*``) and one word within one session. Words are drawn from the corpus's
-  Zipf-distributed vocabulary, so some queries hit many rows.
+  of 100,000 messages (10,000 with ``--quick``) in 1,000 sessions of 100 messages, written
+  as conversations are: 20 sessions at a time, their messages interleaved. Message words
+  follow a Zipf law over a 5,000-word vocabulary. Kinds: ``rare_word`` (a word drawn
+  uniformly from the vocabulary), ``common_word`` (drawn by frequency: the top words are in
+  most messages, so bm25 ranks tens of thousands of matches, the worst case), ``two_words``
+  (by frequency), ``prefix`` (``abc*``) and ``in_one_session`` (a word by frequency within
+  one session).
 
 Run from the repository root: ``python bench/bench_store.py [--quick] [--json]``.
 Bounded run time: well under a minute (a few seconds with ``--quick``).
@@ -146,11 +150,18 @@ def build_search_store(path: Path, texts: list[str], sessions: int) -> None:
             )
             db.executemany(
                 "INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, 'user', ?, ?)",
-                [(f"s{i % sessions}", text, float(i)) for i, text in enumerate(texts)],
+                [(session_of(i, len(texts), sessions), text, float(i)) for i, text in enumerate(texts)],
             )
         db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('optimize')")
     finally:
         db.close()
+
+
+def session_of(index: int, total: int, sessions: int, concurrent: int = 20) -> str:
+    """Session of message ``index``: ``concurrent`` sessions at a time, messages interleaved."""
+    per_session = max(1, total // sessions)
+    group = index // (per_session * concurrent)
+    return f"s{min(sessions - 1, group * concurrent + index % concurrent)}"
 
 
 def time_searches(path: Path, queries: list[tuple[str, str | None]]) -> tuple[list[float], int]:
@@ -214,9 +225,9 @@ def main() -> int:
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
     rounds = 2 if options.quick else 3
-    append_count = 10_000 if options.quick else 50_000
+    append_count = 10_000 if options.quick else 30_000
     search_count = 10_000 if options.quick else 100_000
-    query_count = 100 if options.quick else 400
+    query_count = 100 if options.quick else 300
 
     info = versions()
     if options.json:
@@ -260,7 +271,8 @@ def main() -> int:
         qrng = random.Random(99)
         weights = [1.0 / (rank + 1) for rank in range(len(words))]
         kinds: dict[str, list[tuple[str, str | None]]] = {
-            "one_word": [(qrng.choices(words, weights)[0], None) for _ in range(query_count)],
+            "rare_word": [(qrng.choice(words), None) for _ in range(query_count)],
+            "common_word": [(qrng.choices(words, weights)[0], None) for _ in range(query_count)],
             "two_words": [(" ".join(qrng.choices(words, weights, k=2)), None) for _ in range(query_count)],
             "prefix": [(qrng.choice(words)[:3] + "*", None) for _ in range(query_count)],
             "in_one_session": [(qrng.choices(words, weights)[0], f"s{qrng.randrange(sessions)}") for _ in range(query_count)],

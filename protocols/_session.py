@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ._base import Message
+from ._transcript import ChatMessage
 
 BusyPolicy = Literal["interrupt", "queue", "reject"]
 
@@ -26,12 +27,18 @@ class StartTurn(Message, frozen=True, kw_only=True):
     """Caller-chosen id (for idempotent retries); the session makes one when empty."""
     policy: BusyPolicy | None = None
     """Override of the session's busy policy for this message."""
+    instructions: str | None = None
+    """An ephemeral system prompt for this turn only (after the session's own, never stored)."""
+    history: tuple[ChatMessage, ...] = ()
+    """Earlier messages a client sends along; used to seed a session that has none yet."""
 
 
 class CancelTurn(Message, frozen=True, kw_only=True):
     """Stop the running turn: model stream and tools are cancelled, the transcript settled."""
 
     reason: str = "cancelled by the user"
+    turn_id: str = ""
+    """Cancel only this turn (running or queued); empty means whatever turn is running."""
 
 
 ApprovalChoice = Literal["once", "session", "always", "deny"]

@@ -290,7 +290,7 @@ def test_writes_pending_when_the_writer_stops_are_committed_and_acknowledged(tmp
 
 def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    _, store = start_store(start_runtime, path)
+    runtime, store = start_store(start_runtime, path)
     replies = Replies()
     create(store, replies, "s1", title="taken")
 
@@ -314,7 +314,9 @@ def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start
     # Good and bad writes in one transaction: the bad one is rolled back alone.
     gate = hold(store)
     store.tell(AppendMessages(session_id="s1", messages=(user("before"),), token="1", reply_to=replies))
-    store.tell(AppendMessages(session_id="s1", messages=(user("bad \ud800 surrogate"),), token="2", reply_to=replies))
+    # Fails on its second row: the first row it inserted is deleted again.
+    half = (user("halfway"), user("bad \ud800 surrogate"), user("never"))
+    store.tell(AppendMessages(session_id="s1", messages=half, token="2", reply_to=replies))
     store.tell(AppendMessages(session_id="ghost", messages=(user("lost"),), token="3", reply_to=replies))
     store.tell(AppendMessages(session_id="s1", messages=(user("after"),), token="4", reply_to=replies))
     gate.release.set()
@@ -333,6 +335,13 @@ def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start
         session = reader.get_session("s1")
         assert session is not None and session.message_count == 3
         assert reader.get_session("s2") is None and reader.get_session("s3") is None
+        assert reader.search("halfway") == []
+    assert runtime.stop(timeout=DEADLINE)
+    db = open_writer(path)
+    try:
+        db.execute("INSERT INTO messages_fts(messages_fts) VALUES ('integrity-check')")  # index == rows
+    finally:
+        db.close()
 
 
 def test_a_database_locked_by_another_process_answers_a_retryable_failure_and_the_writer_recovers(
@@ -485,15 +494,19 @@ def test_search_finds_content_with_snippets_and_can_be_limited_to_one_session(st
     create(store, replies, "b")
     in_a = append(store, replies, "a", *TRANSCRIPT)
     in_b = append(store, replies, "b", user("Is it raining in Paris tomorrow?"), user("nothing to see"))
+    later_a = append(store, replies, "a", user("Back to Paris: any news?"))  # a's rows now span b's
     with StoreReader(path) as reader:
         hits = reader.search("paris")
-        assert {h.message_id for h in hits} == {in_a.message_ids[1], in_a.message_ids[5], in_b.message_ids[0]}
+        assert {h.message_id for h in hits} == {in_a.message_ids[1], in_a.message_ids[5], in_b.message_ids[0], *later_a.message_ids}
         assert all(">>>Paris<<<" in h.snippet for h in hits)
         only_b = reader.search("Paris", session_id="b")
         assert [(h.session_id, h.role) for h in only_b] == [("b", "user")]
+        only_a = reader.search("Paris", session_id="a")
+        assert {h.message_id for h in only_a} == {in_a.message_ids[1], in_a.message_ids[5], *later_a.message_ids}
+        assert reader.search("Paris", session_id="nobody") == []
         assert reader.search("rain*", markers=("[", "]"))[0].snippet.count("[") >= 1
         assert reader.search("paris NOT tomorrow", session_id="b") == []
-        assert len(reader.search("paris OR files")) == 3
+        assert len(reader.search("paris OR files")) == 4
         assert len(reader.search("paris", limit=1)) == 1
         assert reader.search("") == [] and reader.search("((( ***") == []
 
@@ -566,8 +579,9 @@ def test_the_query_sanitizer_quotes_words_and_keeps_operators_only_between_words
 
 
 def test_the_query_sanitizer_survives_hypothesis_strings(tmp_path: Path) -> None:
-    hypothesis = pytest.importorskip("hypothesis")
-    strategies = pytest.importorskip("hypothesis.strategies")
+    import hypothesis
+    from hypothesis import strategies
+
     path = tmp_path / "state.db"
     open_writer(path).close()
     with StoreReader(path) as reader:

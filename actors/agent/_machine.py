@@ -77,6 +77,7 @@ class UserInput(Input, frozen=True, kw_only=True):
     turn_id: str
     text: str
     policy: BusyPolicy | None = None
+    instructions: str | None = None
 
 
 class Persisted(Input, frozen=True, kw_only=True):
@@ -114,6 +115,8 @@ class ToolDone(Input, frozen=True, kw_only=True):
 
 class Cancel(Input, frozen=True, kw_only=True):
     reason: str = "cancelled by the user"
+    turn_id: str = ""
+    """Only this turn (running or queued); empty: the running one."""
 
 
 class TimerFired(Input, frozen=True, kw_only=True):
@@ -205,6 +208,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning: str | None = None
+    instructions: str | None = None
+    """This turn's ephemeral system prompt."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -254,9 +259,13 @@ class _Step:
                     resumed = Turn(turn_id=turn_id, phase="persist_user", deadline=event.now + self.config.turn_timeout)
                     self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
                     self.call_model(resumed, event.now)
-            case Cancel(reason=reason):
-                if turn is not None:
+            case Cancel(reason=reason, turn_id=target):
+                if turn is not None and target in ("", turn.turn_id):
                     self.end_turn(turn, TurnCancelled(turn_id=turn.turn_id, reason=reason), event.now)
+                elif target and any(q.turn_id == target for q in self.state.queued):
+                    # A queued turn never started: it ends here, nothing to settle.
+                    self.state = msgspec.structs.replace(self.state, queued=tuple(q for q in self.state.queued if q.turn_id != target))
+                    self.emit(TurnCancelled(turn_id=target, reason=reason))
             case _ if turn is None:
                 return  # a late outcome after the turn ended
             case Persisted(token=token):
@@ -313,7 +322,15 @@ class _Step:
         token = f"{turn_id}/user"
         user = ChatMessage(role="user", content=event.text)
         self.append(user)
-        self.set_turn(Turn(turn_id=turn_id, phase="persist_user", deadline=event.now + self.config.turn_timeout, token=token))
+        self.set_turn(
+            Turn(
+                turn_id=turn_id,
+                phase="persist_user",
+                deadline=event.now + self.config.turn_timeout,
+                token=token,
+                instructions=event.instructions,
+            )
+        )
         self.emit(TurnStarted(turn_id=turn_id, text=event.text))
         self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
         self.effects.append(Persist(token=token, messages=(user,), acked=True))
@@ -336,7 +353,10 @@ class _Step:
         token = f"{turn.turn_id}/m{iteration}.{attempt}"
         self.set_turn(msgspec.structs.replace(turn, phase="model", token=token, iteration=iteration, attempt=attempt, grace=grace))
         messages, _ = sanitize(self.state.transcript)
-        prompt = (ChatMessage(role="system", content=self.state.system_prompt),) + messages
+        prompt: tuple[ChatMessage, ...] = (ChatMessage(role="system", content=self.state.system_prompt),)
+        if turn.instructions:
+            prompt += (ChatMessage(role="system", content=turn.instructions),)
+        prompt += messages
         if grace:
             prompt += (ChatMessage(role="user", content=GRACE_INSTRUCTION),)
         timeout = max(0.001, min(self.config.model_timeout, turn.deadline - now))

@@ -178,10 +178,20 @@ class SessionActor(Actor):
                 self.on_loaded(message)
             case _ if self.state is None:
                 self.stash.append(message)
-            case StartTurn(text=text, turn_id=turn_id, policy=policy):
-                self.feed(UserInput(turn_id=turn_id or f"turn_{uuid.uuid4().hex[:12]}", text=text, policy=policy, now=time.monotonic()))
-            case CancelTurn(reason=reason):
-                self.feed(Cancel(reason=reason, now=time.monotonic()))
+            case StartTurn(text=text, turn_id=turn_id, policy=policy, instructions=instructions, history=history):
+                if history and not self.state.transcript and self.state.turn is None:
+                    self.seed(history)
+                self.feed(
+                    UserInput(
+                        turn_id=turn_id or f"turn_{uuid.uuid4().hex[:12]}",
+                        text=text,
+                        policy=policy,
+                        instructions=instructions,
+                        now=time.monotonic(),
+                    )
+                )
+            case CancelTurn(reason=reason, turn_id=turn_id):
+                self.feed(Cancel(reason=reason, turn_id=turn_id, now=time.monotonic()))
             case ResolveApproval(request_id=request_id, choice=choice):
                 approvals = self.workspace.approvals
                 if approvals is not None:
@@ -251,6 +261,14 @@ class SessionActor(Actor):
         for message in stash:
             self.receive(message)
         self.arm_idle_timer()
+
+    def seed(self, history: tuple[ChatMessage, ...]) -> None:
+        """Start an empty session from the history a client sent (system messages excluded)."""
+        assert self.state is not None
+        messages, _ = sanitize(tuple(m for m in history if m.role != "system"))
+        if messages:
+            self.state = msgspec.structs.replace(self.state, transcript=messages)
+            self.store.tell(AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token="seed"))
 
     # -- the machine and its effects ----------------------------------------------------------------------
 

@@ -93,15 +93,32 @@ class StoreReader:
         match = fts5_query(query)
         if not match or limit <= 0:
             return []
-        where = " AND m.session_id = ?" if session_id is not None else ""
-        args: tuple[object, ...] = (session_id,) if session_id is not None else ()
-        rows = self._conn().execute(
-            "SELECT m.id, m.session_id, m.role, m.timestamp, "
-            "snippet(messages_fts, 0, ?, ?, '...', ?), bm25(messages_fts) "
-            "FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
-            f"WHERE messages_fts MATCH ?{where} ORDER BY rank LIMIT ?",
-            (markers[0], markers[1], max(1, min(snippet_tokens, 64)), match, *args, limit),
-        )
+        db = self._conn()
+        snippet = "snippet(messages_fts, 0, ?, ?, '...', ?)"
+        marks = (markers[0], markers[1], max(1, min(snippet_tokens, 64)))
+        if session_id is None:
+            # FTS5 ranks and cuts to ``limit`` itself; snippets are built for those rows only.
+            rows = db.execute(
+                "SELECT m.id, m.session_id, m.role, m.timestamp, f.snip, f.rank FROM "
+                f"(SELECT rowid AS id, {snippet} AS snip, rank FROM messages_fts "
+                "WHERE messages_fts MATCH ? ORDER BY rank LIMIT ?) AS f "
+                "JOIN messages AS m ON m.id = f.id ORDER BY f.rank",
+                (*marks, match, limit),
+            )
+        else:
+            # A conversation's rows are close together: FTS5 seeks that rowid range instead
+            # of ranking every match in the store (measured in bench/bench_store.py).
+            bounds = db.execute("SELECT min(id), max(id) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
+            if bounds is None or bounds[0] is None:
+                return []
+            low, high = bounds
+            rows = db.execute(
+                f"SELECT m.id, m.session_id, m.role, m.timestamp, {snippet}, bm25(messages_fts) "
+                "FROM messages_fts JOIN messages AS m ON m.id = messages_fts.rowid "
+                "WHERE messages_fts MATCH ? AND messages_fts.rowid BETWEEN ? AND ? AND m.session_id = ? "
+                "ORDER BY rank LIMIT ?",
+                (*marks, match, low, high, session_id, limit),
+            )
         return [
             SearchHit(
                 message_id=int(id_), session_id=sid, role=role, snippet=snippet or "", timestamp=float(ts), rank=float(rank)

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -52,8 +51,8 @@ from protocols._store import (
 
 from .._actor import Actor
 from ._errors import StoreConnectionBroken
-from ._rows import INSERT_MESSAGE, encode_model_config, message_row
 from ._schema import Synchronous, open_writer
+from ._writes import Rejected, append_messages, create_session, end_session, transaction_lost, update_totals
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +75,6 @@ _BROKEN = (
     apsw.ProtocolError,
     apsw.NoMemError,
 )
-
-
-class _Rejected(Exception):
-    """A write that makes no sense (unknown session, mismatched lengths); the text says why."""
 
 
 class StoreWriter(Actor):
@@ -135,13 +130,13 @@ class StoreWriter(Actor):
         result: Any = None
         match message:
             case CreateSession():
-                self._write(message, self._create_session)
+                self._write(message, create_session)
             case AppendMessages():
-                self._write(message, self._append_messages)
+                self._write(message, append_messages)
             case EndSession():
-                self._write(message, self._end_session)
+                self._write(message, end_session)
             case UpdateSessionTotals():
-                self._write(message, self._update_totals)
+                self._write(message, update_totals)
             case GetStoreStatistics(reply_to=reply_to):
                 self._flush()
                 result = self.statistics()
@@ -193,7 +188,7 @@ class StoreWriter(Actor):
                 db.execute("BEGIN IMMEDIATE")
             reply, rows = apply(db, command)
         except Exception as exc:
-            if self._pending and not isinstance(exc, _BROKEN) and _transaction_lost(db):
+            if self._pending and not isinstance(exc, _BROKEN) and transaction_lost(db):
                 # Some errors (disk full, I/O) make SQLite roll back the whole transaction.
                 self._fail_pending(f"SQLite aborted the transaction it was in ({_describe(exc)}); send it again", retryable=True)
             self._write_failed(command, exc)
@@ -289,108 +284,6 @@ class StoreWriter(Actor):
             except apsw.Error:
                 log.exception("%s: closing %s failed", self.path, self.database)
 
-    # -- the writes ------------------------------------------------------------------------
-
-    @staticmethod
-    def _create_session(db: apsw.Connection, c: CreateSession) -> tuple[Message, int]:
-        db.execute(
-            "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt, parent_session_id, "
-            "started_at, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                c.session_id,
-                c.source,
-                c.user_id,
-                c.model,
-                encode_model_config(c.model_config),
-                c.system_prompt,
-                c.parent_session_id,
-                time.time() if c.started_at is None else c.started_at,
-                c.title,
-            ),
-        )
-        return SessionCreated(session_id=c.session_id, token=c.token), 0
-
-    @staticmethod
-    def _append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, int]:
-        count = len(c.messages)
-        for name, values in (("timestamps", c.timestamps), ("token_counts", c.token_counts)):
-            if values and len(values) != count:
-                msg = f"{name} has {len(values)} entries for {count} messages; give one per message or none"
-                raise _Rejected(msg)
-        now = time.time() if c.timestamp is None else c.timestamp
-        stamps = c.timestamps or (now,) * count
-        counts = c.token_counts or (None,) * count
-        rows = [message_row(c.session_id, m, t, n) for m, t, n in zip(c.messages, stamps, counts, strict=True)]
-        ids: list[int] = []
-        try:
-            # The foreign key refuses the first row of an unknown session, before any change.
-            if count == 1:
-                ids.extend(row[0] for row in db.execute(INSERT_MESSAGE, rows[0]))
-            elif count:
-                ids.extend(row[0] for row in db.executemany(INSERT_MESSAGE, rows))
-            db.execute(
-                "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, "
-                "tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?",
-                (count, sum(len(m.tool_calls) for m in c.messages), c.session_id),
-            )
-            _require_session(db, c.session_id)
-        except Exception as exc:
-            if ids and not _transaction_lost(db):
-                _undo_inserts(db, ids, exc)
-            raise
-        return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
-
-    @staticmethod
-    def _end_session(db: apsw.Connection, c: EndSession) -> tuple[Message, int]:
-        db.execute(
-            "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
-            (time.time() if c.ended_at is None else c.ended_at, c.end_reason, c.session_id),
-        )
-        _require_session(db, c.session_id)
-        return SessionEnded(session_id=c.session_id, token=c.token), 0
-
-    @staticmethod
-    def _update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message, int]:
-        db.execute(
-            "UPDATE sessions SET input_tokens = coalesce(input_tokens, 0) + ?, "
-            "output_tokens = coalesce(output_tokens, 0) + ?, cache_read_tokens = coalesce(cache_read_tokens, 0) + ?, "
-            "cache_write_tokens = coalesce(cache_write_tokens, 0) + ?, reasoning_tokens = coalesce(reasoning_tokens, 0) + ?, "
-            "title = coalesce(?, title) WHERE id = ?",
-            (
-                c.input_tokens,
-                c.output_tokens,
-                c.cache_read_tokens,
-                c.cache_write_tokens,
-                c.reasoning_tokens,
-                c.title,
-                c.session_id,
-            ),
-        )
-        _require_session(db, c.session_id)
-        return SessionTotalsUpdated(session_id=c.session_id, token=c.token), 0
-
-
-def _transaction_lost(db: apsw.Connection) -> bool:
-    try:
-        return not db.in_transaction
-    except apsw.Error:
-        return True
-
-
-def _undo_inserts(db: apsw.Connection, ids: list[int], cause: Exception) -> None:
-    """Delete the rows a half-done append inserted (the FTS delete trigger follows)."""
-    try:
-        db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
-    except apsw.Error as exc:
-        msg = f"could not undo a half-done append ({_describe(exc)}) after {_describe(cause)}"
-        raise StoreConnectionBroken(msg) from cause
-
-
-def _require_session(db: apsw.Connection, session_id: str) -> None:
-    if db.changes() == 0:
-        msg = f"there is no session {session_id!r}; send CreateSession first"
-        raise _Rejected(msg)
-
 
 def _tell(reply_to: Any, message: Message) -> None:
     if reply_to is None:
@@ -422,7 +315,7 @@ def _explain(command: Write, exc: BaseException, database: str, busy_timeout: fl
     text = str(exc)
     if broken:
         return head + f"the connection broke ({_describe(exc)}); the writer restarts, send it again", True
-    if isinstance(exc, _Rejected):
+    if isinstance(exc, Rejected):
         return head + text, False
     if isinstance(exc, apsw.ConstraintError):
         if "sessions.id" in text:
