@@ -24,26 +24,108 @@ from ._supervision import TreeSnapshot as TreeSnapshot
 from ._transcript import ChatMessage as ChatMessage
 from ._transcript import Role as Role
 from ._transcript import ToolCall as ToolCall
+from ._session import AnySessionEvent as AnySessionEvent
+from ._session import ApprovalChoice as ApprovalChoice
+from ._session import ApprovalRequested as ApprovalRequested
+from ._session import ApprovalResolved as ApprovalResolved
+from ._session import BusyPolicy as BusyPolicy
+from ._session import CancelTurn as CancelTurn
+from ._session import ModelRetrying as ModelRetrying
+from ._session import ReasoningDelta as ReasoningDelta
+from ._session import ResolveApproval as ResolveApproval
+from ._session import SessionEvent as SessionEvent
+from ._session import SessionRecovered as SessionRecovered
+from ._session import StartTurn as StartTurn
+from ._session import Subscribe as Subscribe
+from ._session import TERMINAL_EVENTS as TERMINAL_EVENTS
+from ._session import TextDelta as TextDelta
+from ._session import ToolFinished as ToolFinished
+from ._session import ToolStarted as ToolStarted
+from ._session import TurnCancelled as TurnCancelled
+from ._session import TurnCompleted as TurnCompleted
+from ._session import TurnFailed as TurnFailed
+from ._session import TurnQueued as TurnQueued
+from ._session import TurnRejected as TurnRejected
+from ._session import TurnStarted as TurnStarted
+from ._session import Unsubscribe as Unsubscribe
+from ._session import UserMessageSaved as UserMessageSaved
+from ._store import AppendMessages as AppendMessages
+from ._store import CreateSession as CreateSession
+from ._store import EndSession as EndSession
+from ._store import GetStoreStatistics as GetStoreStatistics
+from ._store import MessagesPersisted as MessagesPersisted
+from ._store import SearchHit as SearchHit
+from ._store import SessionCreated as SessionCreated
+from ._store import SessionEnded as SessionEnded
+from ._store import SessionRecord as SessionRecord
+from ._store import SessionTotalsUpdated as SessionTotalsUpdated
+from ._store import StoreCommand as StoreCommand
+from ._store import StoreFailed as StoreFailed
+from ._store import StoreReply as StoreReply
+from ._store import StoreStatistics as StoreStatistics
+from ._store import StoredMessage as StoredMessage
+from ._store import UpdateSessionTotals as UpdateSessionTotals
 
 __all__ = [
+    "AnySessionEvent",
+    "AppendMessages",
+    "ApprovalChoice",
+    "ApprovalRequested",
+    "ApprovalResolved",
+    "BusyPolicy",
+    "CancelTurn",
     "ChatMessage",
     "ChildExited",
     "ChildRestarted",
     "ChildStarted",
+    "CreateSession",
+    "EndSession",
     "Escalated",
     "ExitKind",
+    "GetStoreStatistics",
     "Message",
+    "MessagesPersisted",
+    "ModelRetrying",
     "NodeSnapshot",
     "NodeState",
     "ProcessResult",
+    "ReasoningDelta",
+    "ResolveApproval",
     "RestartDue",
     "Role",
+    "SearchHit",
+    "SessionCreated",
+    "SessionEnded",
+    "SessionEvent",
+    "SessionRecord",
+    "SessionRecovered",
+    "SessionTotalsUpdated",
     "Shutdown",
     "ShutdownTimedOut",
     "StartChild",
+    "StartTurn",
+    "StoreCommand",
+    "StoreFailed",
+    "StoreReply",
+    "StoreStatistics",
+    "StoredMessage",
+    "Subscribe",
+    "TERMINAL_EVENTS",
     "TerminateChild",
+    "TextDelta",
     "ToolCall",
+    "ToolFinished",
+    "ToolStarted",
     "TreeSnapshot",
+    "TurnCancelled",
+    "TurnCompleted",
+    "TurnFailed",
+    "TurnQueued",
+    "TurnRejected",
+    "TurnStarted",
+    "Unsubscribe",
+    "UpdateSessionTotals",
+    "UserMessageSaved",
     "WaitFinished",
     "WaitStatus",
     "from_json",
