@@ -1,0 +1,174 @@
+"""The API server's ASGI app: routing, auth, CORS, admission, and the small routes.
+
+Routes that run turns live in ``_chat.py`` and ``_runs.py``; they share :class:`ApiContext`.
+Everything here runs in the reactor (hypercorn on trio): handlers only await.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import logging
+import re
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import msgspec
+
+from actors import Reactor, Registry
+from actors.agent import HubRegistry, tell_session
+from protocols import TreeSnapshot, to_json
+
+from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
+from ._keys import authorized
+
+log = logging.getLogger(__name__)
+Handler = Callable[["ApiContext", Request, Send, dict[str, str]], Awaitable[None]]
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclasses.dataclass
+class ApiContext:
+    """What every route needs; one per server."""
+
+    registry: Registry
+    reactor: Reactor
+    hubs: HubRegistry
+    snapshot: Callable[[], TreeSnapshot]
+    model_name: str
+    key: str
+    version: str
+    allowed_origins: frozenset[str] = frozenset()
+    max_concurrent: int = 10_000
+    keepalive: float = 15.0
+    active: int = 0
+    draining: bool = False
+    runs: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def tell(self, session_id: str, message: object) -> None:
+        tell_session(self.registry, self.registry.lookup("/sessions"), session_id, message)
+
+    def admit(self) -> None:
+        """Count a turn in, or refuse it (draining, or at the concurrency limit)."""
+        if self.draining:
+            raise HttpError(503, "the server is shutting down; retry against the next instance", type="server_error", code="draining", headers={"retry-after": "5"})
+        if self.active >= self.max_concurrent:
+            raise HttpError(429, f"{self.max_concurrent} turns are running, the configured limit; retry shortly", type="rate_limit_error", code="too_many_requests", headers={"retry-after": "1"})
+        self.active += 1
+
+    def release(self) -> None:
+        self.active -= 1
+
+
+def session_id_from(request: Request, system: str | None, first_user: str) -> str:
+    """``X-Hermes-Session-Id`` if sent (validated), else a stable hash of the conversation's start."""
+    given = request.headers.get("x-hermes-session-id")
+    if given is not None:
+        if not given or len(given) > 256 or _CONTROL.search(given) or "/" in given:
+            raise HttpError(400, "X-Hermes-Session-Id must be 1-256 printable characters without '/'", param="X-Hermes-Session-Id", code="invalid_session_id")
+        return given
+    digest = hashlib.sha256(f"{system or ''}\n\x00{first_user}".encode()).hexdigest()[:24]
+    return f"api-{digest}"
+
+
+def new_id(prefix: str) -> str:
+    return f"{prefix}{uuid.uuid4().hex[:24]}"
+
+
+def now() -> int:
+    return int(time.time())
+
+
+async def health(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    await send_json(send, 200, {"status": "ok", "platform": "hermes-agent", "version": ctx.version})
+
+
+async def health_detailed(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    snapshot = ctx.snapshot()
+    sessions = next((n for n in snapshot.root.children if n.path == "/sessions"), None)
+    await send_json(
+        send,
+        200,
+        {
+            "status": "ok",
+            "platform": "hermes-agent",
+            "version": ctx.version,
+            "active_sessions": len(sessions.children) if sessions else 0,
+            "active_turns": ctx.active,
+            "reactor_lag_ms": snapshot.reactor_lag_ms,
+            "tree": msgspec.json.decode(to_json(snapshot.root)),
+        },
+    )
+
+
+async def models(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    await send_json(send, 200, {"object": "list", "data": [{"id": ctx.model_name, "object": "model", "created": 0, "owned_by": "hermes"}]})
+
+
+PUBLIC = frozenset({"/health", "/v1/health"})
+
+
+class App:
+    """The ASGI callable."""
+
+    def __init__(self, ctx: ApiContext, routes: list[tuple[str, str, Handler]]) -> None:
+        self.ctx = ctx
+        self.routes = [(method, re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern) + "$"), handler) for method, pattern, handler in routes]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                if message["type"] == "lifespan.startup":
+                    await send({"type": "lifespan.startup.complete"})
+                elif message["type"] == "lifespan.shutdown":
+                    await send({"type": "lifespan.shutdown.complete"})
+                    return
+        if scope["type"] != "http":
+            return
+        request = Request.from_scope(scope, receive)
+        cors: dict[str, str] = {}
+        started = False
+
+        async def tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        origin = request.headers.get("origin")
+        try:
+            if origin is not None:
+                if origin not in self.ctx.allowed_origins:
+                    raise HttpError(403, f"origin {origin!r} is not allowed; add it to api_server.cors_origins in config.yaml", type="permission_error", code="origin_not_allowed")
+                cors = {"access-control-allow-origin": origin, "vary": "Origin"}
+                if request.method == "OPTIONS":
+                    await send_json(send, 204, None, {**cors, "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS", "access-control-allow-headers": "authorization, content-type, x-hermes-session-id, idempotency-key, last-event-id", "access-control-max-age": "600"})
+                    return
+            if request.path not in PUBLIC and not authorized(request.headers.get("authorization"), self.ctx.key):
+                raise HttpError(401, "missing or wrong API key: send 'Authorization: Bearer <key>' (the key is API_SERVER_KEY in HERMES_HOME/.env)", type="authentication_error", code="invalid_api_key")
+            handler, params, allowed = self._match(request)
+            if handler is None:
+                if allowed:
+                    raise HttpError(405, f"{request.method} is not allowed on {request.path}; use {', '.join(sorted(allowed))}", code="method_not_allowed")
+                raise HttpError(404, f"no route {request.method} {request.path}", code="not_found")
+            request.scope["cors"] = cors
+            await handler(self.ctx, request, tracked, params)
+        except HttpError as error:
+            if not started:
+                await send_error(send, error, cors)
+        except Exception:
+            log.exception("%s %s failed", request.method, request.path)
+            if not started:
+                await send_error(send, HttpError(500, "the server failed on this request; it is logged", type="server_error", code="internal_error"), cors)
+
+    def _match(self, request: Request) -> tuple[Handler | None, dict[str, str], set[str]]:
+        allowed: set[str] = set()
+        for method, pattern, handler in self.routes:
+            found = pattern.match(request.path)
+            if found:
+                if method == request.method:
+                    return handler, found.groupdict(), allowed
+                allowed.add(method)
+        return None, {}, allowed

@@ -1,0 +1,105 @@
+"""The API server actor: hypercorn on trio, as one long wait in the reactor.
+
+The actor binds the listening socket itself (so the port is known at once, also port 0),
+then hands it to hypercorn. If the server task fails, the actor crashes and its supervisor
+restarts it; when the actor stops, its wait is cancelled and hypercorn closes every
+connection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+import socket
+from typing import Any
+
+import hypercorn.config
+import hypercorn.trio
+
+
+from actors import Actor
+from actors._snapshot import build_snapshot
+from actors.agent import HubRegistry
+from protocols import WaitFinished
+
+from ._app import ApiContext, App
+from ._routes import ROUTES
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class ServerSettings:
+    host: str = "127.0.0.1"
+    port: int = 8642
+    key: str = ""
+    model_name: str = "hermes-agent"
+    version: str = "0.1.0"
+    allowed_origins: frozenset[str] = frozenset()
+    max_concurrent: int = 10_000
+    keepalive: float = 15.0
+
+
+
+async def _serve(app: App, fd: int) -> None:
+    config = hypercorn.config.Config()
+    config.bind = [f"fd://{fd}"]  # hypercorn owns the listening socket from here on
+    config.accesslog = None
+    config.keep_alive_timeout = 75
+    config.graceful_timeout = 1.0
+    await hypercorn.trio.serve(app, config, mode="asgi")  # type: ignore[arg-type]
+
+
+class ApiServer(Actor):
+    """Serves the OpenAI-compatible API for the sessions of this runtime."""
+
+    def __init__(self, settings: ServerSettings, hubs: HubRegistry) -> None:
+        super().__init__()
+        self.settings = settings
+        self.hubs = hubs
+        self.port = 0
+
+    def started(self) -> None:
+        context = self._context()
+        listener = socket.socket(socket.AF_INET6 if ":" in self.settings.host else socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            listener.bind((self.settings.host, self.settings.port))
+        except OSError as exc:
+            listener.close()
+            msg = f"cannot listen on {self.settings.host}:{self.settings.port} ({exc.strerror}); pick another port with --port"
+            raise OSError(exc.errno, msg) from None
+        listener.listen(1024)
+        self.port = listener.getsockname()[1]
+        self.api = ApiContext(
+            registry=context.registry,
+            reactor=context.reactor,
+            hubs=self.hubs,
+            snapshot=lambda: build_snapshot(context.registry, context.reactor),
+            model_name=self.settings.model_name,
+            key=self.settings.key,
+            version=self.settings.version,
+            allowed_origins=self.settings.allowed_origins,
+            max_concurrent=self.settings.max_concurrent,
+            keepalive=self.settings.keepalive,
+        )
+        self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
+        log.info("API server listening on %s:%d", self.settings.host, self.port)
+
+    def receive(self, message: Any) -> Any:
+        match message:
+            case WaitFinished(tag="server", status=status, error=error):
+                raise RuntimeError(f"the API server stopped ({status}: {error or 'no error'})")
+            case "port":
+                return self.port
+            case "drain":
+                self.reactor.call_soon(setattr, self.api, "draining", True)
+                return None
+            case "active":
+                return self.api.active
+            case _:
+                return super().receive(message)
+
+
+

@@ -1,0 +1,70 @@
+"""A running API server over the store and sessions, against the test model server."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from actors.agent import agent_specs
+from actors.chaos import ModelServer
+from actors.platforms import ApiServer, ServerSettings
+from supervisor import ChildSpec, Runtime, Supervisor
+from tests.agent.session_kit import Intervals, make_tools
+from tests.conftest import DEADLINE
+
+KEY = "hk-test-key-0123456789abcdef"
+
+
+@dataclasses.dataclass
+class ServerKit:
+    runtime: Runtime
+    model: ModelServer
+    base_url: str
+    store_file: Path
+
+    def client(self, **options: Any) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.base_url + "/v1", api_key=KEY, max_retries=0, timeout=DEADLINE, **options)
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
+
+
+def start_server(tmp_path: Path, model: ModelServer, **settings: Any) -> ServerKit:
+    from actors.agent import HubRegistry, MachineConfig, ModelClients, ModelSettings, SessionDeps, reader_opener
+
+    store = tmp_path / "state.db"
+    tools = make_tools(Intervals())
+    hubs = HubRegistry()
+    deps = SessionDeps(
+        hubs=hubs,
+        open_reader=reader_opener(store),
+        model=ModelSettings(model="test-model", base_url=model.base_url, api_key="test-key"),
+        clients=ModelClients(),
+        tools=tools,
+        config=MachineConfig(traits={n: t.traits for n, t in tools.items()}, retry_base=0.01, turn_timeout=60.0),
+        idle_timeout=0,
+        store_file=store,
+        home=tmp_path / "home",
+    )
+    server = ServerSettings(port=0, key=KEY, model_name="hermes-test", **settings)
+    children = [*agent_specs(store, deps), ChildSpec(id="platforms", actor=Supervisor, args=((ChildSpec(id="api", actor=ApiServer, args=(server, hubs)),),))]
+    runtime = Runtime(children)
+    runtime.reactor.at_stop(deps.clients.aclose)
+    runtime.start()
+    port = runtime.lookup("/platforms/api").ask("port", timeout=DEADLINE)
+    return ServerKit(runtime, model, f"http://127.0.0.1:{port}", store)
+
+
+@pytest.fixture
+def api(tmp_path: Path, model_server: ModelServer) -> Iterator[ServerKit]:
+    kit = start_server(tmp_path, model_server)
+    try:
+        yield kit
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
