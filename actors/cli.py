@@ -1,8 +1,9 @@
 """The ``hermes`` command line.
 
-Only the runtime kernel exists so far, so ``hermes run`` starts the supervision tree and
-the reactor, shows the tree, and stops cleanly on Ctrl+C / SIGTERM (or after ``--for``
-seconds). ``serve``, ``chat``, ``attach`` and ``chaos`` arrive with their issues.
+``hermes serve`` runs the OpenAI-compatible API server over the agent runtime (the main
+job). ``hermes run`` starts the bare kernel (supervision tree and reactor), shows the tree,
+and stops cleanly on Ctrl+C / SIGTERM (or after ``--for`` seconds). ``chat``, ``attach``
+and ``chaos`` arrive with their issues.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 from types import FrameType
 
 from protocols import ChildExited, Message, NodeSnapshot, TreeSnapshot, to_json
@@ -106,7 +108,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the tree snapshot as JSON")
     run.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS", help="how long an orderly shutdown may take (default 30)")
     run.set_defaults(handler=_run)
+    serve = commands.add_parser("serve", help="run the OpenAI-compatible API server over the agent runtime")
+    serve.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1, or api_server.host in config.yaml)")
+    serve.add_argument("--port", type=int, default=None, help="port (default 8642, or api_server.port); 0 picks a free one")
+    serve.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
+    serve.set_defaults(handler=_serve)
     return parser
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from actors.platforms._serve import run_serve
+
+    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

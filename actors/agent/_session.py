@@ -213,6 +213,12 @@ class SessionActor(Actor):
                 return super().receive(message)
         return None
 
+    def stopping(self) -> None:
+        # An orderly stop (shutdown, passivation) settles the running turn first: its
+        # cancelled results reach the store, which stops after the sessions.
+        if self.state is not None and self.state.turn is not None:
+            self.feed(Cancel(reason="the server is shutting down", now=time.monotonic()))
+
     # -- loading and recovery -----------------------------------------------------------------------
 
     def on_loaded(self, finished: WaitFinished) -> None:

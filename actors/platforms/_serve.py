@@ -1,0 +1,139 @@
+"""``hermes serve``: the runtime with the store, the sessions and the API server, until a signal.
+
+On SIGTERM or SIGINT the server drains: it stops admitting turns (503 with Retry-After),
+lets running turns finish up to the drain deadline, then stops the tree, which cancels and
+settles whatever still runs.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from actors import HermesError
+from actors.agent import (
+    ConfigError,
+    HubRegistry,
+    MachineConfig,
+    ModelClients,
+    SessionDeps,
+    agent_specs,
+    hermes_home,
+    load_model_settings,
+    reader_opener,
+)
+from actors.agent._config import read_config
+from protocols import ChildExited, Message
+from supervisor import ChildSpec, Runtime, Supervisor
+
+from ._keys import KeyError_, load_or_create_key
+from ._server import ApiServer, ServerSettings
+
+log = logging.getLogger(__name__)
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("hermes-actors")
+    except importlib.metadata.PackageNotFoundError:
+        return "0"
+
+
+def _tools() -> dict[str, Any]:
+    import actors.tools as tools_package  # importing registers the tools
+
+    names = tools_package.resolve_toolsets(["hermes-api-server"])
+    return tools_package.REGISTRY.specs(names)
+
+
+def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None) -> int:
+    env = dict(os.environ if env is None else env)
+    home = home or hermes_home(env)
+    try:
+        model = load_model_settings(home, env=env)
+        key, created = load_or_create_key(home, env)
+        section = read_config(home).get("api_server") or {}
+    except (ConfigError, KeyError_) as exc:
+        print(f"hermes serve: {exc}", flush=True)
+        return 2
+    origins = frozenset(section.get("cors_origins") or ())
+    settings = ServerSettings(
+        host=host or str(section.get("host") or "127.0.0.1"),
+        port=port if port is not None else int(section.get("port") or 8642),
+        key=key,
+        model_name=str(section.get("model_name") or "hermes-agent"),
+        version=_version(),
+        allowed_origins=origins,
+        max_concurrent=int(section.get("max_concurrent") or 10_000),
+    )
+    store = home / "state.db"
+    tools = _tools()
+    hubs = HubRegistry()
+    deps = SessionDeps(
+        hubs=hubs,
+        open_reader=reader_opener(store),
+        model=model,
+        clients=ModelClients(),
+        tools=tools,
+        config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}),
+        source="api",
+        platform_hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.",
+        home=home,
+        store_file=store,
+    )
+    api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
+    children = [*agent_specs(store, deps), ChildSpec(id="platforms", actor=Supervisor, args=((api,),))]
+    done = threading.Event()
+    why: list[str] = []
+
+    def on_signal(signum: int, _frame: FrameType | None) -> None:
+        why.append(signal.Signals(signum).name)
+        done.set()
+
+    def on_event(event: Message) -> None:
+        if isinstance(event, ChildExited) and event.path == "/":
+            done.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    runtime = Runtime(children)
+    runtime.subscribe(on_event)
+    runtime.reactor.at_stop(deps.clients.aclose)
+    try:
+        runtime.start()
+        server = runtime.lookup("/platforms/api")
+        try:
+            bound = server.ask("port", timeout=10)
+        except (HermesError, TimeoutError) as exc:
+            runtime.stop(timeout=10)
+            print(f"hermes serve: the API server did not start: {runtime.exit_reason or exc}", flush=True)
+            return 1
+        url = f"http://{settings.host}:{bound}/v1"
+        print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
+        if created:
+            print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
+        print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
+        done.wait()
+        if runtime.failed:
+            print(f"hermes serve: the runtime stopped: {runtime.exit_reason}", flush=True)
+            return 1
+        print(f"hermes serve: {why[0] if why else 'stop'}: draining (up to {drain_timeout:g} s)", flush=True)
+        server.tell("drain")
+        deadline = time.monotonic() + drain_timeout
+        while time.monotonic() < deadline and server.ask("active", timeout=5) > 0:
+            time.sleep(0.1)  # the main thread only: no actor waits here
+        stopped = runtime.stop(timeout=60, reason="hermes serve stopping")
+        print("hermes serve: stopped cleanly" if stopped else "hermes serve: stopped, but some actors had to be abandoned", flush=True)
+        return 0 if stopped else 1
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if not runtime.wait(0):
+            runtime.stop(timeout=30)
