@@ -35,11 +35,49 @@ class ServerKit:
         return httpx.Client(base_url=self.base_url, headers={"Authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
 
 
+def guarded_tool(marker: Path) -> Any:
+    """A dangerous tool: it asks for approval, and creates ``marker`` only when allowed."""
+    from actors.agent import ToolCall, ToolOutput, ToolSpec
+    from actors.agent._approvals import ALLOWING
+
+    async def run(args: dict[str, Any], call: ToolCall) -> ToolOutput:
+        assert call.workspace.approvals is not None
+        decision = await call.workspace.approvals.request(
+            turn_id=call.turn_id, call_id=call.call_id, command="touch marker", reasons=("test danger",), keys=("test",), timeout=float(args.get("timeout", 30))
+        )
+        if decision not in ALLOWING:
+            return ToolOutput(content=f"[denied] {decision}", ok=False)
+        marker.write_text("ran")
+        return ToolOutput(content="done")
+
+    return ToolSpec("guarded", "Does something dangerous.", {"type": "object"}, run)
+
+
+class SSE:
+    """Reads server-sent events from an httpx streaming response."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.lines = response.iter_lines()
+
+    def next(self) -> dict[str, str]:
+        event: dict[str, str] = {}
+        for line in self.lines:
+            if not line:
+                if event:
+                    return event
+                continue
+            if line.startswith(":"):
+                continue
+            name, _, value = line.partition(": ")
+            event[name] = value
+        raise AssertionError("the stream ended")
+
+
 def start_server(tmp_path: Path, model: ModelServer, **settings: Any) -> ServerKit:
     from actors.agent import HubRegistry, MachineConfig, ModelClients, ModelSettings, SessionDeps, reader_opener
 
     store = tmp_path / "state.db"
-    tools = make_tools(Intervals())
+    tools = {**make_tools(Intervals()), "guarded": guarded_tool(tmp_path / "marker")}
     hubs = HubRegistry()
     deps = SessionDeps(
         hubs=hubs,
