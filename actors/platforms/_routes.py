@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._app import Handler, health, health_detailed, models
 from ._chat import chat_completions
+from ._responses import create_response, delete_response, get_response
 from ._runs import answer_approval, create_run, get_run, run_events, stop_run
 
 ROUTES: list[tuple[str, str, Handler]] = [
@@ -12,6 +13,9 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/health/detailed", health_detailed),
     ("GET", "/v1/models", models),
     ("POST", "/v1/chat/completions", chat_completions),
+    ("POST", "/v1/responses", create_response),
+    ("GET", "/v1/responses/{response_id}", get_response),
+    ("DELETE", "/v1/responses/{response_id}", delete_response),
     ("POST", "/v1/runs", create_run),
     ("GET", "/v1/runs/{run_id}", get_run),
     ("GET", "/v1/runs/{run_id}/events", run_events),
