@@ -23,6 +23,7 @@ from protocols import TreeSnapshot, to_json
 
 from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
 from ._keys import authorized
+from ._idempotency import Idempotency
 from ._stored import ResponseStore
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ class ApiContext:
     draining: bool = False
     runs: dict[str, Any] = dataclasses.field(default_factory=dict)
     responses: ResponseStore = dataclasses.field(default_factory=ResponseStore)
+    idempotency: Idempotency = dataclasses.field(default_factory=Idempotency)
 
     def tell(self, session_id: str, message: object) -> None:
         tell_session(self.registry, self.registry.lookup("/sessions"), session_id, message)
@@ -68,11 +70,16 @@ def session_id_from(request: Request, system: str | None, first_user: str) -> st
     """``X-Hermes-Session-Id`` if sent (validated), else a stable hash of the conversation's start."""
     given = request.headers.get("x-hermes-session-id")
     if given is not None:
-        if not given or len(given) > 256 or _CONTROL.search(given) or "/" in given:
-            raise HttpError(400, "X-Hermes-Session-Id must be 1-256 printable characters without '/'", param="X-Hermes-Session-Id", code="invalid_session_id")
-        return given
+        return check_session_id(given, "X-Hermes-Session-Id")
     digest = hashlib.sha256(f"{system or ''}\n\x00{first_user}".encode()).hexdigest()[:24]
     return f"api-{digest}"
+
+
+def check_session_id(value: object, param: str) -> str:
+    """A session id from a client: 1-256 printable characters, no '/'."""
+    if not isinstance(value, str) or not value or len(value) > 256 or _CONTROL.search(value) or "/" in value or not value.isprintable():
+        raise HttpError(400, f"{param} must be 1-256 printable characters without '/'", param=param, code="invalid_session_id")
+    return value
 
 
 def new_id(prefix: str) -> str:
@@ -109,7 +116,7 @@ async def models(ctx: ApiContext, request: Request, send: Send, params: dict[str
     await send_json(send, 200, {"object": "list", "data": [{"id": ctx.model_name, "object": "model", "created": 0, "owned_by": "hermes"}]})
 
 
-PUBLIC = frozenset({"/health", "/v1/health"})
+PUBLIC = frozenset({"/health", "/v1/health", "/openapi.json"})
 
 
 class App:
@@ -136,6 +143,8 @@ class App:
 
         async def tracked(message: dict[str, Any]) -> None:
             nonlocal started
+            if message["type"] == "http.response.start" and cors:
+                message = {**message, "headers": [*message["headers"], *((k.encode(), v.encode()) for k, v in cors.items())]}
             started = True
             await send(message)
 
@@ -155,8 +164,12 @@ class App:
                 if allowed:
                     raise HttpError(405, f"{request.method} is not allowed on {request.path}; use {', '.join(sorted(allowed))}", code="method_not_allowed")
                 raise HttpError(404, f"no route {request.method} {request.path}", code="not_found")
-            request.scope["cors"] = cors
-            await handler(self.ctx, request, tracked, params)
+            found = handler
+
+            async def run(out: Send) -> None:
+                await found(self.ctx, request, out, params)
+
+            await self.ctx.idempotency.handle(request, tracked, run)
         except HttpError as error:
             if not started:
                 await send_error(send, error, cors)

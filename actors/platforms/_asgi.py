@@ -50,6 +50,7 @@ class Request:
     path: str
     headers: dict[str, str]
     query: str
+    _body: bytes | None = None
 
     @classmethod
     def from_scope(cls, scope: Scope, receive: Receive) -> Request:
@@ -57,6 +58,11 @@ class Request:
         return cls(scope, receive, scope["method"], scope["path"], headers, scope.get("query_string", b"").decode("latin-1"))
 
     async def body(self, limit: int = MAX_BODY) -> bytes:
+        if self._body is None:
+            self._body = await self._read(limit)
+        return self._body
+
+    async def _read(self, limit: int) -> bytes:
         length = self.headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > limit:
             raise HttpError(413, f"the request body is over {limit // (1024 * 1024)} MB", code="body_too_large")

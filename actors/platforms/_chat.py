@@ -86,7 +86,7 @@ async def chat_completions(ctx: ApiContext, request: Request, send: Send, params
     session_id = session_id_from(request, system, first_user)
     model = str(body.get("model") or ctx.model_name)
     turn_id = new_id("chatcmpl-")
-    headers = {**request.scope.get("cors", {}), "x-hermes-session-id": session_id}
+    headers = {"x-hermes-session-id": session_id}
     ctx.admit()
     try:
         subscriber = TrioSubscriber(ctx.reactor, turn_id=turn_id)

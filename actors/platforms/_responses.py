@@ -111,7 +111,7 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
     hub.subscribe(subscriber, after_seq=hub.last_seq)
     try:
         ctx.tell(session_id, StartTurn(text=text, turn_id=response_id, instructions=instructions, history=history, policy="queue"))
-        headers = {**request.scope.get("cors", {}), "x-hermes-session-id": session_id}
+        headers = {"x-hermes-session-id": session_id}
         def remember(final: dict[str, Any]) -> None:
             # Stored before the client hears of it, so a follow-up can chain at once.
             if keep:
@@ -233,10 +233,10 @@ async def get_response(ctx: ApiContext, request: Request, send: Send, params: di
     found = ctx.responses.get(params["response_id"])
     if found is None:
         raise HttpError(404, f"no stored response {params['response_id']!r}", code="response_not_found")
-    await send_json(send, 200, found, request.scope.get("cors"))
+    await send_json(send, 200, found)
 
 
 async def delete_response(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     if not ctx.responses.delete(params["response_id"]):
         raise HttpError(404, f"no stored response {params['response_id']!r}", code="response_not_found")
-    await send_json(send, 200, {"id": params["response_id"], "object": "response", "deleted": True}, request.scope.get("cors"))
+    await send_json(send, 200, {"id": params["response_id"], "object": "response", "deleted": True})

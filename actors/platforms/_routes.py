@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
-from ._app import Handler, health, health_detailed, models
+from ._app import ApiContext, Handler, health, health_detailed, models
+from ._asgi import Request, Send, send_json
 from ._chat import chat_completions
+from ._openapi import openapi_document
 from ._responses import create_response, delete_response, get_response
 from ._runs import answer_approval, create_run, get_run, run_events, stop_run
 
+async def openapi(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    await send_json(send, 200, openapi_document(ROUTES, ctx.version))
+
+
 ROUTES: list[tuple[str, str, Handler]] = [
+    ("GET", "/openapi.json", openapi),
     ("GET", "/health", health),
     ("GET", "/v1/health", health),
     ("GET", "/health/detailed", health_detailed),

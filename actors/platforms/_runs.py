@@ -29,7 +29,7 @@ from protocols import (
     UserMessageSaved,
 )
 
-from ._app import ApiContext, new_id
+from ._app import ApiContext, check_session_id, new_id
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
 from ._turns import follow_turn, watch_disconnect
@@ -121,18 +121,16 @@ def _run(ctx: ApiContext, run_id: str) -> Run:
 async def create_run(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     body = await request.json()
     text = _input_text(body)
-    session_id = body.get("session_id") or request.headers.get("x-hermes-session-id")
+    given = body.get("session_id") if "session_id" in body else request.headers.get("x-hermes-session-id")
     run_id = new_id("run_")
-    if session_id is not None and (not isinstance(session_id, str) or not session_id or len(session_id) > 256 or "/" in session_id):
-        raise HttpError(400, "session_id must be 1-256 characters without '/'", param="session_id", code="invalid_session_id")
-    session_id = session_id or f"run-{run_id}"
+    session_id = check_session_id(given, "session_id") if given is not None else f"run-{run_id}"
     instructions = body.get("instructions")
     ctx.admit()
     run = Run(run_id=run_id, session_id=session_id, created_at=time.time())
     _remember(ctx, run)
     ctx.hubs.get(session_id).subscribe(_Tracker(ctx, run), after_seq=ctx.hubs.get(session_id).last_seq)
     ctx.tell(session_id, StartTurn(text=text, turn_id=run_id, instructions=instructions if isinstance(instructions, str) else None, policy="queue"))
-    await send_json(send, 202, {"run_id": run_id, "status": run.status, "session_id": session_id}, request.scope.get("cors"))
+    await send_json(send, 202, {"run_id": run_id, "status": run.status, "session_id": session_id})
 
 
 def _remember(ctx: ApiContext, run: Run) -> None:
@@ -143,7 +141,7 @@ def _remember(ctx: ApiContext, run: Run) -> None:
 
 
 async def get_run(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
-    await send_json(send, 200, _run(ctx, params["run_id"]).view(), request.scope.get("cors"))
+    await send_json(send, 200, _run(ctx, params["run_id"]).view())
 
 
 def _named(event: Any) -> tuple[str, dict[str, Any]] | None:
@@ -178,7 +176,7 @@ async def run_events(ctx: ApiContext, request: Request, send: Send, params: dict
     subscriber = TrioSubscriber(ctx.reactor, turn_id=run.run_id)
     hub.subscribe(subscriber, after_seq=int(last))
     try:
-        await start_sse(send, request.scope.get("cors"))
+        await start_sse(send)
         follower = follow_turn(subscriber, keepalive=ctx.keepalive)
         async with watch_disconnect(request):
             while not follower.done:
@@ -198,7 +196,7 @@ async def stop_run(ctx: ApiContext, request: Request, send: Send, params: dict[s
     run = _run(ctx, params["run_id"])
     if run.status not in ("completed", "failed", "cancelled"):
         ctx.tell(run.session_id, CancelTurn(turn_id=run.run_id, reason="stopped through the API"))
-    await send_json(send, 200, {"run_id": run.run_id, "status": run.status, "stopping": run.status not in ("completed", "failed", "cancelled")}, request.scope.get("cors"))
+    await send_json(send, 200, {"run_id": run.run_id, "status": run.status, "stopping": run.status not in ("completed", "failed", "cancelled")})
 
 
 async def answer_approval(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
@@ -211,4 +209,4 @@ async def answer_approval(ctx: ApiContext, request: Request, send: Send, params:
     if request_id is None or request_id not in run.approvals:
         raise HttpError(409, "this run is not waiting for that approval (it may have timed out or been answered)", code="no_pending_approval")
     ctx.tell(run.session_id, ResolveApproval(request_id=request_id, choice=choice))
-    await send_json(send, 200, {"run_id": run.run_id, "request_id": request_id, "choice": choice}, request.scope.get("cors"))
+    await send_json(send, 200, {"run_id": run.run_id, "request_id": request_id, "choice": choice})

@@ -1,0 +1,116 @@
+"""The OpenAPI document of the API server, built from the route table (a test keeps it true)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+ERROR = {"$ref": "#/components/schemas/Error"}
+JSON_OBJECT: dict[str, Any] = {"type": "object"}
+
+# route (method, pattern) -> (summary, request body schema or None, success status)
+DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
+    ("GET", "/health"): ("Liveness (no auth).", None, "200"),
+    ("GET", "/v1/health"): ("Liveness (no auth).", None, "200"),
+    ("GET", "/health/detailed"): ("The live actor tree, active sessions and turns, reactor lag.", None, "200"),
+    ("GET", "/openapi.json"): ("This document (no auth).", None, "200"),
+    ("GET", "/v1/models"): ("The advertised model, in OpenAI's list shape.", None, "200"),
+    (
+        "POST",
+        "/v1/chat/completions",
+    ): (
+        "OpenAI chat completions over a session turn; stream true/false; X-Hermes-Session-Id continues a session.",
+        {
+            "type": "object",
+            "required": ["messages"],
+            "properties": {
+                "model": {"type": "string"},
+                "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["role"], "properties": {"role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]}, "content": {"type": ["string", "array", "null"]}}}},
+                "stream": {"type": ["boolean", "string"]},
+            },
+        },
+        "200",
+    ),
+    (
+        "POST",
+        "/v1/responses",
+    ): (
+        "OpenAI Responses: input string or items, instructions, previous_response_id or conversation, store, stream.",
+        {
+            "type": "object",
+            "required": ["input"],
+            "properties": {
+                "model": {"type": "string"},
+                "input": {"type": ["string", "array"]},
+                "instructions": {"type": "string"},
+                "previous_response_id": {"type": "string"},
+                "conversation": {"type": ["string", "object"]},
+                "store": {"type": "boolean"},
+                "stream": {"type": ["boolean", "string"]},
+            },
+        },
+        "200",
+    ),
+    ("GET", "/v1/responses/{response_id}"): ("A stored response.", None, "200"),
+    ("DELETE", "/v1/responses/{response_id}"): ("Forget a stored response.", None, "200"),
+    (
+        "POST",
+        "/v1/runs",
+    ): (
+        "Start a run (a turn) and answer 202 at once.",
+        {"type": "object", "required": ["input"], "properties": {"input": {"type": ["string", "array"]}, "session_id": {"type": "string"}, "instructions": {"type": "string"}}},
+        "202",
+    ),
+    ("GET", "/v1/runs/{run_id}"): ("A run's status: queued, running, waiting_for_approval, completed, failed, cancelled.", None, "200"),
+    ("GET", "/v1/runs/{run_id}/events"): ("The run's events as SSE; resume with Last-Event-ID.", None, "200"),
+    ("POST", "/v1/runs/{run_id}/stop"): ("Cancel the run.", None, "200"),
+    (
+        "POST",
+        "/v1/runs/{run_id}/approval",
+    ): (
+        "Answer the run's pending approval.",
+        {"type": "object", "required": ["choice"], "properties": {"choice": {"type": "string", "enum": ["once", "session", "always", "deny"]}, "request_id": {"type": "string"}}},
+        "200",
+    ),
+}
+
+
+def openapi_document(routes: list[tuple[str, str, Any]], version: str) -> dict[str, Any]:
+    paths: dict[str, dict[str, Any]] = {}
+    for method, pattern, _handler in routes:
+        summary, body, status = DOCS[(method, pattern)]
+        operation: dict[str, Any] = {
+            "summary": summary,
+            "responses": {
+                status: {"description": "success", "content": {"application/json": {"schema": JSON_OBJECT}}},
+                "400": {"description": "bad request", "content": {"application/json": {"schema": ERROR}}},
+                "401": {"description": "missing or wrong API key", "content": {"application/json": {"schema": ERROR}}},
+                "404": {"description": "not found", "content": {"application/json": {"schema": ERROR}}},
+            },
+        }
+        parameters = [{"name": name, "in": "path", "required": True, "schema": {"type": "string"}} for name in _path_params(pattern)]
+        if parameters:
+            operation["parameters"] = parameters
+        if body is not None:
+            operation["requestBody"] = {"required": True, "content": {"application/json": {"schema": body}}}
+        if pattern not in ("/health", "/v1/health", "/openapi.json"):
+            operation["security"] = [{"bearer": []}]
+        paths.setdefault(pattern, {})[method.lower()] = operation
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "Hermes agent API", "version": version},
+        "paths": paths,
+        "components": {
+            "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+            "schemas": {
+                "Error": {
+                    "type": "object",
+                    "required": ["error"],
+                    "properties": {"error": {"type": "object", "required": ["message", "type"], "properties": {"message": {"type": "string"}, "type": {"type": "string"}, "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}},
+                }
+            },
+        },
+    }
+
+
+def _path_params(pattern: str) -> list[str]:
+    return [part[1:-1] for part in pattern.split("/") if part.startswith("{") and part.endswith("}")]
