@@ -8,32 +8,18 @@ from ._base import to_msgpack as to_msgpack
 from ._reactor import ProcessResult as ProcessResult
 from ._reactor import WaitFinished as WaitFinished
 from ._reactor import WaitStatus as WaitStatus
-from ._supervision import ChildExited as ChildExited
-from ._supervision import ChildRestarted as ChildRestarted
-from ._supervision import ChildStarted as ChildStarted
-from ._supervision import Escalated as Escalated
-from ._supervision import ExitKind as ExitKind
-from ._supervision import NodeSnapshot as NodeSnapshot
-from ._supervision import NodeState as NodeState
-from ._supervision import RestartDue as RestartDue
-from ._supervision import Shutdown as Shutdown
-from ._supervision import ShutdownTimedOut as ShutdownTimedOut
-from ._supervision import StartChild as StartChild
-from ._supervision import TerminateChild as TerminateChild
-from ._supervision import TreeSnapshot as TreeSnapshot
-from ._transcript import ChatMessage as ChatMessage
-from ._transcript import Role as Role
-from ._transcript import ToolCall as ToolCall
 from ._session import AnySessionEvent as AnySessionEvent
 from ._session import ApprovalChoice as ApprovalChoice
 from ._session import ApprovalRequested as ApprovalRequested
 from ._session import ApprovalResolved as ApprovalResolved
 from ._session import BusyPolicy as BusyPolicy
 from ._session import CancelTurn as CancelTurn
+from ._session import EnsureSession as EnsureSession
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ReasoningDelta as ReasoningDelta
 from ._session import ResolveApproval as ResolveApproval
 from ._session import SessionEvent as SessionEvent
+from ._session import SessionReady as SessionReady
 from ._session import SessionRecovered as SessionRecovered
 from ._session import StartTurn as StartTurn
 from ._session import Subscribe as Subscribe
@@ -51,11 +37,13 @@ from ._session import Unsubscribe as Unsubscribe
 from ._session import UserMessageSaved as UserMessageSaved
 from ._store import AppendMessages as AppendMessages
 from ._store import CreateSession as CreateSession
+from ._store import DeleteSession as DeleteSession
 from ._store import EndSession as EndSession
 from ._store import GetStoreStatistics as GetStoreStatistics
 from ._store import MessagesPersisted as MessagesPersisted
 from ._store import SearchHit as SearchHit
 from ._store import SessionCreated as SessionCreated
+from ._store import SessionDeleted as SessionDeleted
 from ._store import SessionEnded as SessionEnded
 from ._store import SessionRecord as SessionRecord
 from ._store import SessionTotalsUpdated as SessionTotalsUpdated
@@ -65,6 +53,22 @@ from ._store import StoreReply as StoreReply
 from ._store import StoreStatistics as StoreStatistics
 from ._store import StoredMessage as StoredMessage
 from ._store import UpdateSessionTotals as UpdateSessionTotals
+from ._supervision import ChildExited as ChildExited
+from ._supervision import ChildRestarted as ChildRestarted
+from ._supervision import ChildStarted as ChildStarted
+from ._supervision import Escalated as Escalated
+from ._supervision import ExitKind as ExitKind
+from ._supervision import NodeSnapshot as NodeSnapshot
+from ._supervision import NodeState as NodeState
+from ._supervision import RestartDue as RestartDue
+from ._supervision import Shutdown as Shutdown
+from ._supervision import ShutdownTimedOut as ShutdownTimedOut
+from ._supervision import StartChild as StartChild
+from ._supervision import TerminateChild as TerminateChild
+from ._supervision import TreeSnapshot as TreeSnapshot
+from ._transcript import ChatMessage as ChatMessage
+from ._transcript import Role as Role
+from ._transcript import ToolCall as ToolCall
 
 __all__ = [
     "AnySessionEvent",
@@ -79,7 +83,9 @@ __all__ = [
     "ChildRestarted",
     "ChildStarted",
     "CreateSession",
+    "DeleteSession",
     "EndSession",
+    "EnsureSession",
     "Escalated",
     "ExitKind",
     "GetStoreStatistics",
@@ -95,8 +101,10 @@ __all__ = [
     "Role",
     "SearchHit",
     "SessionCreated",
+    "SessionDeleted",
     "SessionEnded",
     "SessionEvent",
+    "SessionReady",
     "SessionRecord",
     "SessionRecovered",
     "SessionTotalsUpdated",

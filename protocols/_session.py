@@ -51,6 +51,21 @@ class ResolveApproval(Message, frozen=True, kw_only=True):
     choice: ApprovalChoice
 
 
+class EnsureSession(Message, frozen=True, kw_only=True):
+    """Make sure the session exists in the store; ``reply_to`` gets ``SessionReady`` once it is durable."""
+
+    title: str | None = None
+    """Used only when the session is new."""
+    reply_to: Any = None
+    """Local-only: anything with ``tell``."""
+
+
+class SessionReady(Message, frozen=True, kw_only=True):
+    session_id: str
+    created: bool
+    """True when this request created the session."""
+
+
 class Subscribe(Message, frozen=True, kw_only=True):
     """Start receiving the session's events (replaying those after ``after_seq``)."""
 

@@ -98,6 +98,17 @@ class UpdateSessionTotals(Message, frozen=True, kw_only=True):
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
 
+class DeleteSession(Message, frozen=True, kw_only=True):
+    """Delete a session and its messages (its search index follows). Answered with
+    :class:`SessionDeleted` or :class:`StoreFailed`. Sessions that continued it keep their
+    rows, with no parent."""
+
+    session_id: str
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
 class GetStoreStatistics(Message, frozen=True, kw_only=True):
     """Commit whatever the writer holds, then answer :class:`StoreStatistics`.
 
@@ -109,7 +120,7 @@ class GetStoreStatistics(Message, frozen=True, kw_only=True):
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
 
-StoreCommand = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | GetStoreStatistics
+StoreCommand = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | GetStoreStatistics
 """What the store writer's inbox accepts."""
 
 
@@ -145,6 +156,14 @@ class SessionTotalsUpdated(Message, frozen=True, kw_only=True):
     token: str = ""
 
 
+class SessionDeleted(Message, frozen=True, kw_only=True):
+    """The session and its messages are gone (committed)."""
+
+    session_id: str
+    token: str = ""
+    messages_deleted: int = 0
+
+
 class StoreFailed(Message, frozen=True, kw_only=True):
     """A write was not stored; nothing of it is in the database."""
 
@@ -158,7 +177,7 @@ class StoreFailed(Message, frozen=True, kw_only=True):
     """True when sending the same command again may succeed (busy, restarting, disk full)."""
 
 
-StoreReply = SessionCreated | MessagesPersisted | SessionEnded | SessionTotalsUpdated | StoreFailed
+StoreReply = SessionCreated | MessagesPersisted | SessionEnded | SessionTotalsUpdated | SessionDeleted | StoreFailed
 """What the store writer tells a ``reply_to`` for a write."""
 
 

@@ -30,6 +30,8 @@ from protocols import ChatMessage, WaitFinished
 from supervisor import start_child
 from protocols._session import (
     CancelTurn,
+    EnsureSession,
+    SessionReady,
     ResolveApproval,
     SessionRecovered,
     StartTurn,
@@ -37,7 +39,7 @@ from protocols._session import (
     TurnFailed,
     Unsubscribe,
 )
-from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionRecord, StoreFailed
+from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, SessionRecord, StoreFailed
 
 from ._approvals import ApprovalGate
 from ._hub import HubRegistry
@@ -159,6 +161,9 @@ class SessionActor(Actor):
         self.handles: dict[str, WaitHandle] = {}
         """token / call id -> handle, to cancel."""
         self.idle_generation = 0
+        self.durable = False
+        """True once the session's row is known to be committed."""
+        self.waiting_ready: list[Any] = []
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
         self.workspace = Workspace(deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo))
 
@@ -176,6 +181,11 @@ class SessionActor(Actor):
                 self.hub.unsubscribe(subscriber)
             case WaitFinished(tag="load"):
                 self.on_loaded(message)
+            case SessionCreated(token="create"):
+                self.durable = True
+                waiting, self.waiting_ready = self.waiting_ready, []
+                for reply_to in waiting:
+                    reply_to.tell(SessionReady(session_id=self.session_id, created=True))
             case _ if self.state is None:
                 self.stash.append(message)
             case StartTurn(text=text, turn_id=turn_id, policy=policy, instructions=instructions, history=history):
@@ -192,6 +202,11 @@ class SessionActor(Actor):
                 )
             case CancelTurn(reason=reason, turn_id=turn_id):
                 self.feed(Cancel(reason=reason, turn_id=turn_id, now=time.monotonic()))
+            case EnsureSession(reply_to=reply_to):
+                if self.durable:
+                    reply_to.tell(SessionReady(session_id=self.session_id, created=False))
+                else:
+                    self.waiting_ready.append(reply_to)
             case ResolveApproval(request_id=request_id, choice=choice):
                 approvals = self.workspace.approvals
                 if approvals is not None:
@@ -228,12 +243,14 @@ class SessionActor(Actor):
         now = time.time()
         if record is None:
             prompt = build_system_prompt(self.deps.model.model, self.deps.platform_hint, datetime.date.today())
+            title = next((m.title for m in self.stash if isinstance(m, EnsureSession) and m.title), None)
             self.store.tell(
                 CreateSession(
                     session_id=self.session_id,
                     source=self.deps.source,
                     model=self.deps.model.model,
                     system_prompt=prompt,
+                    title=title,
                     started_at=now,
                     token="create",
                     reply_to=self.actor_ref,
@@ -241,6 +258,7 @@ class SessionActor(Actor):
             )
             self.state = SessionState(session_id=self.session_id, system_prompt=prompt)
         else:
+            self.durable = True
             transcript, settled = sanitize(messages)
             self.state = SessionState(session_id=self.session_id, system_prompt=record.system_prompt or "", transcript=transcript)
             if settled:

@@ -13,6 +13,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -43,6 +44,7 @@ class ApiContext:
     key: str
     version: str
     allowed_origins: frozenset[str] = frozenset()
+    store_file: Path | None = None
     max_concurrent: int = 10_000
     keepalive: float = 15.0
     active: int = 0

@@ -7,6 +7,16 @@ from ._asgi import Request, Send, send_json
 from ._chat import chat_completions
 from ._openapi import openapi_document
 from ._responses import create_response, delete_response, get_response
+from ._sessions_api import (
+    create_session,
+    delete_session,
+    fork_session,
+    get_session,
+    list_sessions,
+    patch_session,
+    search_sessions,
+    session_messages,
+)
 from ._runs import answer_approval, create_run, get_run, run_events, stop_run
 
 async def openapi(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
@@ -23,6 +33,14 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/v1/responses", create_response),
     ("GET", "/v1/responses/{response_id}", get_response),
     ("DELETE", "/v1/responses/{response_id}", delete_response),
+    ("GET", "/v1/sessions", list_sessions),
+    ("POST", "/v1/sessions", create_session),
+    ("GET", "/v1/sessions/search", search_sessions),
+    ("GET", "/v1/sessions/{session_id}", get_session),
+    ("PATCH", "/v1/sessions/{session_id}", patch_session),
+    ("DELETE", "/v1/sessions/{session_id}", delete_session),
+    ("GET", "/v1/sessions/{session_id}/messages", session_messages),
+    ("POST", "/v1/sessions/{session_id}/fork", fork_session),
     ("POST", "/v1/runs", create_run),
     ("GET", "/v1/runs/{run_id}", get_run),
     ("GET", "/v1/runs/{run_id}/events", run_events),

@@ -73,6 +73,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         version=_version(),
         allowed_origins=origins,
         max_concurrent=int(section.get("max_concurrent") or 10_000),
+        store_file=home / "state.db",
     )
     store = home / "state.db"
     tools = _tools()

@@ -12,6 +12,7 @@ import dataclasses
 import logging
 import math
 import socket
+from pathlib import Path
 from typing import Any
 
 import hypercorn.config
@@ -39,6 +40,7 @@ class ServerSettings:
     allowed_origins: frozenset[str] = frozenset()
     max_concurrent: int = 10_000
     keepalive: float = 15.0
+    store_file: Path | None = None
 
 
 
@@ -81,6 +83,7 @@ class ApiServer(Actor):
             key=self.settings.key,
             version=self.settings.version,
             allowed_origins=self.settings.allowed_origins,
+            store_file=self.settings.store_file,
             max_concurrent=self.settings.max_concurrent,
             keepalive=self.settings.keepalive,
         )

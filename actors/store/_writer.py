@@ -38,6 +38,7 @@ from protocols._base import Message
 from protocols._store import (
     AppendMessages,
     CreateSession,
+    DeleteSession,
     EndSession,
     GetStoreStatistics,
     MessagesPersisted,
@@ -52,12 +53,12 @@ from protocols._store import (
 from .._actor import Actor
 from ._errors import StoreConnectionBroken
 from ._schema import Synchronous, open_writer
-from ._writes import Rejected, append_messages, create_session, end_session, transaction_lost, update_totals
+from ._writes import Rejected, append_messages, create_session, delete_session, end_session, transaction_lost, update_totals
 
 log = logging.getLogger(__name__)
 
-Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals
-W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals)
+Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession
+W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession)
 
 DEFAULT_BATCH_CAP = 512
 
@@ -137,6 +138,8 @@ class StoreWriter(Actor):
                 self._write(message, end_session)
             case UpdateSessionTotals():
                 self._write(message, update_totals)
+            case DeleteSession():
+                self._write(message, delete_session)
             case GetStoreStatistics(reply_to=reply_to):
                 self._flush()
                 result = self.statistics()

@@ -20,9 +20,11 @@ from protocols._base import Message
 from protocols._store import (
     AppendMessages,
     CreateSession,
+    DeleteSession,
     EndSession,
     MessagesPersisted,
     SessionCreated,
+    SessionDeleted,
     SessionEnded,
     SessionTotalsUpdated,
     UpdateSessionTotals,
@@ -109,6 +111,15 @@ def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message,
     )
     _require_session(db, c.session_id)
     return SessionTotalsUpdated(session_id=c.session_id, token=c.token), 0
+
+
+def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]:
+    _require_session(db, c.session_id)
+    db.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (c.session_id,))
+    db.execute("DELETE FROM messages WHERE session_id = ?", (c.session_id,))
+    deleted = db.changes()
+    db.execute("DELETE FROM sessions WHERE id = ?", (c.session_id,))
+    return SessionDeleted(session_id=c.session_id, token=c.token, messages_deleted=deleted), 0
 
 
 def transaction_lost(db: apsw.Connection) -> bool:

@@ -1,0 +1,173 @@
+"""Sessions REST: list, create, get, rename, delete, messages, fork, and search.
+
+Reads open a read-only store connection in a worker thread; writes go to the store
+writer and the answer comes after it committed.
+"""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import msgspec
+import trio
+
+from protocols import (
+    AppendMessages,
+    CreateSession,
+    DeleteSession,
+    EnsureSession,
+    SessionRecord,
+    StoreFailed,
+    TerminateChild,
+    UpdateSessionTotals,
+)
+
+from ._app import ApiContext, check_session_id, new_id
+from ._asgi import HttpError, Request, Send, send_json
+from ._bridge import TrioSubscriber
+
+T = TypeVar("T")
+STORE_TIMEOUT = 10.0
+
+
+async def _read(ctx: ApiContext, work: Callable[[Any], T]) -> T:
+    if ctx.store_file is None:
+        raise HttpError(503, "this server has no session store", type="server_error", code="no_store")
+    from actors.store import StoreReader
+
+    def run() -> T:
+        with StoreReader(ctx.store_file) as reader:  # type: ignore[arg-type]
+            return work(reader)
+
+    return await trio.to_thread.run_sync(run)
+
+
+async def _write(ctx: ApiContext, command: Any) -> Any:
+    """Tell the store writer; return its reply (``StoreFailed`` becomes an HTTP error)."""
+    reply_to = TrioSubscriber(ctx.reactor)
+    ctx.registry.lookup("/store").tell(msgspec.structs.replace(command, reply_to=reply_to))
+    with trio.fail_after(STORE_TIMEOUT):
+        reply = await reply_to.get()
+    if isinstance(reply, StoreFailed):
+        status = 409 if "UNIQUE" in reply.error or "unique" in reply.error else 404 if "no session" in reply.error.lower() else 503
+        raise HttpError(status, reply.error, type="invalid_request_error" if status < 500 else "server_error", code="store_refused")
+    return reply
+
+
+def _view(record: SessionRecord) -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.to_builtins(record)
+    out.pop("type", None)
+    out.pop("system_prompt", None)
+    out["object"] = "hermes.session"
+    return out
+
+
+def _query(request: Request) -> dict[str, str]:
+    return {k: v[-1] for k, v in urllib.parse.parse_qs(request.query).items()}
+
+
+def _int(query: dict[str, str], name: str, default: int, top: int) -> int:
+    value = query.get(name, str(default))
+    if not value.isdigit() or not 0 <= int(value) <= top:
+        raise HttpError(400, f"{name} must be an integer from 0 to {top}", param=name, code="invalid_query")
+    return int(value)
+
+
+async def _record(ctx: ApiContext, session_id: str) -> SessionRecord:
+    record = await _read(ctx, lambda r: r.get_session(session_id))
+    if record is None:
+        raise HttpError(404, f"no session {session_id!r}", code="session_not_found")
+    assert isinstance(record, SessionRecord)
+    return record
+
+
+async def list_sessions(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    query = _query(request)
+    limit, offset = _int(query, "limit", 20, 100), _int(query, "offset", 0, 10**9)
+    records = await _read(ctx, lambda r: r.list_sessions(limit=limit + 1, offset=offset, source=query.get("source")))
+    await send_json(send, 200, {"object": "list", "data": [_view(r) for r in records[:limit]], "has_more": len(records) > limit})
+
+
+async def create_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    body = await request.json() if request.headers.get("content-length", "0") != "0" else {}
+    title = body.get("title")
+    if title is not None and (not isinstance(title, str) or len(title) > 200):
+        raise HttpError(400, "title must be a string of at most 200 characters", param="title", code="invalid_title")
+    session_id = check_session_id(body["id"], "id") if "id" in body else new_id("sess_")
+    reply_to = TrioSubscriber(ctx.reactor)
+    ctx.tell(session_id, EnsureSession(title=title, reply_to=reply_to))
+    with trio.fail_after(STORE_TIMEOUT):
+        ready = await reply_to.get()
+    record = await _record(ctx, session_id)
+    await send_json(send, 201 if ready.created else 200, _view(record))
+
+
+async def get_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    await send_json(send, 200, _view(await _record(ctx, params["session_id"])))
+
+
+async def patch_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    body = await request.json()
+    title = body.get("title")
+    if not isinstance(title, str) or not title.strip() or len(title) > 200:
+        raise HttpError(400, "'title' is required: a non-empty string of at most 200 characters", param="title", code="invalid_title")
+    await _record(ctx, params["session_id"])
+    await _write(ctx, UpdateSessionTotals(session_id=params["session_id"], title=title.strip()))
+    await send_json(send, 200, _view(await _record(ctx, params["session_id"])))
+
+
+async def delete_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    session_id = params["session_id"]
+    await _record(ctx, session_id)
+    # Stop its actor first, so nothing appends to a session that is going away.
+    ctx.registry.lookup("/sessions").tell(TerminateChild(child_id=session_id))
+    reply = await _write(ctx, DeleteSession(session_id=session_id))
+    await send_json(send, 200, {"id": session_id, "object": "hermes.session", "deleted": True, "messages_deleted": reply.messages_deleted})
+
+
+async def session_messages(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    session_id = params["session_id"]
+    await _record(ctx, session_id)
+    stored = await _read(ctx, lambda r: r.load_stored_messages(session_id))
+    data = [{"id": m.id, "timestamp": m.timestamp, **m.message.to_openai(), "reasoning": m.message.reasoning} for m in stored]
+    await send_json(send, 200, {"object": "list", "data": data})
+
+
+async def fork_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    source = await _record(ctx, params["session_id"])
+    messages = await _read(ctx, lambda r: r.load_messages(source.id))
+    fork_id = new_id("sess_")
+    await _write(
+        ctx,
+        CreateSession(
+            session_id=fork_id,
+            source=source.source,
+            model=source.model,
+            system_prompt=source.system_prompt,
+            parent_session_id=source.id,
+            title=None,
+            started_at=time.time(),
+        ),
+    )
+    if messages:
+        await _write(ctx, AppendMessages(session_id=fork_id, messages=tuple(messages)))
+    await send_json(send, 201, _view(await _record(ctx, fork_id)))
+
+
+async def search_sessions(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    query = _query(request)
+    text = query.get("q", "")
+    if not text.strip():
+        raise HttpError(400, "'q' is required: the words to search for", param="q", code="missing_query")
+    limit = _int(query, "limit", 20, 100)
+    session_id = query.get("session_id")
+    hits = await _read(ctx, lambda r: r.search(text, limit=limit, session_id=session_id))
+    data = []
+    for hit in hits:
+        item = msgspec.to_builtins(hit)
+        item.pop("type", None)
+        data.append(item)
+    await send_json(send, 200, {"object": "list", "data": data})

@@ -1,0 +1,40 @@
+"""Sessions REST over the real store."""
+
+from __future__ import annotations
+
+from actors.chaos import TextReply
+from tests.platforms.server_kit import ServerKit
+
+
+def test_sessions_can_be_created_listed_renamed_read_forked_searched_and_deleted(api: ServerKit) -> None:
+    with api.http() as http:
+        created = http.post("/v1/sessions", json={"title": "Planning"})
+        assert created.status_code == 201, created.text
+        session_id = created.json()["id"]
+        assert created.json()["title"] == "Planning"
+        api.model.script([TextReply(content="Paris is the capital of France.")], session=session_id)
+        chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "capital of France?"}]}, headers={"X-Hermes-Session-Id": session_id})
+        assert chat.status_code == 200
+        listed = http.get("/v1/sessions", params={"limit": 10}).json()
+        assert session_id in [s["id"] for s in listed["data"]] and listed["has_more"] is False
+        renamed = http.patch(f"/v1/sessions/{session_id}", json={"title": "Geography"})
+        assert renamed.json()["title"] == "Geography"
+        messages = http.get(f"/v1/sessions/{session_id}/messages").json()["data"]
+        assert [(m["role"], m["content"]) for m in messages] == [("user", "capital of France?"), ("assistant", "Paris is the capital of France.")]
+        hits = http.get("/v1/sessions/search", params={"q": "capital (France"}).json()["data"]
+        assert {h["session_id"] for h in hits} == {session_id}
+        fork = http.post(f"/v1/sessions/{session_id}/fork")
+        assert fork.status_code == 201 and fork.json()["parent_session_id"] == session_id
+        assert len(http.get(f"/v1/sessions/{fork.json()['id']}/messages").json()["data"]) == 2
+        deleted = http.delete(f"/v1/sessions/{session_id}")
+        assert deleted.json()["deleted"] and deleted.json()["messages_deleted"] == 2
+        assert http.get(f"/v1/sessions/{session_id}").status_code == 404
+        assert http.get(f"/v1/sessions/{fork.json()['id']}").json()["parent_session_id"] is None
+
+
+def test_session_routes_refuse_bad_input_clearly(api: ServerKit) -> None:
+    with api.http() as http:
+        assert http.get("/v1/sessions/nope").status_code == 404
+        assert http.get("/v1/sessions", params={"limit": "lots"}).json()["error"]["param"] == "limit"
+        assert http.get("/v1/sessions/search").json()["error"]["param"] == "q"
+        assert http.patch("/v1/sessions/nope", json={}).json()["error"]["param"] == "title"
