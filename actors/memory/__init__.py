@@ -1,1 +1,74 @@
-"""memory: built on the kernel in later issues."""
+"""memory: the agent's durable knowledge and the system prompt pieces built from it.
+
+- :class:`MemoryStore` — MEMORY.md / USER.md in ``HERMES_HOME/memories`` (``§``-separated
+  entries, character limits, atomic writes, threat scan). A plain class: the actor that will
+  own these files holds one.
+- :class:`SkillLibrary` — ``HERMES_HOME/skills/<name>/SKILL.md`` and its extra files.
+- :func:`scan_text` — the threat scan for text bound for a system prompt.
+- Prompt pieces, each built once per session by the caller, in a worker thread (they read
+  files): :func:`memory_snapshot`, :func:`skills_index`, :func:`context_files`.
+
+Imports nothing from ``actors.agent``, ``actors.tools`` or ``actors.platforms``.
+"""
+
+from ._context import CONTEXT_FILES as CONTEXT_FILES
+from ._context import context_files as context_files
+from ._errors import EntryAmbiguous as EntryAmbiguous
+from ._errors import EntryNotFound as EntryNotFound
+from ._errors import FileBusy as FileBusy
+from ._errors import InvalidEntry as InvalidEntry
+from ._errors import InvalidSkill as InvalidSkill
+from ._errors import KnowledgeError as KnowledgeError
+from ._errors import OverLimit as OverLimit
+from ._errors import SkillError as SkillError
+from ._errors import SkillExists as SkillExists
+from ._errors import SkillNotFound as SkillNotFound
+from ._errors import ThreatBlocked as ThreatBlocked
+from ._errors import UnsafePath as UnsafePath
+from ._files import atomic_write_text as atomic_write_text
+from ._prompt import memory_snapshot as memory_snapshot
+from ._prompt import skills_index as skills_index
+from ._skills import Skill as Skill
+from ._skills import SkillLibrary as SkillLibrary
+from ._skills import check_skill_name as check_skill_name
+from ._store import MEMORY_LIMIT as MEMORY_LIMIT
+from ._store import SEPARATOR as SEPARATOR
+from ._store import USER_LIMIT as USER_LIMIT
+from ._store import MemoryChange as MemoryChange
+from ._store import MemoryStore as MemoryStore
+from ._store import MemoryTarget as MemoryTarget
+from ._threats import Threat as Threat
+from ._threats import ThreatKind as ThreatKind
+from ._threats import scan_text as scan_text
+
+__all__ = [
+    "CONTEXT_FILES",
+    "EntryAmbiguous",
+    "EntryNotFound",
+    "FileBusy",
+    "InvalidEntry",
+    "InvalidSkill",
+    "KnowledgeError",
+    "MEMORY_LIMIT",
+    "MemoryChange",
+    "MemoryStore",
+    "MemoryTarget",
+    "OverLimit",
+    "SEPARATOR",
+    "Skill",
+    "SkillError",
+    "SkillExists",
+    "SkillLibrary",
+    "SkillNotFound",
+    "Threat",
+    "ThreatBlocked",
+    "ThreatKind",
+    "USER_LIMIT",
+    "UnsafePath",
+    "atomic_write_text",
+    "check_skill_name",
+    "context_files",
+    "memory_snapshot",
+    "scan_text",
+    "skills_index",
+]

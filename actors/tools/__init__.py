@@ -1,5 +1,10 @@
 """tools: the registry, toolsets, and the tools themselves (each module registers its tools)."""
 
+# Importing a tool module registers its tools.
+from . import _memory as _memory
+from . import _session_search as _session_search
+from . import _skills as _skills
+from . import _todo as _todo
 from ._registry import REGISTRY as REGISTRY
 from ._registry import Registry as Registry
 from ._registry import Tool as Tool

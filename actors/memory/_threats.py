@@ -1,0 +1,182 @@
+"""The threat scan for text that ends up in a system prompt (memory entries, context files,
+skill descriptions).
+
+Text in the system prompt is trusted more than anything a user or a web page says, so a
+memory entry or an ``AGENTS.md`` is a place an attacker would like to write to. The scan
+refuses four kinds of text:
+
+- ``prompt_injection``: instructions that try to override the prompt ("ignore previous
+  instructions", "system prompt override", fake chat-template role markers, "you are now
+  a ...", "do not tell the user");
+- ``exfiltration``: commands that send keys or the environment to a URL, read credential
+  files, or plant SSH access;
+- ``secret``: strings shaped like API keys, tokens or private keys (a secret in the
+  system prompt is sent to the model provider with every request);
+- ``invisible_unicode``: zero-width characters, bidirectional overrides and tag characters
+  that hide text from a person reviewing the file.
+
+Matching is on the NFKC-normalised text, case-insensitive except for key shapes, with any
+whitespace (newlines included) between words. It is a tripwire for the obvious, not a
+proof of safety.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import unicodedata
+from typing import Literal
+
+ThreatKind = Literal["prompt_injection", "exfiltration", "secret", "invisible_unicode"]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Threat:
+    """What the scan found: its kind and a one-line reason for a person or a model."""
+
+    kind: ThreatKind
+    reason: str
+    """What was found, with an excerpt: for a tool result or an error message."""
+    label: str
+    """What was found, without the text itself: for notes inside a system prompt, which
+    must not carry the blocked text in with them."""
+
+    def __str__(self) -> str:
+        return self.reason
+
+
+_I = re.IGNORECASE
+
+_INJECTION: list[tuple[re.Pattern[str], str]] = [
+    (
+        re.compile(
+            r"\b(?:ignore|disregard|forget|override|bypass)\s+(?:(?:all|any|the|your|of|these|those)\s+)*"
+            r"(?:previous|prior|above|earlier|preceding|former|original|system|existing)\s+"
+            r"(?:instructions?|prompts?|rules|directions|directives|guidelines|messages|context)",
+            _I,
+        ),
+        "prompt injection",
+    ),
+    (re.compile(r"\b(?:ignore|disregard)\s+(?:all|any|your)\s+(?:instructions|rules|guidelines)\b", _I), "prompt injection"),
+    (re.compile(r"\bsystem\s+prompt\s+override\b", _I), "system prompt override"),
+    (
+        re.compile(r"\b(?:new|updated|replacement|real|actual)\s+system\s+(?:prompt|instructions)\s*[:=]", _I),
+        "system prompt override",
+    ),
+    (re.compile(r"\byour\s+new\s+(?:instructions|system\s+prompt|role|directives)\b", _I), "system prompt override"),
+    (
+        re.compile(r"<\|(?:im_start|im_end|system|endoftext)\|>|</?\s*system\s*>|\[/?(?:SYSTEM|INST)\]", _I),
+        "a fake chat-template role marker",
+    ),
+    (
+        re.compile(r"\byou\s+are\s+now\s+(?:a|an|the|DAN|no\s+longer|unrestricted|jailbroken|free\s+of)\b", _I),
+        "role override",
+    ),
+    (re.compile(r"\b(?:developer|DAN|jailbreak|god)\s+mode\s+(?:enabled|activated|on)\b", _I), "role override"),
+    (re.compile(r"\b(?:enable|enter|activate)\s+(?:developer|DAN|jailbreak|god)\s+mode\b", _I), "role override"),
+    (
+        re.compile(
+            r"\bpretend\s+(?:that\s+)?(?:you\s+are|to\s+be)\b[^\n]{0,60}\b(?:without|no)\s+"
+            r"(?:restrictions|rules|filters|guidelines|limits)\b",
+            _I,
+        ),
+        "role override",
+    ),
+    (
+        re.compile(r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|reveal\s+(?:this\s+|it\s+)?to|mention\s+(?:this\s+|it\s+)?to)\s+the\s+user\b", _I),
+        "hiding things from the user",
+    ),
+    (re.compile(r"\bwithout\s+(?:telling|informing|notifying)\s+the\s+user\b", _I), "hiding things from the user"),
+    (re.compile(r"\bhide\s+(?:this|it|that)\s+from\s+the\s+user\b", _I), "hiding things from the user"),
+]
+
+_SENDERS = r"(?:curl|wget|nc|ncat|netcat|socat|httpie|scp|rsync|Invoke-WebRequest|Invoke-RestMethod|iwr|irm|requests\.(?:get|post|put))"
+_SECRET_VAR = r"\$\{?(?-i:[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_]*)"
+"""An environment variable named like a secret (upper case, as environment variables are)."""
+
+_EXFILTRATION: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(rf"\b{_SENDERS}\b[^\n]*{_SECRET_VAR}", _I), "a command that sends a secret variable over the network"),
+    (re.compile(rf"{_SECRET_VAR}[^\n]*\|\s*{_SENDERS}\b", _I), "a command that sends a secret variable over the network"),
+    (re.compile(rf"\bhttps?://\S*{_SECRET_VAR}", _I), "a URL that carries a secret variable"),
+    (
+        re.compile(rf"\b(?:env|printenv|set|export\s+-p)\b\s*\|\s*(?:base64\s*\|\s*)?{_SENDERS}\b", _I),
+        "a command that sends the environment over the network",
+    ),
+    (
+        re.compile(rf"\b{_SENDERS}\b[^\n]*(?:\$\(\s*(?:env|printenv)\s*\)|`\s*(?:env|printenv)\s*`|/proc/self/environ|os\.environ)", _I),
+        "a command that sends the environment over the network",
+    ),
+    (
+        re.compile(rf"\b{_SENDERS}\b[^\n]*(?:-d|--data(?:-binary|-raw)?|-F|--form|-T|--upload-file)\s*@?\S*(?:\.env|\.netrc|credentials)\b", _I),
+        "a command that uploads a credentials file",
+    ),
+    (
+        re.compile(
+            r"\b(?:cat|less|head|tail|base64|xxd|strings|scp|cp)\s+(?:-\S+\s+)*\S*"
+            r"(?:\.env|\.netrc|\.pgpass|\.npmrc|\.pypirc|\.git-credentials|id_rsa|id_ed25519|\.aws/credentials|credentials\.json)\b",
+            _I,
+        ),
+        "reading a credentials file",
+    ),
+    (re.compile(r"\bauthorized_keys\b", _I), "planting SSH access (authorized_keys)"),
+    (re.compile(r"(?:\$HOME|\$\{HOME\}|~)/\.ssh\b", _I), "access to ~/.ssh"),
+    (re.compile(r"(?:\$HOME|\$\{HOME\}|~)/\.hermes/\.env\b", _I), "access to Hermes's .env"),
+]
+
+_SECRETS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bsk-(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{20,}"), "an API key (sk-...)"),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "a GitHub token"),
+    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}"), "a GitHub token"),
+    (re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), "a GitLab token"),
+    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
+    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), "a Slack token"),
+    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), "a Google API key"),
+    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
+    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
+    (
+        re.compile(
+            r"\b(?:api[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|password|passwd|client[_\-]?secret)"
+            r"\s*[:=]\s*['\"]?(?=[A-Za-z0-9_\-/+.]*\d)[A-Za-z0-9_\-/+.]{16,}",
+            _I,
+        ),
+        "a credential assignment",
+    ),
+]
+
+_INVISIBLE = frozenset(
+    [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF, 0x180E]
+)
+"""Zero-width characters, LRM/RLM, bidi embeddings and overrides, bidi isolates, word
+joiners and invisible operators, the BOM used as ZWNBSP, the Mongolian vowel separator."""
+
+
+def _invisible(char: str) -> bool:
+    code = ord(char)
+    return code in _INVISIBLE or 0xE0000 <= code <= 0xE007F  # tag characters ("ASCII smuggling")
+
+
+def scan_text(text: str) -> Threat | None:
+    """The first threat found in ``text``, or None when it looks ordinary."""
+    for index, char in enumerate(text):
+        if _invisible(char):
+            name = unicodedata.name(char, "unnamed")
+            label = f"invisible Unicode character U+{ord(char):04X} {name}"
+            return Threat("invisible_unicode", f"{label} at position {index} (it can hide text from a reader)", label)
+    normal = unicodedata.normalize("NFKC", text)
+    for pattern, label in _INJECTION:
+        if found := pattern.search(normal):
+            return Threat("prompt_injection", f"looks like {label} ({_excerpt(found.group(0))!r})", f"looks like {label}")
+    for pattern, label in _EXFILTRATION:
+        if found := pattern.search(normal):
+            return Threat("exfiltration", f"looks like {label} ({_excerpt(found.group(0))!r})", f"looks like {label}")
+    for pattern, label in _SECRETS:
+        if found := pattern.search(normal):
+            shown = found.group(0)[:6]
+            summary = f"contains what looks like {label}"
+            return Threat("secret", f"{summary} ({shown}...); secrets belong in .env, not here", summary)
+    return None
+
+
+def _excerpt(matched: str, limit: int = 60) -> str:
+    flat = " ".join(matched.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
