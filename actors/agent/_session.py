@@ -113,7 +113,7 @@ class _Idle(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     generation: int
 
 
-def build_system_prompt(model: str, platform_hint: str, today: datetime.date) -> str:
+def build_system_prompt(model: str, platform_hint: str, today: datetime.date, context: str = "") -> str:
     """The session's system prompt: built once, then stored and reused byte for byte."""
     lines = [
         "You are Hermes, an AI agent that helps by thinking step by step and using the tools you are given.",
@@ -122,20 +122,48 @@ def build_system_prompt(model: str, platform_hint: str, today: datetime.date) ->
     ]
     if platform_hint:
         lines.append(platform_hint)
+    if context:
+        lines.extend(("", context))
     return "\n".join(lines)
 
 
-def _load(open_reader: Callable[[], Any], session_id: str) -> tuple[SessionRecord | None, list[ChatMessage]]:
+def _prompt_context(home: Path, workdir: Path) -> str:
+    """Memory snapshot, skills index and context files: read once, when a session is created."""
+    from actors.memory import context_files, memory_snapshot, skills_index
+
+    blocks = []
+    builders: tuple[Callable[[], str], ...] = (
+        functools.partial(memory_snapshot, home),
+        functools.partial(skills_index, home),
+        functools.partial(context_files, workdir),
+    )
+    for build in builders:
+        try:
+            block = build()
+        except OSError as exc:
+            log.warning("a system prompt block could not be read: %s", exc)
+            continue
+        if block:
+            blocks.append(block)
+    return "\n\n".join(blocks)
+
+
+def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> tuple[SessionRecord | None, list[ChatMessage], str]:
     with open_reader() as reader:
-        return reader.get_session(session_id), reader.load_messages(session_id)
+        record = reader.get_session(session_id)
+        messages = reader.load_messages(session_id)
+    context = _prompt_context(home, workdir) if record is None else ""
+    return record, messages, context
 
 
-async def _load_with_retry(open_reader: Callable[[], Any], session_id: str) -> tuple[SessionRecord | None, list[ChatMessage]]:
+async def _load_with_retry(
+    open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path
+) -> tuple[SessionRecord | None, list[ChatMessage], str]:
     # The store writer may still be creating the file when a session starts first.
     delay = 0.01
     while True:
         try:
-            return await trio.to_thread.run_sync(_load, open_reader, session_id)
+            return await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir)
         except Exception as exc:  # noqa: BLE001 - retried until the wait's deadline
             log.debug("session %s: store not readable yet: %s", session_id, exc)
             await trio.sleep(delay)
@@ -171,7 +199,15 @@ class SessionActor(Actor):
 
     def started(self) -> None:
         self.store = self._context().registry.lookup(self.deps.store_path)
-        self.start_wait(_load_with_retry, self.deps.open_reader, self.session_id, tag="load", timeout=self.deps.load_timeout)
+        self.start_wait(
+            _load_with_retry,
+            self.deps.open_reader,
+            self.session_id,
+            self.deps.home,
+            self.deps.workdir,
+            tag="load",
+            timeout=self.deps.load_timeout,
+        )
 
     def receive(self, message: Any) -> Any:
         match message:
@@ -239,10 +275,10 @@ class SessionActor(Actor):
     def on_loaded(self, finished: WaitFinished) -> None:
         if finished.status != "ok":
             raise RuntimeError(f"session {self.session_id}: could not load from the store: {finished.status} {finished.error}")
-        record, messages = finished.value
+        record, messages, context = finished.value
         now = time.time()
         if record is None:
-            prompt = build_system_prompt(self.deps.model.model, self.deps.platform_hint, datetime.date.today())
+            prompt = build_system_prompt(self.deps.model.model, self.deps.platform_hint, datetime.date.today(), context)
             title = next((m.title for m in self.stash if isinstance(m, EnsureSession) and m.title), None)
             self.store.tell(
                 CreateSession(

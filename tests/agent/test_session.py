@@ -279,3 +279,27 @@ def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_t
         assert sanitize(transcript) == (tuple(transcript), 0)
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_a_new_session_freezes_memory_skills_and_context_files_into_its_system_prompt(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    from actors.memory import MemoryStore
+    from tests.agent.session_kit import start_kit
+
+    home, workdir = tmp_path / "home", tmp_path / "work"
+    workdir.mkdir()
+    MemoryStore(home).add("memory", "The user prefers tabs.")
+    (workdir / "AGENTS.md").write_text("Run the tests with make test.")
+    kit = start_kit(tmp_path / "state.db", model_server, home=home, workdir=workdir)
+    try:
+        model_server.script([TextReply(content="noted"), TextReply(content="again")], session="m1")
+        probe = kit.subscribe("m1")
+        kit.start_turn("m1", "hi")
+        until(probe, TurnCompleted)
+        prompt = model_server.requests[-1].body["messages"][0]["content"]
+        assert "The user prefers tabs." in prompt and "make test" in prompt
+        MemoryStore(home).add("memory", "A later fact.")  # not in this session's frozen prompt
+        kit.start_turn("m1", "hi again")
+        until(probe, TurnCompleted)
+        assert model_server.requests[-1].body["messages"][0]["content"] == prompt
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
