@@ -42,6 +42,7 @@ from protocols._session import (
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, SessionRecord, StoreFailed
 
 from ._approvals import ApprovalGate
+from ._delegation import Delegation, SessionOverrides
 from ._hub import HubRegistry
 from ._machine import (
     CallModel,
@@ -177,8 +178,17 @@ async def _run_tool(tool: ToolSpec, arguments: dict[str, Any], call: ToolCall) -
 class SessionActor(Actor):
     """Hosts one conversation."""
 
-    def __init__(self, deps: SessionDeps, session_id: str) -> None:
+    def __init__(self, deps: SessionDeps, session_id: str, overrides: SessionOverrides | None = None) -> None:
         super().__init__()
+        self.overrides = overrides
+        if overrides is not None:
+            tools = {n: t for n, t in deps.tools.items() if n not in overrides.blocked_tools}
+            config = dataclasses.replace(
+                deps.config,
+                traits={n: t for n, t in deps.config.traits.items() if n in tools},
+                max_iterations=overrides.max_iterations,
+            )
+            deps = dataclasses.replace(deps, tools=tools, config=config, source=overrides.source, recovery="fail")
         self.deps = deps
         self.session_id = session_id
         self.hub = deps.hubs.get(session_id)
@@ -198,7 +208,10 @@ class SessionActor(Actor):
     # -- lifecycle ----------------------------------------------------------------------------
 
     def started(self) -> None:
-        self.store = self._context().registry.lookup(self.deps.store_path)
+        context = self._context()
+        self.store = context.registry.lookup(self.deps.store_path)
+        depth = self.overrides.depth if self.overrides is not None else 0
+        self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth)
         self.start_wait(
             _load_with_retry,
             self.deps.open_reader,
@@ -287,6 +300,7 @@ class SessionActor(Actor):
                     model=self.deps.model.model,
                     system_prompt=prompt,
                     title=title,
+                    parent_session_id=self.overrides.parent_session_id if self.overrides else None,
                     started_at=now,
                     token="create",
                     reply_to=self.actor_ref,
@@ -372,6 +386,7 @@ class SessionActor(Actor):
                     workspace=self.workspace,
                     publish=self.hub.publish,
                     store_file=self.deps.store_file,
+                    delegation=self.delegation if self.delegation.allowed else None,
                 )
                 handle = self.start_wait(_run_tool, self.deps.tools[name], arguments, tool_call, tag="tool", timeout=timeout)
                 self.track(handle, "tool", call_id)

@@ -14,6 +14,7 @@ from typing import Any
 from protocols._session import SessionEvent
 
 from ._approvals import ApprovalGate
+from ._delegation import Delegation
 from ._plan import ToolTraits
 
 
@@ -51,6 +52,8 @@ class ToolCall:
     """Send an event on the session's stream (progress, questions)."""
     store_file: Path | None = None
     """The session store, for tools that search past sessions (open a read-only reader)."""
+    delegation: Delegation | None = None
+    """Starts child sessions (delegate_task); None where delegation is not possible."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -1,0 +1,90 @@
+"""Delegation: a session's tool starts child sessions and waits for their final answers.
+
+Children are sessions like any other (one actor each under ``/sessions``), started with
+:class:`SessionOverrides`: a parent, a depth, a smaller iteration budget and a tool set
+without the blocked tools. The waiting happens in the parent's tool call (a reactor
+wait), so cancelling the parent's turn cancels the wait, which cancels each child's turn:
+their model streams stop and their process groups are killed.
+
+Invariant: a child never outlives its parent's interest: the wait's ``finally`` cancels
+every child turn that has not ended, shielded from the cancellation itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import trio
+
+from actors import Reactor, Registry
+from protocols import CancelTurn, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+
+from ._hub import HubRegistry
+from ._reader import TrioSubscriber
+
+BLOCKED_IN_CHILDREN = frozenset({"delegate_task", "clarify", "memory", "execute_code"})
+MAX_DEPTH = 2
+"""A session at depth ``MAX_DEPTH - 1`` cannot delegate (the top session is depth 0)."""
+MAX_CHILDREN = 3
+CHILD_ITERATIONS = 50
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionOverrides:
+    """How a child session differs from the runtime's defaults."""
+
+    parent_session_id: str
+    depth: int
+    blocked_tools: frozenset[str] = BLOCKED_IN_CHILDREN
+    max_iterations: int = CHILD_ITERATIONS
+    source: str = "delegate"
+
+
+class Delegation:
+    """One per session: starts that session's children (used from the reactor thread only)."""
+
+    def __init__(self, registry: Registry, reactor: Reactor, hubs: HubRegistry, session_id: str, depth: int) -> None:
+        self.registry = registry
+        self.reactor = reactor
+        self.hubs = hubs
+        self.session_id = session_id
+        self.depth = depth
+        self._numbers = itertools.count(1)
+        self._slots = trio.Semaphore(MAX_CHILDREN)
+
+    @property
+    def allowed(self) -> bool:
+        return self.depth + 1 < MAX_DEPTH
+
+    async def run_child(self, goal: str, context: str | None, *, timeout: float) -> tuple[bool, str]:
+        """Run one child turn to its end; ``(ok, final answer or error)``."""
+        from supervisor import start_child
+
+        async with self._slots:  # at most MAX_CHILDREN children of this session at once
+            child_id = f"{self.session_id}.child-{next(self._numbers)}"
+            turn_id = f"{child_id}.turn"
+            overrides = SessionOverrides(parent_session_id=self.session_id, depth=self.depth + 1)
+            address = start_child(self.registry, self.registry.lookup("/sessions"), child_id, child_id, overrides)
+            hub = self.hubs.get(child_id)
+            reader = TrioSubscriber(self.reactor, turn_id=turn_id)
+            hub.subscribe(reader, after_seq=hub.last_seq)
+            ended = False
+            try:
+                prompt = goal if not context else f"{goal}\n\nContext from the parent task:\n{context}"
+                address.tell(StartTurn(text=prompt, turn_id=turn_id))
+                with trio.fail_after(timeout):
+                    while True:
+                        event = await reader.get()
+                        if isinstance(event, TurnCompleted):
+                            ended = True
+                            return True, event.text
+                        if isinstance(event, TurnFailed):
+                            ended = True
+                            return False, event.error
+                        if isinstance(event, TurnCancelled | TurnRejected):
+                            ended = True
+                            return False, event.reason
+            finally:
+                hub.unsubscribe(reader)
+                if not ended:
+                    address.tell(CancelTurn(turn_id=turn_id, reason="the parent task was cancelled"))
