@@ -8,12 +8,14 @@ from ._base import to_msgpack as to_msgpack
 from ._reactor import ProcessResult as ProcessResult
 from ._reactor import WaitFinished as WaitFinished
 from ._reactor import WaitStatus as WaitStatus
+from ._session import AnswerClarification as AnswerClarification
 from ._session import AnySessionEvent as AnySessionEvent
 from ._session import ApprovalChoice as ApprovalChoice
 from ._session import ApprovalRequested as ApprovalRequested
 from ._session import ApprovalResolved as ApprovalResolved
 from ._session import BusyPolicy as BusyPolicy
 from ._session import CancelTurn as CancelTurn
+from ._session import ClarificationRequested as ClarificationRequested
 from ._session import EnsureSession as EnsureSession
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ReasoningDelta as ReasoningDelta
@@ -71,6 +73,7 @@ from ._transcript import Role as Role
 from ._transcript import ToolCall as ToolCall
 
 __all__ = [
+    "AnswerClarification",
     "AnySessionEvent",
     "AppendMessages",
     "ApprovalChoice",
@@ -82,6 +85,7 @@ __all__ = [
     "ChildExited",
     "ChildRestarted",
     "ChildStarted",
+    "ClarificationRequested",
     "CreateSession",
     "DeleteSession",
     "EndSession",

@@ -66,12 +66,21 @@ class SessionReady(Message, frozen=True, kw_only=True):
     """True when this request created the session."""
 
 
+class AnswerClarification(Message, frozen=True, kw_only=True):
+    """An attached client's answer to a ``ClarificationRequested`` event."""
+
+    request_id: str
+    answer: str
+
+
 class Subscribe(Message, frozen=True, kw_only=True):
     """Start receiving the session's events (replaying those after ``after_seq``)."""
 
     subscriber: Any
     """Anything with ``tell(event)``: an Address, a probe. In-process only."""
     after_seq: int = 0
+    observer: bool = False
+    """A watcher (logs, monitoring) rather than someone who can answer questions."""
 
 
 class Unsubscribe(Message, frozen=True, kw_only=True):
@@ -156,6 +165,15 @@ class ApprovalResolved(SessionEvent, frozen=True, kw_only=True):
     """once / session / always / deny, or timeout / cancelled."""
 
 
+class ClarificationRequested(SessionEvent, frozen=True, kw_only=True):
+    """The agent asks the person a question; the turn waits for ``AnswerClarification``."""
+
+    request_id: str
+    question: str
+    choices: tuple[str, ...] = ()
+    timeout_s: float = 0.0
+
+
 class TurnCompleted(SessionEvent, frozen=True, kw_only=True):
     text: str
     reasoning: str | None = None
@@ -194,6 +212,7 @@ AnySessionEvent = (
     | ToolFinished
     | ApprovalRequested
     | ApprovalResolved
+    | ClarificationRequested
     | TurnCompleted
     | TurnFailed
     | TurnCancelled

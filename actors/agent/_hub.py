@@ -41,10 +41,17 @@ class SessionHub:
         self._seq = 0
         self._buffer: collections.deque[SessionEvent] = collections.deque(maxlen=replay)
         self._subscribers: list[Subscriber] = []
+        self._observers: set[int] = set()
+        """ids of subscribers that only watch (they do not count as someone attached)."""
 
     @property
     def last_seq(self) -> int:
         return self._seq
+
+    @property
+    def subscribers(self) -> int:
+        """How many subscribers are attached (a person, an API request, a TUI...)."""
+        return sum(1 for s in self._subscribers if id(s) not in self._observers)
 
     def publish(self, event: SessionEvent) -> SessionEvent:
         """Number the event, keep it for replay, and tell every subscriber."""
@@ -61,9 +68,10 @@ class SessionHub:
                     dead.append(subscriber)
             for subscriber in dead:
                 self._subscribers.remove(subscriber)
+                self._observers.discard(id(subscriber))
         return numbered
 
-    def subscribe(self, subscriber: Subscriber, *, after_seq: int = 0) -> int:
+    def subscribe(self, subscriber: Subscriber, *, after_seq: int = 0, observer: bool = False) -> int:
         """Replay the kept events after ``after_seq``, then stream; returns how many were missed.
 
         Missed events are those older than the replay buffer: the subscriber should reload
@@ -77,12 +85,15 @@ class SessionHub:
                     subscriber.tell(event)
             if subscriber not in self._subscribers:
                 self._subscribers.append(subscriber)
+            if observer:
+                self._observers.add(id(subscriber))
             return missed
 
     def unsubscribe(self, subscriber: Subscriber) -> None:
         with self._lock:
             if subscriber in self._subscribers:
                 self._subscribers.remove(subscriber)
+            self._observers.discard(id(subscriber))
 
     def events_after(self, after_seq: int) -> list[SessionEvent]:
         with self._lock:

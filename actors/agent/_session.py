@@ -29,6 +29,7 @@ from actors import Actor, Address, AddressClosed, Registry, WaitHandle
 from protocols import ChatMessage, WaitFinished
 from supervisor import start_child
 from protocols._session import (
+    AnswerClarification,
     CancelTurn,
     EnsureSession,
     SessionReady,
@@ -42,6 +43,7 @@ from protocols._session import (
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, SessionRecord, StoreFailed
 
 from ._approvals import ApprovalGate
+from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
 from ._hub import HubRegistry
 from ._machine import (
@@ -203,7 +205,9 @@ class SessionActor(Actor):
         """True once the session's row is known to be committed."""
         self.waiting_ready: list[Any] = []
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
-        self.workspace = Workspace(deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo))
+        self.workspace = Workspace(
+            deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo), Clarifier(self.hub)
+        )
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -224,8 +228,8 @@ class SessionActor(Actor):
 
     def receive(self, message: Any) -> Any:
         match message:
-            case Subscribe(subscriber=subscriber, after_seq=after_seq):
-                return self.hub.subscribe(subscriber, after_seq=after_seq)
+            case Subscribe(subscriber=subscriber, after_seq=after_seq, observer=observer):
+                return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
             case Unsubscribe(subscriber=subscriber):
                 self.hub.unsubscribe(subscriber)
             case WaitFinished(tag="load"):
@@ -256,6 +260,10 @@ class SessionActor(Actor):
                     reply_to.tell(SessionReady(session_id=self.session_id, created=False))
                 else:
                     self.waiting_ready.append(reply_to)
+            case AnswerClarification(request_id=request_id, answer=answer):
+                clarifier = self.workspace.clarifier
+                if clarifier is not None:
+                    self.reactor.call_soon(clarifier.answer, request_id, answer)
             case ResolveApproval(request_id=request_id, choice=choice):
                 approvals = self.workspace.approvals
                 if approvals is not None:

@@ -14,6 +14,7 @@ from typing import Any
 from protocols._session import SessionEvent
 
 from ._approvals import ApprovalGate
+from ._clarify import Clarifier
 from ._delegation import Delegation
 from ._plan import ToolTraits
 
@@ -31,9 +32,11 @@ class Workspace:
     ``extras`` is for tools to keep their own state under their own key.
     """
 
-    def __init__(self, cwd: Path, approvals: ApprovalGate | None = None) -> None:
+    def __init__(self, cwd: Path, approvals: ApprovalGate | None = None, clarifier: Clarifier | None = None) -> None:
         self.cwd = cwd
         self.approvals = approvals
+        self.clarifier = clarifier
+        """Where a tool asks the attached person a question."""
         """Where a tool asks before doing something dangerous; None means nobody can answer."""
         self.extras: dict[str, Any] = {}
 

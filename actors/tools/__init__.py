@@ -1,6 +1,7 @@
 """tools: the registry, toolsets, and the tools themselves (each module registers its tools)."""
 
 # Importing a tool module registers its tools.
+from . import _clarify as _clarify
 from . import _delegate as _delegate
 from . import _memory as _memory
 from . import _session_search as _session_search

@@ -88,9 +88,9 @@ class AgentKit:
     def session(self, session_id: str) -> Address[Any]:
         return session_address(self.runtime.registry, self.runtime.lookup("/sessions"), session_id)
 
-    def subscribe(self, session_id: str, after_seq: int = 0) -> Probe:
+    def subscribe(self, session_id: str, after_seq: int = 0, *, observer: bool = False) -> Probe:
         probe = Probe()
-        self.session(session_id).tell(Subscribe(subscriber=probe, after_seq=after_seq))
+        self.session(session_id).tell(Subscribe(subscriber=probe, after_seq=after_seq, observer=observer))
         return probe
 
     def start_turn(self, session_id: str, text: str, **options: Any) -> None:

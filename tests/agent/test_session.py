@@ -303,3 +303,32 @@ def test_a_new_session_freezes_memory_skills_and_context_files_into_its_system_p
         assert model_server.requests[-1].body["messages"][0]["content"] == prompt
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_clarify_asks_the_attached_person_and_an_unattended_session_fails_fast(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    from actors.agent import MachineConfig
+    from actors.tools import REGISTRY
+    from protocols import AnswerClarification, ClarificationRequested
+    from tests.agent.session_kit import Intervals, make_tools, start_kit
+
+    tools = {**make_tools(Intervals()), "clarify": REGISTRY.get("clarify").spec()}
+    kit = start_kit(tmp_path / "state.db", model_server, tools=tools, config=MachineConfig(traits={n: t.traits for n, t in tools.items()}))
+    ask = ToolCallsReply(calls=(ScriptedCall(name="clarify", arguments='{"question": "Which colour?", "choices": ["red", "blue"]}'),))
+    try:
+        model_server.script([ask, TextReply(content="blue it is")], session="c1")
+        probe = kit.subscribe("c1")
+        kit.start_turn("c1", "paint it")
+        question = until(probe, ClarificationRequested)[-1]
+        assert question.question == "Which colour?" and question.choices == ("red", "blue")
+        kit.session("c1").tell(AnswerClarification(request_id=question.request_id, answer="blue"))
+        until(probe, TurnCompleted)
+        assert model_server.requests[-1].body["messages"][-1]["content"] == "blue"
+        # Nobody attached: the question is answered at once with "no answer".
+        model_server.script([ask, TextReply(content="assumed red")], session="c2")
+        watcher = kit.subscribe("c2", observer=True)  # a watcher is not someone who can answer
+        kit.start_turn("c2", "paint it")
+        assert until(watcher, TurnCompleted)[-1].text == "assumed red"
+        tool_result = [m for m in kit.transcript("c2") if m.role == "tool"][0]
+        assert tool_result.content is not None and tool_result.content.startswith("[no answer]")
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
