@@ -3,7 +3,10 @@
 # Importing a tool module registers its tools.
 from . import _clarify as _clarify
 from . import _delegate as _delegate
+from . import _files as _files
 from . import _memory as _memory
+from . import _patch as _patch
+from . import _search as _search
 from . import _session_search as _session_search
 from . import _skills as _skills
 from . import _todo as _todo
