@@ -56,12 +56,15 @@ class Delegation:
     def allowed(self) -> bool:
         return self.depth + 1 < MAX_DEPTH
 
-    async def run_child(self, goal: str, context: str | None, *, timeout: float) -> tuple[bool, str]:
+    def next_child_id(self) -> str:
+        """Name the next child (in task order, so runs are reproducible)."""
+        return f"{self.session_id}.child-{next(self._numbers)}"
+
+    async def run_child(self, child_id: str, goal: str, context: str | None, *, timeout: float) -> tuple[bool, str]:
         """Run one child turn to its end; ``(ok, final answer or error)``."""
         from supervisor import start_child
 
         async with self._slots:  # at most MAX_CHILDREN children of this session at once
-            child_id = f"{self.session_id}.child-{next(self._numbers)}"
             turn_id = f"{child_id}.turn"
             overrides = SessionOverrides(parent_session_id=self.session_id, depth=self.depth + 1)
             address = start_child(self.registry, self.registry.lookup("/sessions"), child_id, child_id, overrides)

@@ -43,9 +43,10 @@ async def delegate_task(call: ToolCall, args: DelegateArgs) -> ToolOutput:
     if delegation is None:
         return ToolOutput(content="[error] delegation is not available here (child sessions cannot delegate further)", ok=False)
     results: list[tuple[bool, str]] = [(False, "")] * len(args.tasks)
+    child_ids = [delegation.next_child_id() for _ in args.tasks]
 
     async def one(index: int, task: Task) -> None:
-        results[index] = await delegation.run_child(task.goal, task.context, timeout=CHILD_TIMEOUT)
+        results[index] = await delegation.run_child(child_ids[index], task.goal, task.context, timeout=CHILD_TIMEOUT)
 
     async with trio.open_nursery() as nursery:
         for index, task in enumerate(args.tasks):
