@@ -395,6 +395,7 @@ class SessionActor(Actor):
                     publish=self.hub.publish,
                     store_file=self.deps.store_file,
                     delegation=self.delegation if self.delegation.allowed else None,
+                    tools=self.deps.tools,
                 )
                 handle = self.start_wait(_run_tool, self.deps.tools[name], arguments, tool_call, tag="tool", timeout=timeout)
                 self.track(handle, "tool", call_id)

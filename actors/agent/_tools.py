@@ -57,6 +57,8 @@ class ToolCall:
     """The session store, for tools that search past sessions (open a read-only reader)."""
     delegation: Delegation | None = None
     """Starts child sessions (delegate_task); None where delegation is not possible."""
+    tools: Mapping[str, ToolSpec] = dataclasses.field(default_factory=dict)
+    """The session's tools, for tools that call tools (execute_code)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -3,6 +3,7 @@
 # Importing a tool module registers its tools.
 from . import _clarify as _clarify
 from . import _delegate as _delegate
+from . import _execute as _execute
 from . import _files as _files
 from . import _memory as _memory
 from . import _patch as _patch
