@@ -39,10 +39,14 @@ from ._session import Unsubscribe as Unsubscribe
 from ._session import UserMessageSaved as UserMessageSaved
 from ._store import AppendMessages as AppendMessages
 from ._store import CreateSession as CreateSession
+from ._store import DeleteResponse as DeleteResponse
 from ._store import DeleteSession as DeleteSession
 from ._store import EndSession as EndSession
 from ._store import GetStoreStatistics as GetStoreStatistics
 from ._store import MessagesPersisted as MessagesPersisted
+from ._store import PutResponse as PutResponse
+from ._store import ResponseDeleted as ResponseDeleted
+from ._store import ResponseStored as ResponseStored
 from ._store import SearchHit as SearchHit
 from ._store import SessionCreated as SessionCreated
 from ._store import SessionDeleted as SessionDeleted
@@ -87,6 +91,7 @@ __all__ = [
     "ChildStarted",
     "ClarificationRequested",
     "CreateSession",
+    "DeleteResponse",
     "DeleteSession",
     "EndSession",
     "EnsureSession",
@@ -99,8 +104,11 @@ __all__ = [
     "NodeSnapshot",
     "NodeState",
     "ProcessResult",
+    "PutResponse",
     "ReasoningDelta",
     "ResolveApproval",
+    "ResponseDeleted",
+    "ResponseStored",
     "RestartDue",
     "Role",
     "SearchHit",

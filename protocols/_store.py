@@ -109,6 +109,31 @@ class DeleteSession(Message, frozen=True, kw_only=True):
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
 
+class PutResponse(Message, frozen=True, kw_only=True):
+    """Store a Responses API object (JSON text) for ``previous_response_id`` chains and GET.
+
+    The table is bounded: past ``keep`` responses the oldest are deleted. Answered with
+    :class:`ResponseStored` or :class:`StoreFailed`."""
+
+    response_id: str
+    session_id: str
+    body: str
+    created_at: float
+    keep: int = 10_000
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
+class DeleteResponse(Message, frozen=True, kw_only=True):
+    """Forget a stored response. Answered with :class:`ResponseDeleted` or :class:`StoreFailed`."""
+
+    response_id: str
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
 class GetStoreStatistics(Message, frozen=True, kw_only=True):
     """Commit whatever the writer holds, then answer :class:`StoreStatistics`.
 
@@ -120,7 +145,9 @@ class GetStoreStatistics(Message, frozen=True, kw_only=True):
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
 
-StoreCommand = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | GetStoreStatistics
+StoreCommand = (
+    CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | PutResponse | DeleteResponse | GetStoreStatistics
+)
 """What the store writer's inbox accepts."""
 
 
@@ -164,6 +191,17 @@ class SessionDeleted(Message, frozen=True, kw_only=True):
     messages_deleted: int = 0
 
 
+class ResponseStored(Message, frozen=True, kw_only=True):
+    response_id: str
+    token: str = ""
+
+
+class ResponseDeleted(Message, frozen=True, kw_only=True):
+    response_id: str
+    deleted: bool
+    token: str = ""
+
+
 class StoreFailed(Message, frozen=True, kw_only=True):
     """A write was not stored; nothing of it is in the database."""
 
@@ -177,7 +215,9 @@ class StoreFailed(Message, frozen=True, kw_only=True):
     """True when sending the same command again may succeed (busy, restarting, disk full)."""
 
 
-StoreReply = SessionCreated | MessagesPersisted | SessionEnded | SessionTotalsUpdated | SessionDeleted | StoreFailed
+StoreReply = (
+    SessionCreated | MessagesPersisted | SessionEnded | SessionTotalsUpdated | SessionDeleted | ResponseStored | ResponseDeleted | StoreFailed
+)
 """What the store writer tells a ``reply_to`` for a write."""
 
 

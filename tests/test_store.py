@@ -461,8 +461,23 @@ def test_reopening_the_file_keeps_every_acknowledged_write(start_runtime: StartR
         assert [h.message_id for h in reader.search("reopening")] == list(after.message_ids)
 
 
+def test_a_version_1_file_is_migrated_by_the_writer_and_refused_by_readers_until_then(tmp_path: Path) -> None:
+    path = tmp_path / "v1.db"
+    open_writer(path).close()
+    db = apsw.Connection(str(path))
+    db.execute("DROP TABLE responses; UPDATE schema_version SET version = 1")
+    db.close()
+    with pytest.raises(SchemaVersionError, match="start the store writer once to migrate it"):
+        StoreReader(path)
+    open_writer(path).close()
+    db = apsw.Connection(str(path))
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
+    assert db.execute("SELECT count(*) FROM responses").fetchall() == [(0,)]
+    db.close()
+
+
 def test_a_file_with_another_schema_version_is_refused_with_a_clear_error(tmp_path: Path) -> None:
-    for version, word in ((SCHEMA_VERSION + 98, "newer"), (SCHEMA_VERSION - 1, "older")):
+    for version, word in ((SCHEMA_VERSION + 98, "newer"), (0, "older")):
         path = tmp_path / f"v{version}.db"
         open_writer(path).close()
         db = apsw.Connection(str(path))

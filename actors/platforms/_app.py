@@ -25,7 +25,6 @@ from protocols import TreeSnapshot, to_json
 from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
 from ._keys import authorized
 from ._idempotency import Idempotency
-from ._stored import ResponseStore
 
 log = logging.getLogger(__name__)
 Handler = Callable[["ApiContext", Request, Send, dict[str, str]], Awaitable[None]]
@@ -50,7 +49,6 @@ class ApiContext:
     active: int = 0
     draining: bool = False
     runs: dict[str, Any] = dataclasses.field(default_factory=dict)
-    responses: ResponseStore = dataclasses.field(default_factory=ResponseStore)
     idempotency: Idempotency = dataclasses.field(default_factory=Idempotency)
 
     def tell(self, session_id: str, message: object) -> None:

@@ -2,18 +2,22 @@
 
 A response is one session turn. ``previous_response_id`` continues the session of that
 response; ``conversation`` names a session; without either a response starts a session
-of its own. Stored responses are kept in a bounded LRU (in memory for now: a restart of
-the server forgets them, the sessions' transcripts stay in the store).
+of its own. Stored responses live in the session store (``responses`` table, bounded:
+the oldest go first), so chains survive a restart of the server.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
+
+import msgspec
 
 from protocols import (
     CancelTurn,
+    DeleteResponse,
+    PutResponse,
     ChatMessage,
     StartTurn,
     TextDelta,
@@ -29,6 +33,7 @@ from ._app import ApiContext, new_id
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
 from ._chat import _bool, _failure, _text
+from ._sessions_api import _read, _write
 from ._turns import follow_turn, watch_disconnect
 
 def _parse_input(value: Any) -> tuple[tuple[ChatMessage, ...], str]:
@@ -87,12 +92,12 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
     conversation = body.get("conversation")
     if previous and conversation:
         raise HttpError(400, "use previous_response_id or conversation, not both", param="conversation", code="conflicting_parameters")
-    store = ctx.responses
     response_id = new_id("resp_")
     if previous:
-        session_id = store.sessions.get(str(previous))
-        if session_id is None:
+        found = await _stored(ctx, str(previous))
+        if found is None:
             raise HttpError(404, f"no stored response {previous!r} to continue", param="previous_response_id", code="response_not_found")
+        session_id = found[0]
     elif conversation:
         name = conversation.get("id") if isinstance(conversation, dict) else conversation
         if not isinstance(name, str) or not name or len(name) > 200 or "/" in name:
@@ -112,17 +117,18 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
     try:
         ctx.tell(session_id, StartTurn(text=text, turn_id=response_id, instructions=instructions, history=history, policy="queue"))
         headers = {"x-hermes-session-id": session_id}
-        def remember(final: dict[str, Any]) -> None:
-            # Stored before the client hears of it, so a follow-up can chain at once.
+        async def remember(final: dict[str, Any]) -> None:
+            # Stored (committed) before the client hears of it, so a follow-up can chain at once.
             if keep:
-                store.put({k: v for k, v in final.items() if k != "_error"}, session_id)
+                body = msgspec.json.encode({k: v for k, v in final.items() if k != "_error"}).decode()
+                await _write(ctx, PutResponse(response_id=response_id, session_id=session_id, body=body, created_at=time.time()))
 
         async with watch_disconnect(request) as gone:
             if stream:
                 await _stream(ctx, send, subscriber, base, headers, remember)
             else:
                 final = await _collect(subscriber, base)
-                remember(final)
+                await remember(final)
                 if final["status"] == "failed":
                     error = final["_error"]
                     await send_json(send, error.status, error.body(), {**headers, **error.headers})
@@ -178,7 +184,7 @@ async def _stream(
     subscriber: TrioSubscriber,
     base: dict[str, Any],
     headers: dict[str, str],
-    remember: Callable[[dict[str, Any]], None],
+    remember: Callable[[dict[str, Any]], Awaitable[None]],
 ) -> None:
     sequence = 0
 
@@ -215,7 +221,7 @@ async def _stream(
             if isinstance(event, TurnCompleted):
                 message = _message_item(message_id, event.text, "completed")
                 final["output"] = [*items, message]
-            remember(final)
+            await remember(final)
             if isinstance(event, TurnCompleted):
                 if opened:
                     await emit("response.output_text.done", {"item_id": message_id, "output_index": len(items), "content_index": 0, "text": event.text})
@@ -229,14 +235,20 @@ async def _stream(
             return
 
 
+async def _stored(ctx: ApiContext, response_id: str) -> tuple[str, str] | None:
+    found: tuple[str, str] | None = await _read(ctx, lambda r: r.get_response(response_id))
+    return found
+
+
 async def get_response(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
-    found = ctx.responses.get(params["response_id"])
+    found = await _stored(ctx, params["response_id"])
     if found is None:
         raise HttpError(404, f"no stored response {params['response_id']!r}", code="response_not_found")
-    await send_json(send, 200, found)
+    await send_json(send, 200, msgspec.json.decode(found[1]))
 
 
 async def delete_response(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
-    if not ctx.responses.delete(params["response_id"]):
+    reply = await _write(ctx, DeleteResponse(response_id=params["response_id"]))
+    if not reply.deleted:
         raise HttpError(404, f"no stored response {params['response_id']!r}", code="response_not_found")
     await send_json(send, 200, {"id": params["response_id"], "object": "response", "deleted": True})

@@ -66,6 +66,12 @@ class StoreReader:
         )
         return [session_record(row) for row in rows]
 
+    def get_response(self, response_id: str) -> tuple[str, str] | None:
+        """A stored Responses API object: ``(session_id, JSON body)``, or None."""
+        for session_id, body in self._conn().execute("SELECT session_id, body FROM responses WHERE id = ?", (response_id,)):
+            return str(session_id), str(body)
+        return None
+
     def load_messages(self, session_id: str) -> list[ChatMessage]:
         """The transcript of ``session_id`` in the order it was appended (empty if unknown)."""
         return [stored.message for stored in self.load_stored_messages(session_id)]

@@ -30,8 +30,8 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 1
-"""The layout this build writes and reads. Older files are migrated by ``MIGRATIONS``."""
+SCHEMA_VERSION = 2
+"""The layout this build writes and reads (2 added ``responses``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -101,11 +101,26 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
     INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
 END;
-"""
+""" + "\n"
 
-MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {}
+_RESPONSES = """
+CREATE TABLE responses (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE INDEX idx_responses_created ON responses(created_at);
+"""
+_TABLES += _RESPONSES
+
+def _add_responses(db: apsw.Connection) -> None:
+    db.execute(_RESPONSES)
+
+
+MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses}
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
-transaction. Version 1 is the first layout, so there is nothing to migrate yet."""
+transaction: 1 → 2 adds the ``responses`` table of the Responses API."""
 
 
 def open_writer(

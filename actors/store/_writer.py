@@ -38,10 +38,12 @@ from protocols._base import Message
 from protocols._store import (
     AppendMessages,
     CreateSession,
+    DeleteResponse,
     DeleteSession,
     EndSession,
     GetStoreStatistics,
     MessagesPersisted,
+    PutResponse,
     SessionCreated,
     SessionEnded,
     SessionTotalsUpdated,
@@ -53,12 +55,22 @@ from protocols._store import (
 from .._actor import Actor
 from ._errors import StoreConnectionBroken
 from ._schema import Synchronous, open_writer
-from ._writes import Rejected, append_messages, create_session, delete_session, end_session, transaction_lost, update_totals
+from ._writes import (
+    Rejected,
+    append_messages,
+    create_session,
+    delete_response,
+    delete_session,
+    end_session,
+    put_response,
+    transaction_lost,
+    update_totals,
+)
 
 log = logging.getLogger(__name__)
 
-Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession
-W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession)
+Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | PutResponse | DeleteResponse
+W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession, PutResponse, DeleteResponse)
 
 DEFAULT_BATCH_CAP = 512
 
@@ -140,6 +152,10 @@ class StoreWriter(Actor):
                 self._write(message, update_totals)
             case DeleteSession():
                 self._write(message, delete_session)
+            case PutResponse():
+                self._write(message, put_response)
+            case DeleteResponse():
+                self._write(message, delete_response)
             case GetStoreStatistics(reply_to=reply_to):
                 self._flush()
                 result = self.statistics()
@@ -241,7 +257,7 @@ class StoreWriter(Actor):
         text, retryable = _explain(command, exc, self.database, self._busy_timeout, broken=broken)
         self._failures += 1
         failed = StoreFailed(
-            token=command.token, error=text, command=type(command).__name__, session_id=command.session_id, retryable=retryable
+            token=command.token, error=text, command=type(command).__name__, session_id=getattr(command, "session_id", None), retryable=retryable
         )
         self._pending.append((command.reply_to, failed, 0))
         if broken:
@@ -314,7 +330,7 @@ def _describe(exc: BaseException) -> str:
 
 def _explain(command: Write, exc: BaseException, database: str, busy_timeout: float, *, broken: bool) -> tuple[str, bool]:
     """What happened and what to do, and whether sending the command again may work."""
-    head = f"{type(command).__name__} for session {command.session_id!r} was not stored: "
+    head = f"{type(command).__name__} for session {getattr(command, 'session_id', None)!r} was not stored: "
     text = str(exc)
     if broken:
         return head + f"the connection broke ({_describe(exc)}); the writer restarts, send it again", True
@@ -330,7 +346,7 @@ def _explain(command: Write, exc: BaseException, database: str, busy_timeout: fl
             parent = getattr(command, "parent_session_id", None)
             if parent is not None:
                 return head + f"the parent session {parent!r} does not exist; create it first", False
-            return head + f"there is no session {command.session_id!r}; send CreateSession first", False
+            return head + f"there is no session {getattr(command, 'session_id', None)!r}; send CreateSession first", False
         return head + f"a constraint failed ({text}); fix the command's fields", False
     if isinstance(exc, apsw.BusyError | apsw.LockedError):
         return (

@@ -20,9 +20,13 @@ from protocols._base import Message
 from protocols._store import (
     AppendMessages,
     CreateSession,
+    DeleteResponse,
     DeleteSession,
     EndSession,
     MessagesPersisted,
+    PutResponse,
+    ResponseDeleted,
+    ResponseStored,
     SessionCreated,
     SessionDeleted,
     SessionEnded,
@@ -120,6 +124,23 @@ def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]
     deleted = db.changes()
     db.execute("DELETE FROM sessions WHERE id = ?", (c.session_id,))
     return SessionDeleted(session_id=c.session_id, token=c.token, messages_deleted=deleted), 0
+
+
+def put_response(db: apsw.Connection, c: PutResponse) -> tuple[Message, int]:
+    db.execute(
+        "INSERT OR REPLACE INTO responses (id, session_id, created_at, body) VALUES (?, ?, ?, ?)",
+        (c.response_id, c.session_id, c.created_at, c.body),
+    )
+    db.execute(
+        "DELETE FROM responses WHERE id IN (SELECT id FROM responses ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?)",
+        (c.keep,),
+    )
+    return ResponseStored(response_id=c.response_id, token=c.token), 0
+
+
+def delete_response(db: apsw.Connection, c: DeleteResponse) -> tuple[Message, int]:
+    db.execute("DELETE FROM responses WHERE id = ?", (c.response_id,))
+    return ResponseDeleted(response_id=c.response_id, deleted=db.changes() > 0, token=c.token), 0
 
 
 def transaction_lost(db: apsw.Connection) -> bool:

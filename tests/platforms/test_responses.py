@@ -47,3 +47,24 @@ def test_conversation_and_previous_response_id_together_are_refused(api: ServerK
         assert both.status_code == 400 and both.json()["error"]["param"] == "conversation"
         unknown = http.post("/v1/responses", json={"input": "x", "previous_response_id": "resp_missing"})
         assert unknown.status_code == 404
+
+
+def test_stored_responses_survive_a_restart_of_the_server(tmp_path, model_server) -> None:  # type: ignore[no-untyped-def]
+    from tests.conftest import DEADLINE
+    from tests.platforms.server_kit import start_server
+
+    first_kit = start_server(tmp_path, model_server)
+    try:
+        model_server.script([TextReply(content="Noted: the code is 42.")])
+        first = first_kit.client().responses.create(model="m", input="Remember code 42.")
+    finally:
+        assert first_kit.runtime.stop(timeout=DEADLINE)
+    second_kit = start_server(tmp_path, model_server)
+    try:
+        model_server.script([TextReply(content="The code is 42.")])
+        second = second_kit.client().responses.create(model="m", input="What was the code?", previous_response_id=first.id)
+        assert second.output_text == "The code is 42."
+        sent = [m["content"] for m in model_server.requests[-1].body["messages"] if m["role"] != "system"]
+        assert sent == ["Remember code 42.", "Noted: the code is 42.", "What was the code?"]
+    finally:
+        assert second_kit.runtime.stop(timeout=DEADLINE)
