@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ._app import ApiContext, Handler, health, health_detailed, models
 from ._asgi import Request, Send, send_json
+from ._attach import session_answer, session_cancel, session_events, session_turn
 from ._chat import chat_completions
 from ._openapi import openapi_document
 from ._responses import create_response, delete_response, get_response
@@ -41,6 +42,10 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("DELETE", "/v1/sessions/{session_id}", delete_session),
     ("GET", "/v1/sessions/{session_id}/messages", session_messages),
     ("POST", "/v1/sessions/{session_id}/fork", fork_session),
+    ("GET", "/v1/sessions/{session_id}/events", session_events),
+    ("POST", "/v1/sessions/{session_id}/turns", session_turn),
+    ("POST", "/v1/sessions/{session_id}/cancel", session_cancel),
+    ("POST", "/v1/sessions/{session_id}/answer", session_answer),
     ("POST", "/v1/runs", create_run),
     ("GET", "/v1/runs/{run_id}", get_run),
     ("GET", "/v1/runs/{run_id}/events", run_events),
