@@ -1,5 +1,6 @@
 """agent: sessions and their turn machine, model calls, the session event stream."""
 
+from ._approvals import ALLOWING as ALLOWING
 from ._approvals import ApprovalGate as ApprovalGate
 from ._config import ConfigError as ConfigError
 from ._config import hermes_home as hermes_home
@@ -24,6 +25,7 @@ from ._tree import reader_opener as reader_opener
 from ._tree import start_agent_runtime as start_agent_runtime
 
 __all__ = [
+    "ALLOWING",
     "ApprovalGate",
     "ConfigError",
     "HubRegistry",

@@ -40,10 +40,12 @@ class _Pending:
 class ApprovalGate:
     """One per session; touched only in the reactor thread."""
 
-    def __init__(self, publish: Callable[[SessionEvent], object], *, home: Path, yolo: bool = False) -> None:
+    def __init__(self, publish: Callable[[SessionEvent], object], *, home: Path, yolo: bool = False, timeout: float = 300.0) -> None:
         self._publish = publish
         self._home = home
         self.yolo = yolo
+        self.timeout = timeout
+        """Seconds a request waits for an answer before it is denied."""
         self._ids = itertools.count(1)
         self._pending: dict[str, _Pending] = {}
         self._session_allowed: set[str] = set()

@@ -25,7 +25,7 @@ from typing import Any, Literal
 import msgspec
 import trio
 
-from actors import Actor, Address, AddressClosed, Registry, WaitHandle
+from actors import Actor, Address, AddressClosed, HermesError, Registry, WaitHandle
 from protocols import ChatMessage, WaitFinished
 from supervisor import start_child
 from protocols._session import (
@@ -206,7 +206,7 @@ class SessionActor(Actor):
         self.waiting_ready: list[Any] = []
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
         self.workspace = Workspace(
-            deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo), Clarifier(self.hub)
+            deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo, timeout=deps.approval_timeout), Clarifier(self.hub)
         )
 
     # -- lifecycle ----------------------------------------------------------------------------
@@ -284,6 +284,13 @@ class SessionActor(Actor):
             case _:
                 return super().receive(message)
         return None
+
+    def terminated(self, kind: str) -> None:
+        # Whatever tools left running (background commands) ends with the session.
+        try:
+            self.reactor.call_soon(self.workspace.close)
+        except HermesError:
+            pass  # the reactor is gone, and took those tasks with it
 
     def stopping(self) -> None:
         # An orderly stop (shutdown, passivation) settles the running turn first: its

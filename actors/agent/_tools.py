@@ -39,6 +39,13 @@ class Workspace:
         """Where a tool asks the attached person a question."""
         """Where a tool asks before doing something dangerous; None means nobody can answer."""
         self.extras: dict[str, Any] = {}
+        self.closers: list[Callable[[], object]] = []
+        """Called (in the reactor) when the session's actor ends: tools stop what they left running."""
+
+    def close(self) -> None:
+        closers, self.closers = self.closers, []
+        for closer in closers:
+            closer()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

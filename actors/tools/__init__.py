@@ -10,6 +10,7 @@ from . import _patch as _patch
 from . import _search as _search
 from . import _session_search as _session_search
 from . import _skills as _skills
+from . import _terminal as _terminal
 from . import _todo as _todo
 from ._registry import REGISTRY as REGISTRY
 from ._registry import Registry as Registry

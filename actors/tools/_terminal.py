@@ -1,0 +1,205 @@
+"""The ``terminal`` tool: run a shell command for the model, after the danger check and approval.
+
+Order of a call (invariant: nothing runs before step 3 allows it):
+
+1. the working directory: ``workdir`` for this call, else the session's (``workspace.cwd``,
+   which ``cd`` moves from call to call);
+2. :func:`check_command`: ``blocked`` is refused outright, even with ``yolo``;
+   ``dangerous`` asks ``workspace.approvals`` and waits; no gate, ``deny``, a timeout or
+   a cancel refuse; only a decision in ``ALLOWING`` goes on;
+3. run with ``bash -c`` in its own process group (``_terminal_run``): the timeout or a
+   cancel kills the group; or, with ``background=true``, start it and return its id
+   (``_terminal_background``, which also registers the ``process`` tool).
+
+The result is the output (stdout and stderr interleaved, ANSI stripped, secrets redacted,
+at most 50,000 characters: head and tail with a note) and a last line with the exit code or
+what stopped it. A non-zero exit is still an ``ok`` result: it is the command's answer.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import msgspec
+import trio
+
+from actors.agent import ApprovalGate, ToolCall, ToolOutput, ToolTraits, Workspace
+from actors.agent._approvals import ALLOWING
+
+from ._danger import Verdict, check_command, display_command
+from ._registry import tool
+from ._terminal_background import start_background
+from ._terminal_output import HeadTail
+from ._terminal_run import ShellChannel, run_shell
+
+DEFAULT_TIMEOUT = 180.0
+MAX_TIMEOUT = 600.0
+DEFAULT_APPROVAL_TIMEOUT = 300.0
+"""Seconds an approval request waits when the gate does not say (``gate.timeout``)."""
+INLINE_CHECK_CHARS = 4_096
+"""Longer commands are checked in a worker thread."""
+DENY_GLOBS_KEY = "terminal.deny_globs"
+"""``workspace.extras[DENY_GLOBS_KEY]``: the user's deny globs (a list of ``fnmatch`` patterns)."""
+
+
+class TerminalArgs(msgspec.Struct, kw_only=True):
+    command: Annotated[
+        str,
+        msgspec.Meta(
+            description=(
+                "The bash command to run. Non-interactive: stdin is empty, no pager. `cd` carries over to later calls."
+            )
+        ),
+    ]
+    timeout: Annotated[
+        Annotated[float, msgspec.Meta(gt=0)] | None,
+        msgspec.Meta(
+            description=(
+                "Seconds before the command and every process it started are killed (default 180, at most 600). "
+                "With background=true: its lifetime (default: until killed or the session ends)."
+            )
+        ),
+    ] = None
+    background: Annotated[
+        bool,
+        msgspec.Meta(description="Start the command and return at once with an id for the process tool (servers, long builds)."),
+    ] = False
+    workdir: Annotated[
+        str | None,
+        msgspec.Meta(description="Run in this directory (absolute, or relative to the current one) for this call only."),
+    ] = None
+
+
+def _start_directory(workspace: Workspace, workdir: str | None) -> tuple[Path, str | None]:
+    """Where the command starts, and a note if that is not what was asked."""
+    cwd = workspace.cwd
+    if workdir:
+        wanted = (cwd / Path(workdir).expanduser()).resolve()
+        if not wanted.is_dir():
+            raise NotADirectoryError(f"workdir {workdir!r} is not a directory (resolved to {wanted})")
+        return wanted, None
+    if cwd.is_dir():
+        return cwd, None
+    parent = next((p for p in cwd.parents if p.is_dir()), Path("/"))
+    return parent, f"[note: the working directory {cwd} no longer exists; ran in {parent}]"
+
+
+def _approval_timeout(gate: ApprovalGate) -> float:
+    value = getattr(gate, "timeout", None)
+    return float(value) if isinstance(value, (int, float)) and value > 0 else DEFAULT_APPROVAL_TIMEOUT
+
+
+async def _refusal(call: ToolCall, command: str, verdict: Verdict) -> ToolOutput | None:
+    """None when the command may run; otherwise the result that says why it did not."""
+    if verdict.ok:
+        return None
+    reasons = "; ".join(verdict.reasons)
+    if verdict.blocked:
+        return ToolOutput(
+            f"[blocked] This command was not run: {reasons}. Blocked commands never run, whatever is approved; "
+            "find another way, or ask the user to run it themselves.",
+            ok=False,
+        )
+    gate = call.workspace.approvals
+    if gate is None:
+        return ToolOutput(
+            f"[denied] This command needs approval ({reasons}) but no client can answer approval requests here; it was not run.",
+            ok=False,
+        )
+    decision = await gate.request(
+        turn_id=call.turn_id,
+        call_id=call.call_id,
+        command=display_command(command),
+        reasons=verdict.reasons,
+        keys=verdict.keys,
+        timeout=_approval_timeout(gate),
+    )
+    if decision in ALLOWING:
+        return None
+    if decision == "deny":
+        why = "the user denied it"
+    elif decision == "timeout":
+        why = "nobody answered the approval request in time"
+    else:
+        why = f"the approval request ended ({decision})"
+    return ToolOutput(f"[denied] This command was not run: {why} ({reasons}). Do not retry it as is; ask the user.", ok=False)
+
+
+def _exit_line(returncode: int) -> str:
+    if returncode >= 0:
+        return f"[exit code {returncode}]"
+    try:
+        name = signal.Signals(-returncode).name
+    except ValueError:
+        name = f"signal {-returncode}"
+    return f"[killed by {name}]"
+
+
+async def run_foreground(call: ToolCall, command: str, cwd: Path, timeout: float, *, record_cwd: bool) -> ToolOutput:
+    """Run to completion (or timeout); ``record_cwd``: the session's directory follows the command's ``cd``."""
+    capture = HeadTail()
+    channel = ShellChannel()
+    returncode: int | None = None
+    try:
+        with trio.move_on_after(timeout):
+            result = await run_shell(command, cwd=cwd, channel=channel, sink=capture.feed, record_cwd=record_cwd)
+            returncode = result.returncode
+        final_cwd = channel.final_cwd() if record_cwd and returncode is not None else None
+    finally:
+        channel.close()
+    lines = [capture.text().rstrip("\n") or "(no output)"]
+    if returncode is None:
+        lines.append(f"[timed out after {timeout:g} s: the command and every process it started were killed]")
+    else:
+        lines.append(_exit_line(returncode))
+    if final_cwd is not None and Path(final_cwd) != call.workspace.cwd:
+        call.workspace.cwd = Path(final_cwd)
+        lines.append(f"[working directory is now {final_cwd}]")
+    return ToolOutput("\n".join(lines), ok=returncode is not None)
+
+
+def _deny_globs(workspace: Workspace) -> Sequence[str]:
+    globs = workspace.extras.get(DENY_GLOBS_KEY, ())
+    return [g for g in globs if isinstance(g, str)] if isinstance(globs, (list, tuple)) else ()
+
+
+@tool(
+    name="terminal",
+    toolset="terminal",
+    description=(
+        "Run a shell command (bash) on this machine and get its output and exit code. The working directory carries over "
+        "between calls (`cd`). Dangerous commands ask the user first; some (deleting /, formatting disks, shutdown) never run. "
+        "Use background=true for servers and other long-running commands, then the process tool."
+    ),
+    traits=ToolTraits(read_only=False, path_argument=None, exclusive=False),
+    available=lambda: os.name == "posix" and shutil.which("bash") is not None,
+)
+async def terminal(call: ToolCall, args: TerminalArgs) -> ToolOutput:
+    command = args.command
+    if not command.strip():
+        return ToolOutput("[error] the command is empty.", ok=False)
+    try:
+        cwd, note = _start_directory(call.workspace, args.workdir)
+    except OSError as exc:
+        return ToolOutput(f"[error] {exc}", ok=False)
+    globs = _deny_globs(call.workspace)
+    if len(command) > INLINE_CHECK_CHARS:  # a long script takes milliseconds to read: not on the reactor thread
+        verdict = await trio.to_thread.run_sync(lambda: check_command(command, deny_globs=globs, cwd=cwd))
+    else:
+        verdict = check_command(command, deny_globs=globs, cwd=cwd)
+    refusal = await _refusal(call, command, verdict)
+    if refusal is not None:
+        return refusal
+    if args.background:
+        lifetime = min(args.timeout, MAX_TIMEOUT) if args.timeout is not None else None
+        return start_background(call, command, cwd, lifetime)
+    timeout = min(args.timeout or DEFAULT_TIMEOUT, MAX_TIMEOUT)
+    output = await run_foreground(call, command, cwd, timeout, record_cwd=args.workdir is None)
+    if note:
+        return ToolOutput(f"{note}\n{output.content}", ok=output.ok)
+    return output
