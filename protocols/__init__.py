@@ -25,6 +25,7 @@ from ._session import SessionReady as SessionReady
 from ._session import SessionRecovered as SessionRecovered
 from ._session import StartTurn as StartTurn
 from ._session import Subscribe as Subscribe
+from ._session import SwitchModel as SwitchModel
 from ._session import TERMINAL_EVENTS as TERMINAL_EVENTS
 from ._session import TextDelta as TextDelta
 from ._session import ToolFinished as ToolFinished
@@ -130,6 +131,7 @@ __all__ = [
     "StoreStatistics",
     "StoredMessage",
     "Subscribe",
+    "SwitchModel",
     "TERMINAL_EVENTS",
     "TerminateChild",
     "TextDelta",

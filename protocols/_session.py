@@ -51,6 +51,12 @@ class ResolveApproval(Message, frozen=True, kw_only=True):
     choice: ApprovalChoice
 
 
+class SwitchModel(Message, frozen=True, kw_only=True):
+    """Use another model (same endpoint) for this session's next model calls; it is saved."""
+
+    model: str
+
+
 class EnsureSession(Message, frozen=True, kw_only=True):
     """Make sure the session exists in the store; ``reply_to`` gets ``SessionReady`` once it is durable."""
 

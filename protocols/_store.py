@@ -93,6 +93,8 @@ class UpdateSessionTotals(Message, frozen=True, kw_only=True):
     reasoning_tokens: int = 0
     title: str | None = None
     """Set the session's title too (None leaves it unchanged)."""
+    model: str | None = None
+    """Set the session's model (None leaves it unchanged)."""
     token: str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""

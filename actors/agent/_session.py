@@ -33,6 +33,7 @@ from protocols._session import (
     CancelTurn,
     EnsureSession,
     SessionReady,
+    SwitchModel,
     ResolveApproval,
     SessionRecovered,
     StartTurn,
@@ -40,7 +41,15 @@ from protocols._session import (
     TurnFailed,
     Unsubscribe,
 )
-from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, SessionRecord, StoreFailed
+from protocols._store import (
+    AppendMessages,
+    CreateSession,
+    MessagesPersisted,
+    SessionCreated,
+    SessionRecord,
+    StoreFailed,
+    UpdateSessionTotals,
+)
 
 from ._approvals import ApprovalGate
 from ._clarify import Clarifier
@@ -192,6 +201,8 @@ class SessionActor(Actor):
             )
             deps = dataclasses.replace(deps, tools=tools, config=config, source=overrides.source, recovery="fail")
         self.deps = deps
+        self.model = deps.model
+        """This session's model settings (the runtime's, or the session's own choice)."""
         self.session_id = session_id
         self.hub = deps.hubs.get(session_id)
         self.state: SessionState | None = None
@@ -260,6 +271,9 @@ class SessionActor(Actor):
                     reply_to.tell(SessionReady(session_id=self.session_id, created=False))
                 else:
                     self.waiting_ready.append(reply_to)
+            case SwitchModel(model=model):
+                self.model = dataclasses.replace(self.model, model=model)
+                self.store.tell(UpdateSessionTotals(session_id=self.session_id, model=model))
             case AnswerClarification(request_id=request_id, answer=answer):
                 clarifier = self.workspace.clarifier
                 if clarifier is not None:
@@ -324,6 +338,8 @@ class SessionActor(Actor):
             self.state = SessionState(session_id=self.session_id, system_prompt=prompt)
         else:
             self.durable = True
+            if record.model and record.model != self.model.model:
+                self.model = dataclasses.replace(self.model, model=record.model)  # the session's own choice
             transcript, settled = sanitize(messages)
             self.state = SessionState(session_id=self.session_id, system_prompt=record.system_prompt or "", transcript=transcript)
             if settled:
@@ -382,7 +398,7 @@ class SessionActor(Actor):
                 call = functools.partial(
                     call_model,
                     self.deps.clients,
-                    self.deps.model,
+                    self.model,
                     messages,
                     self.tools_schema if use_tools else [],
                     hub=self.hub,

@@ -102,7 +102,7 @@ def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message,
         "UPDATE sessions SET input_tokens = coalesce(input_tokens, 0) + ?, "
         "output_tokens = coalesce(output_tokens, 0) + ?, cache_read_tokens = coalesce(cache_read_tokens, 0) + ?, "
         "cache_write_tokens = coalesce(cache_write_tokens, 0) + ?, reasoning_tokens = coalesce(reasoning_tokens, 0) + ?, "
-        "title = coalesce(?, title) WHERE id = ?",
+        "title = coalesce(?, title), model = coalesce(?, model) WHERE id = ?",
         (
             c.input_tokens,
             c.output_tokens,
@@ -110,6 +110,7 @@ def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message,
             c.cache_write_tokens,
             c.reasoning_tokens,
             c.title,
+            c.model,
             c.session_id,
         ),
     )

@@ -332,3 +332,29 @@ def test_clarify_asks_the_attached_person_and_an_unattended_session_fails_fast(t
         assert tool_result.content is not None and tool_result.content.startswith("[no answer]")
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_a_session_can_switch_its_model_and_keeps_it_after_rehydration(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    from protocols import ChildExited, SwitchModel
+    from tests.agent.session_kit import start_kit
+
+    kit = start_kit(tmp_path / "state.db", model_server, idle_timeout=0.05)
+    try:
+        events = Probe()
+        kit.runtime.subscribe(events.put)
+        model_server.script([TextReply(content="a"), TextReply(content="b"), TextReply(content="c")], session="sw")
+        probe = kit.subscribe("sw")
+        kit.start_turn("sw", "one")
+        until(probe, TurnCompleted)
+        assert model_server.requests[-1].body["model"] == "test-model"
+        kit.session("sw").tell(SwitchModel(model="bigger-model"))
+        kit.start_turn("sw", "two")
+        until(probe, TurnCompleted)
+        assert model_server.requests[-1].body["model"] == "bigger-model"
+        events.drain()  # exits before turn two are not the one we wait for
+        events.get_matching(lambda e: isinstance(e, ChildExited) and e.path == "/sessions/sw")  # passivated after two
+        kit.start_turn("sw", "three")
+        until(probe, TurnCompleted)
+        assert model_server.requests[-1].body["model"] == "bigger-model"
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)

@@ -1,0 +1,227 @@
+"""Fault plans: what ``hermes chaos`` breaks, how often, and the workload it breaks it under.
+
+A plan is data. It is written as JSON or YAML, printed, stored next to a failing seed and
+replayed: the simulator and the real chaos runner draw every decision ("drop this store
+reply?", "does this tool hang?") from a ``random.Random`` seeded by the run's seed, so one
+plan and one seed give one run.
+
+Every rate is a probability in [0, 1] applied per opportunity: per message for message
+faults and session crashes, per model call, per tool call, per store write. A plan with
+every rate at 0 (the default) injects nothing.
+
+The tree::
+
+    FaultPlan
+    ├── messages   MessageFaults   drop / delay / duplicate / reorder, per channel
+    ├── crashes    CrashFaults     session actor crashes (InjectCrash)
+    ├── model      ModelFaults     HTTP errors, latency, stalls, cut streams, malformed tool calls
+    ├── tools      ToolFaults      raise, hang past the timeout, huge output, slow
+    ├── store      StoreFaults     busy, slow commit, crash between write and ack
+    └── workload   Workload        sessions, user messages, busy policies, cancels, limits
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal
+
+import msgspec
+
+from ._base import Message
+from ._session import BusyPolicy
+
+Channel = Literal["user", "cancel", "store_reply", "model_reply", "tool_result", "timer"]
+"""Which messages to a session a message fault may hit.
+
+``user`` (``StartTurn``) and ``cancel`` (``CancelTurn``) come from clients; ``store_reply``
+(``MessagesPersisted`` / ``StoreFailed``), ``model_reply`` and ``tool_result`` (reactor
+outcomes) and ``timer`` (the turn deadline, retry backoff) come from inside the runtime.
+"""
+
+RecoveryPolicy = Literal["fail", "resume"]
+
+ALL_CHANNELS: tuple[Channel, ...] = ("user", "cancel", "store_reply", "model_reply", "tool_result", "timer")
+
+
+def _check_rates(struct: msgspec.Struct, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(struct, name)
+        if not (0.0 <= value <= 1.0):
+            msg = f"{type(struct).__name__}.{name} is a probability and must be within [0, 1], not {value!r}"
+            raise ValueError(msg)
+
+
+def _check_seconds(struct: msgspec.Struct, names: tuple[str, ...]) -> None:
+    for name in names:
+        value = getattr(struct, name)
+        if not (value >= 0 and math.isfinite(value)):
+            msg = f"{type(struct).__name__}.{name} must be a finite number of seconds >= 0, not {value!r}"
+            raise ValueError(msg)
+
+
+class MessageFaults(Message, frozen=True, kw_only=True):
+    """Faults on messages delivered to a session actor."""
+
+    drop: float = 0.0
+    """The message is lost."""
+    delay: float = 0.0
+    """The message arrives up to ``delay_max_s`` late."""
+    delay_max_s: float = 0.5
+    duplicate: float = 0.0
+    """The message arrives twice (the copy up to ``reorder_window_s`` later)."""
+    reorder: float = 0.0
+    """The message may overtake, or be overtaken by, others within ``reorder_window_s``."""
+    reorder_window_s: float = 0.02
+    channels: tuple[Channel, ...] = ("store_reply", "model_reply", "tool_result")
+    """Which messages these faults may hit (see :data:`Channel`)."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("drop", "delay", "duplicate", "reorder"))
+        _check_seconds(self, ("delay_max_s", "reorder_window_s"))
+
+
+class CrashFaults(Message, frozen=True, kw_only=True):
+    """Session actors crash on purpose (``InjectCrash``) and are restarted by their supervisor."""
+
+    session: float = 0.0
+    """Per message a session actor is about to handle: it crashes instead (the message
+    stays in the inbox for the next incarnation)."""
+    max_per_session: int = 2
+    """At most this many crashes per session, so a plan never exceeds restart intensity
+    by accident; raise it to test escalation."""
+    passivate: float = 0.0
+    """Per idle moment: the session is passivated (stops normally) and is rehydrated from
+    the store by the next message."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("session", "passivate"))
+        if self.max_per_session < 0:
+            msg = f"CrashFaults.max_per_session must be >= 0, not {self.max_per_session}"
+            raise ValueError(msg)
+
+
+class ModelFaults(Message, frozen=True, kw_only=True):
+    """Faults of the model endpoint, per model call."""
+
+    http_error: float = 0.0
+    """The call is answered with an HTTP error, its status drawn from ``http_statuses``."""
+    http_statuses: tuple[int, ...] = (429, 500, 503, 529, 401, 400)
+    latency: float = 0.0
+    """The reply starts up to ``latency_max_s`` late."""
+    latency_max_s: float = 2.0
+    stall: float = 0.0
+    """The stream stops mid-way for ``stall_s`` seconds (past the model timeout unless
+    the plan says otherwise)."""
+    stall_s: float = 3600.0
+    cut: float = 0.0
+    """The connection is cut mid-stream (a transport failure)."""
+    malformed_tool_calls: float = 0.0
+    """A tool-calling reply is broken: arguments that are not JSON, an unknown tool, a
+    missing or repeated call id."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("http_error", "latency", "stall", "cut", "malformed_tool_calls"))
+        _check_seconds(self, ("latency_max_s", "stall_s"))
+        bad = [s for s in self.http_statuses if not 400 <= s <= 599]
+        if bad or not self.http_statuses:
+            msg = f"ModelFaults.http_statuses must be a non-empty list of 4xx/5xx statuses, not {list(self.http_statuses)}"
+            raise ValueError(msg)
+
+
+class ToolFaults(Message, frozen=True, kw_only=True):
+    """Faults of tool calls, per call."""
+
+    error: float = 0.0
+    """The tool raises."""
+    hang: float = 0.0
+    """The tool never returns (it is stopped by the tool timeout)."""
+    huge_output: float = 0.0
+    """The tool returns ``huge_output_chars`` characters."""
+    huge_output_chars: int = 1_000_000
+    slow: float = 0.0
+    """The tool takes up to ``slow_max_s`` seconds."""
+    slow_max_s: float = 30.0
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("error", "hang", "huge_output", "slow"))
+        _check_seconds(self, ("slow_max_s",))
+        if self.huge_output_chars < 0:
+            msg = f"ToolFaults.huge_output_chars must be >= 0, not {self.huge_output_chars}"
+            raise ValueError(msg)
+
+
+class StoreFaults(Message, frozen=True, kw_only=True):
+    """Faults of the store writer, per write."""
+
+    busy: float = 0.0
+    """The write fails (database locked) and is answered ``StoreFailed``; nothing is stored."""
+    slow_commit: float = 0.0
+    """The commit takes up to ``slow_commit_max_s`` seconds (later writes wait behind it)."""
+    slow_commit_max_s: float = 1.0
+    crash_after_commit: float = 0.0
+    """The writer crashes between commit and acknowledgement: the write is durable but is
+    answered ``StoreFailed``; the writer restarts."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("busy", "slow_commit", "crash_after_commit"))
+        _check_seconds(self, ("slow_commit_max_s",))
+
+
+class Workload(Message, frozen=True, kw_only=True):
+    """What the simulated (or real) clients do, and the session limits they meet."""
+
+    sessions: int = 1
+    """Sessions per seed (the simulator) or in total (the real runner)."""
+    min_messages: int = 1
+    max_messages: int = 4
+    """User messages per session, drawn uniformly from [min_messages, max_messages]."""
+    mid_turn: float = 0.3
+    """A message is sent while the previous turn may still run (the busy policy decides)."""
+    policies: tuple[BusyPolicy | None, ...] = (None, "queue", "reject", "interrupt")
+    """Busy policies a message may carry (None: the session's default, queue)."""
+    cancel: float = 0.1
+    """Per message: a cancel follows it at a random moment."""
+    tool_calls: float = 0.5
+    """A model reply calls tools (else it answers with text)."""
+    max_calls: int = 3
+    """Tool calls per tool-calling reply, at most."""
+    tool_s: float = 0.5
+    """Longest normal tool run, seconds."""
+    model_s: float = 0.3
+    """Longest normal model reply time, seconds."""
+    commit_s: float = 0.002
+    """Normal store commit time, seconds."""
+    turn_timeout_s: float = 120.0
+    model_timeout_s: float = 30.0
+    tool_timeout_s: float = 20.0
+    max_iterations: int = 6
+    max_attempts: int = 3
+    queue_limit: int = 2
+    recovery: RecoveryPolicy = "fail"
+    """What a restarted session does with the turn it finds open (as ``SessionDeps.recovery``)."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("mid_turn", "cancel", "tool_calls"))
+        _check_seconds(self, ("tool_s", "model_s", "commit_s", "turn_timeout_s", "model_timeout_s", "tool_timeout_s"))
+        if not 1 <= self.min_messages <= self.max_messages:
+            msg = f"Workload needs 1 <= min_messages <= max_messages, not {self.min_messages}..{self.max_messages}"
+            raise ValueError(msg)
+        for name in ("sessions", "max_calls", "max_iterations", "max_attempts"):
+            if getattr(self, name) < 1:
+                msg = f"Workload.{name} must be >= 1, not {getattr(self, name)}"
+                raise ValueError(msg)
+        if not self.policies:
+            msg = "Workload.policies must name at least one busy policy (null for the session's default)"
+            raise ValueError(msg)
+
+
+class FaultPlan(Message, frozen=True, kw_only=True):
+    """A whole chaos run: the faults to inject and the workload they hit."""
+
+    name: str = "plan"
+    messages: MessageFaults = msgspec.field(default_factory=MessageFaults)
+    crashes: CrashFaults = msgspec.field(default_factory=CrashFaults)
+    model: ModelFaults = msgspec.field(default_factory=ModelFaults)
+    tools: ToolFaults = msgspec.field(default_factory=ToolFaults)
+    store: StoreFaults = msgspec.field(default_factory=StoreFaults)
+    workload: Workload = msgspec.field(default_factory=Workload)
