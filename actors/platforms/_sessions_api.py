@@ -38,11 +38,21 @@ async def _read(ctx: ApiContext, work: Callable[[Any], T]) -> T:
         raise HttpError(503, "this server has no session store", type="server_error", code="no_store")
     from actors.store import StoreReader
 
+    from actors.store import StoreError
+
     def run() -> T:
         with StoreReader(ctx.store_file) as reader:  # type: ignore[arg-type]
             return work(reader)
 
-    return await trio.to_thread.run_sync(run)
+    # Right after start the writer may not have created the file yet: wait for it a little.
+    for _ in range(40):
+        try:
+            return await trio.to_thread.run_sync(run)
+        except StoreError as exc:
+            if "start the store writer first" not in str(exc):
+                raise HttpError(503, f"the session store cannot be read: {exc}", type="server_error", code="store_unavailable") from None
+            await trio.sleep(0.05)
+    raise HttpError(503, "the session store is not ready yet; retry in a moment", type="server_error", code="store_starting", headers={"retry-after": "1"})
 
 
 async def _write(ctx: ApiContext, command: Any) -> Any:
