@@ -1,0 +1,191 @@
+"""Fault plans as files, the named presets, and the seeded dice every fault decision comes from.
+
+:class:`Dice` gives each concern (model, tools, store, messages, crashes, workload) its own
+``random.Random`` stream derived from the run's seed, so masking one injected fault (to
+find the fewest faults that still break an invariant) leaves the other streams' draws
+where they were. Every injected fault gets an id (``"store:busy#3"``: stream, kind and the
+stream's decision number); a run with a mask skips exactly the faults it names.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Literal, TypeVar
+
+import msgspec
+
+from protocols._base import from_json, to_json
+from protocols._faults import CrashFaults, FaultPlan, MessageFaults, ModelFaults, StoreFaults, ToolFaults, Workload
+
+from .._errors import UsageError
+
+PlanFormat = Literal["json", "yaml"]
+T = TypeVar("T")
+
+
+# -- presets ----------------------------------------------------------------------------------
+
+
+def calm_plan() -> FaultPlan:
+    """No faults at all: the workload alone (busy policies, cancels, tool batches)."""
+    return FaultPlan(name="calm")
+
+
+def default_plan() -> FaultPlan:
+    """Every fault the runtime is built to survive today, at rates that make each seed eventful.
+
+    Left out (see ``storm_plan``): faults whose handling is a known finding (session
+    crashes and passivation, store write failures, duplicated or dropped client messages).
+    """
+    return FaultPlan(
+        name="default",
+        messages=MessageFaults(delay=0.05, duplicate=0.05, reorder=0.1, drop=0.02),
+        model=ModelFaults(
+            http_error=0.12, latency=0.1, stall=0.04, cut=0.04, malformed_tool_calls=0.15, http_statuses=(429, 500, 503, 529, 401, 400)
+        ),
+        tools=ToolFaults(error=0.08, hang=0.04, huge_output=0.03, huge_output_chars=200_000, slow=0.1),
+        store=StoreFaults(slow_commit=0.1, slow_commit_max_s=0.5),
+        workload=Workload(cancel=0.15, mid_turn=0.35),
+    )
+
+
+def crash_plan() -> FaultPlan:
+    """The default faults plus session crashes (recovery policy ``fail``)."""
+    base = default_plan()
+    return msgspec.structs.replace(base, name="crash", crashes=CrashFaults(session=0.03, max_per_session=2))
+
+
+def storm_plan() -> FaultPlan:
+    """Everything, including the faults whose handling is a known finding."""
+    base = default_plan()
+    return msgspec.structs.replace(
+        base,
+        name="storm",
+        messages=msgspec.structs.replace(base.messages, channels=("user", "cancel", "store_reply", "model_reply", "tool_result")),
+        crashes=CrashFaults(session=0.04, max_per_session=3, passivate=0.3),
+        store=StoreFaults(busy=0.03, slow_commit=0.1, slow_commit_max_s=0.5, crash_after_commit=0.02),
+    )
+
+
+def passivate_plan() -> FaultPlan:
+    """The default faults plus idle sessions passivated and rehydrated (no crash at all)."""
+    return msgspec.structs.replace(default_plan(), name="passivate", crashes=CrashFaults(passivate=0.5))
+
+
+def store_busy_plan() -> FaultPlan:
+    """The default faults plus store writes that fail (database busy); no duplicated messages."""
+    base = default_plan()
+    return msgspec.structs.replace(base, name="store-busy", store=StoreFaults(busy=0.05), messages=msgspec.structs.replace(base.messages, duplicate=0.0))
+
+
+def client_retries_plan() -> FaultPlan:
+    """The default workload with clients that send a StartTurn twice (same turn id): retries."""
+    return msgspec.structs.replace(default_plan(), name="client-retries", messages=MessageFaults(duplicate=0.3, channels=("user",)))
+
+
+PRESETS = {
+    "calm": calm_plan,
+    "default": default_plan,
+    "crash": crash_plan,
+    "storm": storm_plan,
+    "passivate": passivate_plan,
+    "store-busy": store_busy_plan,
+    "client-retries": client_retries_plan,
+}
+"""Named plans. ``calm`` and ``default`` keep every invariant today; the others each show
+at least one finding (see ``tests/chaos/test_simulator.py``)."""
+
+
+# -- files --------------------------------------------------------------------------------------
+
+
+def dump_plan(plan: FaultPlan, fmt: PlanFormat = "json") -> str:
+    """The plan as text (JSON pretty-printed, or YAML), every field written out."""
+    if fmt == "yaml":
+        return msgspec.yaml.encode(plan).decode()
+    return msgspec.json.format(to_json(plan).decode(), indent=2)
+
+
+def parse_plan(text: str | bytes, fmt: PlanFormat = "json") -> FaultPlan:
+    """Decode a plan; fields left out take their defaults (so ``{}`` is the calm plan).
+
+    Raises:
+        UsageError: the text is not a valid plan (the message names the field).
+    """
+    try:
+        if fmt == "yaml":
+            return msgspec.yaml.decode(text, type=FaultPlan)
+        return from_json(text, FaultPlan)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        msg = f"not a valid fault plan: {exc}"
+        raise UsageError(msg) from exc
+
+
+def load_plan(source: str | Path) -> FaultPlan:
+    """A preset by name (see :data:`PRESETS`) or a ``.json`` / ``.yaml`` file."""
+    if isinstance(source, str) and source in PRESETS:
+        return PRESETS[source]()
+    path = Path(source)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        msg = f"cannot read the fault plan {str(path)!r} ({exc}); give a preset ({', '.join(PRESETS)}) or a file"
+        raise UsageError(msg) from exc
+    fmt: PlanFormat = "yaml" if path.suffix in (".yaml", ".yml") else "json"
+    return parse_plan(text, fmt)
+
+
+# -- dice ---------------------------------------------------------------------------------------
+
+
+class Dice:
+    """Seeded decisions, one stream per concern; faults can be masked by id.
+
+    Args:
+        seed: The run's seed; stream ``name`` is ``random.Random(f"{seed}/{name}")``.
+        mask: Ids of faults not to inject (the draws still happen, so later decisions of
+            the same stream do not move).
+    """
+
+    __slots__ = ("_counts", "_streams", "injected", "mask", "seed")
+
+    def __init__(self, seed: int, mask: Iterable[str] = ()) -> None:
+        self.seed = seed
+        self.mask = frozenset(mask)
+        self._streams: dict[str, random.Random] = {}
+        self._counts: dict[str, int] = {}
+        self.injected: list[str] = []
+        """Ids of the faults injected so far, in order."""
+
+    def stream(self, name: str) -> random.Random:
+        rng = self._streams.get(name)
+        if rng is None:
+            rng = self._streams[name] = random.Random(f"{self.seed}/{name}")
+        return rng
+
+    def fault(self, stream: str, kind: str, rate: float) -> bool:
+        """True when fault ``kind`` is injected at this decision (one draw, unless ``rate`` is 0)."""
+        if rate <= 0.0:
+            return False
+        rng = self._streams.get(stream) or self.stream(stream)
+        draw = rng.random()
+        number = self._counts[stream] = self._counts.get(stream, 0) + 1
+        if draw >= rate:
+            return False
+        fault_id = f"{stream}:{kind}#{number}"
+        if fault_id in self.mask:
+            return False
+        self.injected.append(fault_id)
+        return True
+
+    def uniform(self, stream: str, low: float, high: float) -> float:
+        return self.stream(stream).uniform(low, high)
+
+    def choice(self, stream: str, options: Sequence[T]) -> T:
+        return options[self.stream(stream).randrange(len(options))]
+
+    def below(self, stream: str, n: int) -> int:
+        """An int in [0, n)."""
+        return self.stream(stream).randrange(n)

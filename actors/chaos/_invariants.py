@@ -1,0 +1,372 @@
+"""The invariants of rule 5, checked against what a run shows: events, tool runs, transcripts.
+
+One checker serves the simulator (fed after every step, with virtual time), the real
+chaos runner (fed the recorded event streams and supervision events, then the stored
+transcripts) and tests. It never looks inside a session; it judges what a client, the
+store and the supervisor can see:
+
+- ``ack_not_durable`` / ``user_message_count``: every acknowledged user message
+  (``UserMessageSaved``) is durable when acknowledged, and in the durable transcript
+  exactly once at the end.
+- ``unsanitized_model_input`` / ``durable_unpaired`` / ``idle_unpaired``: every assistant
+  tool call has exactly one tool result, in what a model is sent, in the store at rest, and
+  in an idle session's memory (the sanitizer has nothing to add or drop).
+- ``model_before_ack``: the model is called only once the turn's user message is durable.
+- ``tool_ran_twice`` / ``tool_before_write_ahead``: no tool call runs twice (across crashes
+  too), and none runs before the assistant message asking for it is durable.
+- ``turn_started_twice`` / ``two_turns_running`` / ``terminal_count`` /
+  ``spurious_recovery`` / ``turn_never_ended`` / ``deadline_missed``: each turn a session
+  took (started or queued) ends exactly once, before its deadline.
+- ``seq_gap``: every subscriber sees sequence numbers without gaps.
+- ``two_live_actors`` / ``restart_intensity``: one live actor per session path; no
+  supervisor restarts more children than its intensity allows.
+- ``misattributed_failure`` (simulator): a turn is failed for a store error only by a
+  failed write of its own. ``no_quiescence``: the run never came to rest.
+
+Crashes are learnt from supervision events: ``ChildRestarted`` of a session's path means
+its previous incarnation died; the turns it had open must then be ended by the recovery
+(a ``TurnFailed`` without a turn id, or a resumed turn).
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, Escalated
+from protocols._session import (
+    SessionEvent,
+    SessionRecovered,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnQueued,
+    TurnRejected,
+    TurnStarted,
+    UserMessageSaved,
+)
+
+from ..agent._sanitize import sanitize
+
+TERMINALS = (TurnCompleted, TurnFailed, TurnCancelled)
+RULES = (
+    "ack_not_durable",
+    "user_message_count",
+    "unsanitized_model_input",
+    "durable_unpaired",
+    "idle_unpaired",
+    "model_before_ack",
+    "tool_ran_twice",
+    "tool_before_write_ahead",
+    "turn_started_twice",
+    "two_turns_running",
+    "terminal_count",
+    "spurious_recovery",
+    "turn_never_ended",
+    "deadline_missed",
+    "seq_gap",
+    "two_live_actors",
+    "restart_intensity",
+    "misattributed_failure",
+    "no_quiescence",
+)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Violation:
+    """One broken invariant: which rule, where, when, and what was seen."""
+
+    rule: str
+    session_id: str
+    detail: str
+    at: float
+    """Virtual seconds (simulator) or seconds since the run started (real runner)."""
+    step: int = -1
+    """The simulator's step index when it was seen (-1 outside the simulator)."""
+
+    def describe(self) -> str:
+        where = f" step {self.step}" if self.step >= 0 else ""
+        return f"[{self.rule}] session {self.session_id} at {self.at:.3f} s{where}: {self.detail}"
+
+
+class _Book:
+    """What the checker knows of one session's turns."""
+
+    __slots__ = ("acked", "deadline_reported", "ended", "lost", "queued", "rejected", "resuming", "running", "started", "texts")
+
+    def __init__(self) -> None:
+        self.running: str | None = None
+        self.started: dict[str, float] = {}
+        self.queued: set[str] = set()
+        self.ended: dict[str, str] = {}
+        self.rejected: set[str] = set()
+        self.texts: dict[str, str] = {}
+        self.acked: dict[str, str] = {}
+        """turn id -> user text, for every UserMessageSaved."""
+        self.lost: list[str] = []
+        """Turns open when the session's actor died; its recovery must end the running one."""
+        self.resuming = False
+        self.deadline_reported: set[str] = set()
+
+
+class Invariants:
+    """Collects :class:`Violation` records from what a run shows.
+
+    Args:
+        turn_timeout: A turn must end within this many seconds of ``TurnStarted``.
+        slack: Seconds of lateness tolerated on top (message delays, thread scheduling).
+        max_restarts: Restart intensity of the session supervisor: at most this many
+            restarts within ``within`` seconds.
+        within: The intensity window, seconds.
+    """
+
+    def __init__(self, *, turn_timeout: float, slack: float = 0.0, max_restarts: int = 50, within: float = 10.0) -> None:
+        self.turn_timeout = turn_timeout
+        self.slack = slack
+        self.max_restarts = max_restarts
+        self.within = within
+        self.violations: list[Violation] = []
+        self.step = -1
+        self._books: dict[str, _Book] = {}
+        self._tool_runs: collections.Counter[tuple[str, str]] = collections.Counter()
+        self._seqs: dict[object, int] = {}
+        self._live: dict[str, set[int]] = {}
+        self._exit_due: dict[str, int] = {}
+        self._restarts: dict[str, collections.deque[float]] = {}
+        self.counts: collections.Counter[str] = collections.Counter()
+        """Events seen, by kind (``turns``, ``completed``, ``failed``, ``cancelled``, ``restarts``, ...)."""
+
+    # -- reporting ---------------------------------------------------------------------------------
+
+    def violate(self, rule: str, session_id: str, detail: str, at: float) -> None:
+        self.violations.append(Violation(rule=rule, session_id=session_id, detail=detail, at=at, step=self.step))
+
+    def book(self, session_id: str) -> _Book:
+        book = self._books.get(session_id)
+        if book is None:
+            book = self._books[session_id] = _Book()
+        return book
+
+    # -- session events ------------------------------------------------------------------------------
+
+    def event(self, session_id: str, event: SessionEvent, now: float, *, subscriber: object = None) -> None:
+        """One event of a session's stream, as a subscriber received it."""
+        if subscriber is not None:
+            last = self._seqs.get(subscriber)
+            if last is not None and event.seq != last + 1:
+                self.violate("seq_gap", session_id, f"event {type(event).__name__} has seq {event.seq} after {last}", now)
+            self._seqs[subscriber] = event.seq
+        book = self.book(session_id)
+        turn_id = event.turn_id
+        match event:
+            case TurnStarted(text=text):
+                self.counts["turns"] += 1
+                if turn_id in book.started or turn_id in book.ended:
+                    self.violate("turn_started_twice", session_id, f"turn {turn_id} started again", now)
+                if book.running is not None:
+                    self.violate("two_turns_running", session_id, f"turn {turn_id} started while {book.running} runs", now)
+                book.queued.discard(turn_id)
+                book.started[turn_id] = now
+                book.texts[turn_id] = text
+                book.running = turn_id
+            case TurnQueued():
+                self.counts["queued"] += 1
+                if turn_id in book.started or turn_id in book.ended or turn_id in book.queued:
+                    self.violate("turn_started_twice", session_id, f"turn {turn_id} queued after it was taken", now)
+                book.queued.add(turn_id)
+            case TurnRejected():
+                self.counts["rejected"] += 1
+                book.rejected.add(turn_id)
+            case UserMessageSaved():
+                if turn_id in book.texts:
+                    book.acked[turn_id] = book.texts[turn_id]
+            case SessionRecovered(resumed=resumed):
+                self.counts["recovered"] += 1
+                if resumed:
+                    if book.running is None and not book.lost:
+                        self.violate("spurious_recovery", session_id, "the recovery resumed a turn although none was open", now)
+                    book.resuming = True
+            case TurnFailed() | TurnCompleted() | TurnCancelled():
+                self._terminal(session_id, book, event, now)
+            case _:
+                if turn_id and book.resuming and turn_id not in book.started and turn_id not in book.ended:
+                    self._adopt(book, turn_id, now)
+
+    def _adopt(self, book: _Book, turn_id: str, now: float) -> None:
+        """The first event of a resumed turn: it carries on the turn the crash interrupted."""
+        book.resuming = False
+        interrupted = book.running or (book.lost[0] if book.lost else None)
+        if interrupted is not None:
+            book.ended[interrupted] = f"resumed as {turn_id}"
+            if book.lost and book.lost[0] == interrupted:
+                book.lost.pop(0)
+        book.started[turn_id] = now
+        book.running = turn_id
+
+    def _terminal(self, session_id: str, book: _Book, event: SessionEvent, now: float) -> None:
+        kind = type(event).__name__.removeprefix("Turn").lower()
+        self.counts[kind] += 1
+        turn_id = event.turn_id
+        if not turn_id:
+            # The recovery's verdict on the turn that was open when the actor died.
+            if isinstance(event, TurnFailed) and event.kind == "restarted":
+                lost = book.lost[0] if book.lost else book.running
+                if lost is None:
+                    self.violate("spurious_recovery", session_id, "a restarted session failed a turn although none was open", now)
+                    return
+                if book.lost:
+                    book.lost.pop(0)
+                book.ended[lost] = "failed (restarted)"
+                if book.running == lost:
+                    book.running = None
+                return
+            self.violate("terminal_count", session_id, f"{type(event).__name__} without a turn id", now)
+            return
+        if book.resuming and turn_id not in book.started and turn_id not in book.queued and turn_id not in book.ended:
+            self._adopt(book, turn_id, now)
+        if turn_id in book.ended:
+            self.violate("terminal_count", session_id, f"turn {turn_id} ended twice ({book.ended[turn_id]}, then {kind})", now)
+            return
+        if turn_id in book.queued:
+            book.queued.discard(turn_id)
+            book.ended[turn_id] = kind
+            return
+        if turn_id not in book.started:
+            self.violate("terminal_count", session_id, f"turn {turn_id} ended ({kind}) but was never started or queued", now)
+            return
+        book.ended[turn_id] = kind
+        if book.running == turn_id:
+            book.running = None
+        late = now - book.started[turn_id] - self.turn_timeout
+        if late > self.slack and turn_id not in book.deadline_reported:
+            self.violate("deadline_missed", session_id, f"turn {turn_id} ended {late:.3f} s after its deadline", now)
+
+    def crashed(self, session_id: str, now: float) -> None:
+        """The session's actor died abnormally: its open turns wait for the recovery's verdict."""
+        self.counts["restarts"] += 1
+        book = self.book(session_id)
+        if book.running is not None:
+            book.lost.append(book.running)
+            book.running = None
+        # Queued turns lived only in the dead actor's memory; nothing will end them unless
+        # the recovery does, so they stay open (and are reported if they never end).
+        book.resuming = False
+
+    def advance(self, now: float) -> None:
+        """Report running turns that passed their deadline (the simulator calls it as time moves)."""
+        limit = self.turn_timeout + self.slack
+        for session_id, book in self._books.items():
+            turn_id = book.running
+            if turn_id is not None and now - book.started[turn_id] > limit and turn_id not in book.deadline_reported:
+                book.deadline_reported.add(turn_id)
+                self.violate("deadline_missed", session_id, f"turn {turn_id} still runs {now - book.started[turn_id]:.3f} s after it started", now)
+
+    # -- model calls, tools and transcripts ---------------------------------------------------------------
+
+    def model_called(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
+        """What a model is sent (system messages first) must need no sanitizing."""
+        body = [m for m in messages if m.role != "system"]
+        fixed, added = sanitize(body)
+        if added or len(fixed) != len(body):
+            self.violate("unsanitized_model_input", session_id, f"a model was sent {added} unanswered call(s) / {len(body) - len(fixed) + added} stray result(s)", now)
+
+    def user_message_durable(self, session_id: str, turn_id: str, durable_texts: Iterable[str] | collections.Counter[str], now: float, *, rule: str = "ack_not_durable") -> None:
+        """At an acknowledgement (or a model call): the turn's user message must be stored."""
+        text = self.book(session_id).texts.get(turn_id)
+        if text is not None and text not in durable_texts:
+            what = "acknowledged" if rule == "ack_not_durable" else "sent to the model"
+            self.violate(rule, session_id, f"the user message of turn {turn_id} was {what} before it was durable", now)
+
+    def tool_ran(self, session_id: str, call_id: str, now: float, *, write_ahead: bool = True) -> None:
+        """A tool call started; ``write_ahead`` says whether its assistant message was durable."""
+        key = (session_id, call_id)
+        self._tool_runs[key] += 1
+        self.counts["tool_runs"] += 1
+        if self._tool_runs[key] == 2:
+            self.violate("tool_ran_twice", session_id, f"tool call {call_id} ran twice", now)
+        if not write_ahead:
+            self.violate("tool_before_write_ahead", session_id, f"tool call {call_id} ran before its call was durable", now)
+
+    def idle_transcript(self, session_id: str, transcript: Sequence[ChatMessage], now: float) -> None:
+        """An idle session's transcript (in memory) is settled."""
+        fixed, added = sanitize(transcript)
+        if added or len(fixed) != len(transcript):
+            self.violate("idle_unpaired", session_id, f"an idle session has {added} unanswered call(s)", now)
+
+    def durable_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
+        """The stored transcript at rest: calls paired with results, acknowledged messages once each."""
+        fixed, added = sanitize(messages)
+        if added or len(fixed) != len(messages):
+            stray = len(messages) - len(fixed) + added
+            self.violate("durable_unpaired", session_id, f"the stored transcript has {added} call(s) without a result and {stray} stray or repeated result(s)", now)
+        users = collections.Counter(m.content for m in messages if m.role == "user")
+        for turn_id, text in self.book(session_id).acked.items():
+            if users[text] != 1:
+                self.violate("user_message_count", session_id, f"the acknowledged message of turn {turn_id} is stored {users[text]} times", now)
+
+    # -- supervision ------------------------------------------------------------------------------------
+
+    def supervision(self, event: Any, now: float) -> None:
+        """A supervision event (as ``Runtime.subscribe`` delivers them, in order)."""
+        match event:
+            case ChildStarted(path=path, incarnation=incarnation) | ChildRestarted(path=path, incarnation=incarnation):
+                self._check_exit_due(path, None, now)
+                live = self._live.setdefault(path, set())
+                if live:
+                    # The kernel publishes ChildRestarted before the ChildExited that caused it.
+                    if live == {incarnation - 1} and isinstance(event, ChildRestarted):
+                        self._exit_due[path] = incarnation - 1
+                    else:
+                        self.violate("two_live_actors", _session_of(path), f"{path} incarnation {incarnation} started while {sorted(live)} run", now)
+                live.add(incarnation)
+                if isinstance(event, ChildRestarted):
+                    self._note_restart(path, now)
+                    session_id = _session_of(path)
+                    if session_id:
+                        self.crashed(session_id, now)
+            case ChildExited(path=path, incarnation=incarnation):
+                self._check_exit_due(path, incarnation, now)
+                self._live.get(path, set()).discard(incarnation)
+            case Escalated(path=path):
+                self.counts["escalations"] += 1
+                self._restarts.pop(path, None)
+
+    def _check_exit_due(self, path: str, incarnation: int | None, now: float) -> None:
+        due = self._exit_due.pop(path, None)
+        if due is not None and due != incarnation:
+            self.violate("two_live_actors", _session_of(path), f"{path} incarnation {due} did not exit before its successor ran", now)
+
+    def _note_restart(self, path: str, now: float) -> None:
+        parent = path.rsplit("/", 1)[0] or "/"
+        times = self._restarts.setdefault(parent, collections.deque())
+        times.append(now)
+        while times and now - times[0] > self.within:
+            times.popleft()
+        if len(times) > self.max_restarts:
+            self.violate("restart_intensity", _session_of(path), f"{parent} restarted {len(times)} children within {self.within:g} s (limit {self.max_restarts})", now)
+
+    # -- the end -----------------------------------------------------------------------------------------
+
+    def finish(self, now: float) -> list[Violation]:
+        """Liveness at the end of a run: every turn taken has ended. Returns all violations."""
+        self.advance(now)
+        for session_id, book in self._books.items():
+            open_turns = [t for t in book.started if t not in book.ended] + sorted(book.queued) + book.lost
+            for turn_id in dict.fromkeys(open_turns):
+                if turn_id in book.deadline_reported:
+                    continue
+                how = "was lost when its session crashed" if turn_id in book.lost else "never ended"
+                if turn_id in book.queued:
+                    how = "was queued and " + how
+                self.violate("turn_never_ended", session_id, f"turn {turn_id} {how}", now)
+        for path, due in self._exit_due.items():
+            self.violate("two_live_actors", _session_of(path), f"{path} incarnation {due} never reported its exit", now)
+        return self.violations
+
+
+def _session_of(path: str) -> str:
+    """``/sessions/abc`` -> ``abc``; other paths -> empty."""
+    parts = path.strip("/").split("/")
+    return parts[1] if len(parts) == 2 and parts[0] == "sessions" else ""
