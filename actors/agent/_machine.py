@@ -45,6 +45,7 @@ GRACE_INSTRUCTION = (
     "what you found, and what is left to do."
 )
 PREVIEW_CHARS = 300
+RECENT_TURNS = 256
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -218,6 +219,8 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
     transcript: tuple[ChatMessage, ...] = ()
     turn: Turn | None = None
     queued: tuple[UserInput, ...] = ()
+    recent_turns: tuple[str, ...] = ()
+    """Ids of the latest turns (bounded): a retried StartTurn with a known id is ignored."""
 
 
 # -- the step function -----------------------------------------------------------------------
@@ -296,6 +299,10 @@ class _Step:
     # user input and the busy policy ------------------------------------------------------------
 
     def on_user_input(self, event: UserInput) -> None:
+        if event.turn_id in self.state.recent_turns:
+            return  # a retry of a turn this session has already taken: it runs once
+        recent = (*self.state.recent_turns, event.turn_id)[-RECENT_TURNS:]
+        self.state = msgspec.structs.replace(self.state, recent_turns=recent)
         turn = self.state.turn
         if turn is None:
             self.start_turn(event)
@@ -336,6 +343,10 @@ class _Step:
         self.effects.append(Persist(token=token, messages=(user,), acked=True))
 
     def on_persist_failed(self, turn: Turn, token: str, error: str, now: float) -> None:
+        if not token.startswith(f"{turn.turn_id}/"):
+            # An earlier turn's late write failed: it is not this turn's fault. (Its message
+            # is missing from the store; a reload settles what it leaves unpaired.)
+            return
         if turn.phase == "persist_user" and token == turn.token:
             # The user message never became durable: take it back and say so.
             self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[:-1])

@@ -158,20 +158,9 @@ def test_a_failed_store_write_never_leaves_a_call_unpaired_in_the_store() -> Non
     assert _broken(_swept(STORE_BUSY, 1000), "durable_unpaired") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: the machine fails whatever turn runs on any failed write, even the previous "
-    "turn's final answer arriving after the next (queued) turn started. Seed 19 of the store-busy plan.",
-)
 def test_a_late_store_failure_of_one_turn_never_fails_the_next() -> None:
     assert _broken(_swept(STORE_BUSY, 1000), "misattributed_failure") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: StartTurn.turn_id is documented for idempotent retries, but a repeated "
-    "StartTurn with the same id starts (or queues) the turn again and stores its message twice. "
-    "Seed 0 of the client-retries plan.",
-)
 def test_a_retried_start_turn_with_the_same_turn_id_runs_once() -> None:
     assert _broken(_swept(CLIENT_RETRIES, 300), "turn_started_twice") == []
