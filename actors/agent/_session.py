@@ -44,10 +44,12 @@ from protocols._session import (
 from protocols._store import (
     AppendMessages,
     CreateSession,
+    GetStoreStatistics,
     MessagesPersisted,
     SessionCreated,
     SessionRecord,
     StoreFailed,
+    StoreStatistics,
     UpdateSessionTotals,
 )
 
@@ -227,6 +229,12 @@ class SessionActor(Actor):
         self.store = context.registry.lookup(self.deps.store_path)
         depth = self.overrides.depth if self.overrides is not None else 0
         self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth)
+        # Load only after the writer has committed everything sent before now: writes of a
+        # dead incarnation may still be in its inbox (otherwise a tool result landing after
+        # the reload would get a second, synthetic result).
+        self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
+
+    def load(self) -> None:
         self.start_wait(
             _load_with_retry,
             self.deps.open_reader,
@@ -243,6 +251,8 @@ class SessionActor(Actor):
                 return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
             case Unsubscribe(subscriber=subscriber):
                 self.hub.unsubscribe(subscriber)
+            case StoreStatistics() if self.state is None:
+                self.load()
             case WaitFinished(tag="load"):
                 self.on_loaded(message)
             case SessionCreated(token="create"):

@@ -172,7 +172,8 @@ class SimSession:
         if restarted:
             # The kernel publishes the exit that caused a restart after the restart itself.
             world.checker.supervision(ChildExited(path=self.path, child_id=self.session_id, incarnation=self.starts - 1, kind="crashed"), world.now)
-        world.at(world.now + world.dice.uniform("session", 0.0005, self.load_s), self._load_done, incarnation)
+        # As SessionActor: load only after the store committed what was sent before (a barrier).
+        world.at(max(world.now, world.store.free_at) + world.dice.uniform("session", 0.0005, self.load_s), self._load_done, incarnation)
         while self.mailbox and self.current is incarnation:
             self.handle(incarnation, self.mailbox.popleft(), from_address=True)
 

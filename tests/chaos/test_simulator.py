@@ -117,11 +117,6 @@ def test_a_crash_never_loses_a_queued_turn() -> None:
     assert _broken(_swept(crash_plan(), 1500), "turn_never_ended", "was queued") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: recovery finds the open turn from the stored transcript; a turn whose user "
-    "message was not committed yet when the actor died is never ended. Seed 203 of the crash plan.",
-)
 def test_a_crash_before_the_user_message_is_stored_still_ends_the_turn() -> None:
     assert _broken(_swept(crash_plan(), 1500), "turn_never_ended", "lost when its session crashed") == []
 
@@ -137,12 +132,6 @@ def test_a_recovery_never_fails_a_turn_that_had_already_ended() -> None:
     assert _broken(_swept(crash_plan(), 1500), "spurious_recovery") + _broken(_swept(PASSIVATE, 500), "spurious_recovery") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a restarted session reads the store without waiting for writes its dead "
-    "incarnation already sent; a tool result committed after the reload gets a second, "
-    "synthetic 'outcome unknown' result. Seed 48 of the crash plan.",
-)
 def test_a_recovery_never_gives_a_call_a_second_result() -> None:
     assert _broken(_swept(crash_plan(), 1500), "durable_unpaired", "stray or repeated") == []
 
