@@ -22,6 +22,8 @@ import msgspec
 
 from protocols._session import SessionEvent
 
+from ._recovery import OpenTurns
+
 log = logging.getLogger(__name__)
 
 DEFAULT_REPLAY = 2048
@@ -41,6 +43,8 @@ class SessionHub:
         self._seq = 0
         self._buffer: collections.deque[SessionEvent] = collections.deque(maxlen=replay)
         self._subscribers: list[Subscriber] = []
+        self.open_turns = OpenTurns()
+        """Turns announced here that have not ended (recovery uses it)."""
         self._observers: set[int] = set()
         """ids of subscribers that only watch (they do not count as someone attached)."""
 
@@ -59,6 +63,7 @@ class SessionHub:
             self._seq += 1
             numbered = msgspec.structs.replace(event, seq=self._seq, session_id=self.session_id)
             self._buffer.append(numbered)
+            self.open_turns.note(numbered)
             dead = []
             for subscriber in self._subscribers:
                 try:

@@ -57,6 +57,7 @@ from ._approvals import ApprovalGate
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
 from ._hub import HubRegistry
+from ._recovery import plan_recovery
 from ._machine import (
     CallModel,
     Cancel,
@@ -86,6 +87,11 @@ from ._sanitize import sanitize
 from ._tools import ToolCall, ToolOutput, ToolSpec, Workspace
 
 log = logging.getLogger(__name__)
+
+RESTART_FAILED = (
+    "the session restarted while this turn was running or waiting; unfinished tools were not re-run "
+    "(their results say 'outcome unknown'); send the message again to continue"
+)
 
 RecoveryPolicy = Literal["resume", "fail"]
 
@@ -346,6 +352,7 @@ class SessionActor(Actor):
                 )
             )
             self.state = SessionState(session_id=self.session_id, system_prompt=prompt)
+            self.recover((), 0)  # turns this process saw start but that never became durable
         else:
             self.durable = True
             if record.model and record.model != self.model.model:
@@ -356,26 +363,27 @@ class SessionActor(Actor):
                 # Persist the synthetic results so the store agrees with what the model sees.
                 synthetic = tuple(m for m in transcript if m not in messages)
                 self.store.tell(AppendMessages(session_id=self.session_id, messages=synthetic, timestamp=now, token="recover"))
-            open_turn = bool(transcript) and transcript[-1].role in ("user", "tool")
-            if settled or open_turn:
-                resumed = open_turn and self.deps.recovery == "resume"
-                self.hub.publish(SessionRecovered(settled_calls=settled, resumed=resumed))
-                if open_turn and not resumed:
-                    self.hub.publish(
-                        TurnFailed(
-                            error=(
-                                "the session restarted while a turn was running; unfinished tools were not re-run "
-                                "(their results say 'outcome unknown'); send a message to continue"
-                            ),
-                            kind="restarted",
-                        )
-                    )
-                elif resumed:
-                    self.feed(Resume(turn_id=f"turn_{uuid.uuid4().hex[:12]}", now=time.monotonic()))
+            self.recover(transcript, settled)
         stash, self.stash = self.stash, []
         for message in stash:
             self.receive(message)
         self.arm_idle_timer()
+
+    def recover(self, transcript: tuple[ChatMessage, ...], settled: int) -> None:
+        """Settle the turns that were open when the last incarnation ended (see ``_recovery``)."""
+        plan = plan_recovery(
+            seen=self.hub.open_turns.seen,
+            open_turns=self.hub.open_turns.snapshot(),
+            transcript_open=bool(transcript) and transcript[-1].role in ("user", "tool"),
+            settled=settled,
+            policy=self.deps.recovery,
+        )
+        if plan.announce:
+            self.hub.publish(SessionRecovered(settled_calls=settled, resumed=plan.resume is not None))
+        for turn_id in plan.fail:
+            self.hub.publish(TurnFailed(turn_id=turn_id, error=RESTART_FAILED, kind="restarted"))
+        if plan.resume is not None:
+            self.feed(Resume(turn_id=plan.resume or f"turn_{uuid.uuid4().hex[:12]}", now=time.monotonic()))
 
     def seed(self, history: tuple[ChatMessage, ...]) -> None:
         """Start an empty session from the history a client sent (system messages excluded)."""

@@ -189,10 +189,21 @@ class Invariants:
                         self.violate("spurious_recovery", session_id, "the recovery resumed a turn although none was open", now)
                     book.resuming = True
             case TurnFailed() | TurnCompleted() | TurnCancelled():
+                self._reclaim(book, turn_id)
                 self._terminal(session_id, book, event, now)
             case _:
+                self._reclaim(book, turn_id)
                 if turn_id and book.resuming and turn_id not in book.started and turn_id not in book.ended:
                     self._adopt(book, turn_id, now)
+
+    @staticmethod
+    def _reclaim(book: _Book, turn_id: str) -> None:
+        """A turn the crash interrupted shows up again under its own id (failed or resumed by
+        the recovery, which knew it from the session's hub): it is running again."""
+        if turn_id and turn_id in book.lost:
+            book.lost.remove(turn_id)
+            book.resuming = False
+            book.running = turn_id
 
     def _adopt(self, book: _Book, turn_id: str, now: float) -> None:
         """The first event of a resumed turn: it carries on the turn the crash interrupted."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from protocols import ChildExited, ChildRestarted, ChildStarted, Escalated
+from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, Escalated
 from protocols._session import (
     CancelTurn,
     SessionEvent,
@@ -57,6 +57,7 @@ from ..agent._machine import (
     step,
 )
 from ..agent._model import ModelFailure, ModelReply
+from ..agent._recovery import OpenTurns, plan_recovery
 from ..agent._sanitize import sanitize
 from ._sim_trace import show
 from ._sim_world import Loaded, Outcome, TimerMessage, World
@@ -117,6 +118,8 @@ class SimSession:
         self.restart_times: collections.deque[float] = collections.deque()
         self.seq = 0
         self.resumes = 0
+        self.open_turns = OpenTurns()
+        """As the session's hub: it outlives incarnations in this world."""
         # The incarnation's own state (reset by each start).
         self.state: SessionState | None = None
         self.stash: list[Any] = []
@@ -254,6 +257,7 @@ class SimSession:
         world = self.world
         self.seq += 1
         event = msgspec.structs.replace(event, seq=self.seq, session_id=self.session_id)
+        self.open_turns.note(event)
         if world.record:
             world.note(f"{self.session_id} emits {show(event)}")
         checker = world.checker
@@ -273,6 +277,7 @@ class SimSession:
             prompt = f"You are the simulated agent of session {self.session_id}."
             world.store.submit(self.session_id, None, "create", incarnation, prompt)
             self.state = SessionState(session_id=self.session_id, system_prompt=prompt)
+            self.recover((), 0)
         else:
             messages = loaded.messages
             if self.bug == "skip_recovery_sanitize":
@@ -288,15 +293,7 @@ class SimSession:
                         if message.tool_call_id is not None:
                             world.checker.tool_ran(self.session_id, message.tool_call_id, world.now)
                             world.start_tool(incarnation, message.tool_call_id, self.config.tool_timeout)
-            open_turn = bool(transcript) and transcript[-1].role in ("user", "tool")
-            if settled or open_turn:
-                resumed = open_turn and self.recovery == "resume"
-                self.publish(SessionRecovered(settled_calls=settled, resumed=resumed))
-                if open_turn and not resumed:
-                    self.publish(TurnFailed(error=RESTART_FAILED, kind="restarted"))
-                elif resumed:
-                    self.resumes += 1
-                    self.feed(Resume(turn_id=f"{self.session_id}-resumed{self.resumes}", now=world.now))
+            self.recover(transcript, settled)
         stash, self.stash = self.stash, []
         for message in stash:
             if self.current is not incarnation:
@@ -304,6 +301,23 @@ class SimSession:
             self.receive(message)
         if self.current is incarnation:
             self.arm_idle_timer()
+
+    def recover(self, transcript: tuple[ChatMessage, ...], settled: int) -> None:
+        """As SessionActor.recover: the same pure plan, from this world's open turns."""
+        plan = plan_recovery(
+            seen=self.open_turns.seen,
+            open_turns=self.open_turns.snapshot(),
+            transcript_open=bool(transcript) and transcript[-1].role in ("user", "tool"),
+            settled=settled,
+            policy=self.recovery,
+        )
+        if plan.announce:
+            self.publish(SessionRecovered(settled_calls=settled, resumed=plan.resume is not None))
+        for turn_id in plan.fail:
+            self.publish(TurnFailed(turn_id=turn_id, error=RESTART_FAILED, kind="restarted"))
+        if plan.resume is not None:
+            self.resumes += 1
+            self.feed(Resume(turn_id=plan.resume or f"{self.session_id}-resumed{self.resumes}", now=self.world.now))
 
     # -- the machine and its effects (as SessionActor.feed / execute) ---------------------------------------
 

@@ -47,6 +47,7 @@ class ServerSettings:
 async def _serve(app: App, fd: int) -> None:
     config = hypercorn.config.Config()
     config.bind = [f"fd://{fd}"]  # hypercorn owns the listening socket from here on
+    config.backlog = 1024  # hypercorn listens again with its own backlog (default 100: resets at C=1,000)
     config.accesslog = None
     config.keep_alive_timeout = 75
     config.graceful_timeout = 1.0

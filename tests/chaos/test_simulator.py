@@ -108,11 +108,6 @@ def test_shrinking_keeps_the_broken_rule_with_fewer_faults_and_its_mask_replays_
 # -- findings ------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: queued turns live only in the session actor's memory; a crash loses them "
-    "(TurnQueued, then nothing ever). Seed 14 of the crash plan.",
-)
 def test_a_crash_never_loses_a_queued_turn() -> None:
     assert _broken(_swept(crash_plan(), 1500), "turn_never_ended", "was queued") == []
 
@@ -121,13 +116,6 @@ def test_a_crash_before_the_user_message_is_stored_still_ends_the_turn() -> None
     assert _broken(_swept(crash_plan(), 1500), "turn_never_ended", "lost when its session crashed") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a transcript ending in a user or tool message is taken for an open turn, but "
-    "failed and cancelled turns end that way too: a restart or rehydration fails (or, with "
-    "recovery=resume, resumes) a turn that already ended. Seed 219 of the crash plan; seed 45 of "
-    "the passivate plan (no crash at all).",
-)
 def test_a_recovery_never_fails_a_turn_that_had_already_ended() -> None:
     assert _broken(_swept(crash_plan(), 1500), "spurious_recovery") + _broken(_swept(PASSIVATE, 500), "spurious_recovery") == []
 

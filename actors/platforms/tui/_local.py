@@ -1,0 +1,237 @@
+"""The local session handle: the agent runtime (store + sessions) in this process.
+
+Built the way ``hermes serve`` builds its runtime, without the API server: the store
+writer and the sessions' dynamic supervisor under one root, the ``hermes-cli`` toolset
+(clarify included), sessions tagged ``source="cli"``. Commands are told to the session's
+address; events come from the session's hub through a subscriber whose ``tell`` hands
+them to the UI's sink (thread-safe, never blocking the hub).
+
+This module imports the model SDK and the tools: the UI imports it in a worker thread,
+after the prompt is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from actors import DeliveryError
+from actors.agent import (
+    ConfigError,
+    HubRegistry,
+    MachineConfig,
+    ModelClients,
+    SessionDeps,
+    SessionHub,
+    ToolSpec,
+    agent_specs,
+    load_model_settings,
+    reader_opener,
+    tell_session,
+)
+from actors.store import StoreError, StoreReader
+from protocols import (
+    AnswerClarification,
+    ApprovalChoice,
+    CancelTurn,
+    ChatMessage,
+    EnsureSession,
+    ResolveApproval,
+    SessionEvent,
+    SessionRecord,
+    StartTurn,
+)
+from supervisor import Runtime
+
+from ._handle import EventSink, RequestRefused, SetupFailed
+
+PLATFORM_HINT = "You are talking with a person in a terminal; format replies as Markdown (it is rendered)."
+STOP_TIMEOUT = 30.0
+
+
+def cli_tools() -> dict[str, ToolSpec]:
+    """The ``hermes-cli`` toolset: everything a person at a terminal uses, clarify included."""
+    import actors.tools as tools_package  # importing registers the tools
+
+    names = tools_package.resolve_toolsets(["hermes-cli"])
+    return tools_package.REGISTRY.specs(names)
+
+
+class _Ignore:
+    """A reply address for answers nobody waits for."""
+
+    def tell(self, message: Any) -> None:
+        pass
+
+
+class _Subscriber:
+    """What the hub tells; forwards session events to the sink."""
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+
+    def tell(self, message: Any) -> None:
+        if isinstance(message, SessionEvent):
+            self.sink(message)
+
+
+class _LocalAttachment:
+    def __init__(self, hub: SessionHub, subscriber: _Subscriber) -> None:
+        self._hub = hub
+        self._subscriber = subscriber
+
+    def close(self) -> None:
+        self._hub.unsubscribe(self._subscriber)
+
+
+class LocalSession:
+    """Sessions of an agent runtime running in this process."""
+
+    def __init__(self, runtime: Runtime, deps: SessionDeps, store_file: Path, *, owned: bool = True) -> None:
+        """Wrap a started runtime built with ``deps``; ``owned`` runtimes are stopped by :meth:`aclose`."""
+        self.runtime = runtime
+        self.deps = deps
+        self.store_file = store_file
+        self._owned = owned
+        self._attachments: list[_LocalAttachment] = []
+
+    @classmethod
+    def start(cls, deps: SessionDeps, store_file: Path) -> LocalSession:
+        """Start a runtime holding the store (``store_file``) and the sessions built from ``deps``."""
+        if deps.store_file is None:
+            deps = dataclasses.replace(deps, store_file=store_file)
+        runtime = Runtime(agent_specs(store_file, deps))
+        runtime.reactor.at_stop(deps.clients.aclose)
+        runtime.start()
+        return cls(runtime, deps, store_file)
+
+    @property
+    def label(self) -> str:
+        return "local"
+
+    @property
+    def model(self) -> str:
+        return self.deps.model.model
+
+    async def open(self) -> None:
+        if self.runtime.failed:
+            msg = f"the local runtime stopped: {self.runtime.exit_reason}"
+            raise RequestRefused(msg)
+
+    async def attach(self, session_id: str, sink: EventSink, *, after_seq: int | None = None, observer: bool = False) -> _LocalAttachment:
+        # The hub outlives session actors: subscribing to it does not start (or create) the
+        # session, and the subscription survives the session's restarts and passivation.
+        hub = self.deps.hubs.get(session_id)
+        subscriber = _Subscriber(sink)
+        hub.subscribe(subscriber, after_seq=hub.last_seq if after_seq is None else after_seq, observer=observer)
+        attachment = _LocalAttachment(hub, subscriber)
+        self._attachments.append(attachment)
+        return attachment
+
+    def _tell(self, session_id: str, message: Any) -> None:
+        try:
+            tell_session(self.runtime.registry, self.runtime.lookup("/sessions"), session_id, message)
+        except DeliveryError as exc:
+            msg = f"session {session_id} cannot be reached ({exc}); the runtime may be stopping, restart hermes chat"
+            raise RequestRefused(msg) from None
+
+    async def start_turn(self, session_id: str, text: str, *, title: str | None = None) -> str:
+        turn_id = f"turn_{uuid.uuid4().hex[:12]}"
+        if title:
+            self._tell(session_id, EnsureSession(title=title, reply_to=_Ignore()))
+        self._tell(session_id, StartTurn(text=text, turn_id=turn_id))
+        return turn_id
+
+    async def cancel_turn(self, session_id: str) -> None:
+        self._tell(session_id, CancelTurn(reason="cancelled from the terminal"))
+
+    async def resolve_approval(self, session_id: str, request_id: str, choice: ApprovalChoice) -> None:
+        self._tell(session_id, ResolveApproval(request_id=request_id, choice=choice))
+
+    async def answer_clarification(self, session_id: str, request_id: str, answer: str) -> None:
+        self._tell(session_id, AnswerClarification(request_id=request_id, answer=answer))
+
+    def _read(self, work: Any) -> Any:
+        if not self.store_file.exists():
+            return None  # the writer creates the file: nothing was saved yet
+        try:
+            with StoreReader(self.store_file) as reader:
+                return work(reader)
+        except StoreError as exc:
+            msg = f"the session store {self.store_file} cannot be read: {exc}"
+            raise RequestRefused(msg) from None
+
+    async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
+        found = await asyncio.to_thread(self._read, lambda r: r.list_sessions(limit=limit))
+        return list(found or [])
+
+    async def get_session(self, session_id: str) -> SessionRecord | None:
+        found = await asyncio.to_thread(self._read, lambda r: r.get_session(session_id))
+        return found if isinstance(found, SessionRecord) else None
+
+    async def transcript(self, session_id: str) -> list[ChatMessage]:
+        found = await asyncio.to_thread(self._read, lambda r: r.load_messages(session_id))
+        return list(found or [])
+
+    async def tree(self) -> str:
+        from actors.cli import render_tree
+
+        return render_tree(self.runtime.snapshot())
+
+    async def tools(self) -> list[str] | None:
+        return sorted(self.deps.tools)
+
+    def close(self) -> bool:
+        """Detach and stop the runtime (if this handle started it); True if it stopped in time."""
+        for attachment in self._attachments:
+            attachment.close()
+        self._attachments.clear()
+        if self._owned and not self.runtime.wait(0):
+            return self.runtime.stop(timeout=STOP_TIMEOUT, reason="hermes chat ended")
+        return True
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+
+def hermes_home(env: Mapping[str, str]) -> Path:
+    """HERMES_HOME, as ``actors.agent.hermes_home`` resolves it."""
+    from actors.agent import hermes_home as resolve
+
+    return resolve(env)
+
+
+def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | None = None, yolo: bool = False) -> LocalSession:
+    """Read the configuration under ``home`` and start the runtime; :class:`SetupFailed` says what is missing."""
+    env = dict(os.environ if env is None else env)
+    home = home or hermes_home(env)
+    try:
+        model = load_model_settings(home, env=env)
+    except ConfigError as exc:
+        raise SetupFailed(str(exc)) from None
+    try:
+        home.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        msg = f"HERMES_HOME {home} cannot be created ({exc}); set HERMES_HOME to a writable directory"
+        raise SetupFailed(msg) from None
+    store = home / "state.db"
+    tools = cli_tools()
+    deps = SessionDeps(
+        hubs=HubRegistry(),
+        open_reader=reader_opener(store),
+        model=model,
+        clients=ModelClients(),
+        tools=tools,
+        config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}),
+        source="cli",
+        platform_hint=PLATFORM_HINT,
+        home=home,
+        store_file=store,
+        yolo=yolo,
+    )
+    return LocalSession.start(deps, store)
