@@ -108,6 +108,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--json", action="store_true", help="print the tree snapshot as JSON")
     run.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS", help="how long an orderly shutdown may take (default 30)")
     run.set_defaults(handler=_run)
+    commands.add_parser("chaos", help="fault injection: a deterministic simulator (sim, replay), fault plans (plan), a real chaos run (run); see hermes chaos --help", add_help=False)
     serve = commands.add_parser("serve", help="run the OpenAI-compatible API server over the agent runtime")
     serve.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1, or api_server.host in config.yaml)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8642, or api_server.port); 0 picks a free one")
@@ -124,8 +125,13 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments and arguments[0] == "chaos":
+        from actors.chaos._chaos_cli import main as chaos  # its own parser: sim, replay, plan, run
+
+        return chaos(arguments[1:])
     parser = _parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(arguments)
     if args.command is None:
         parser.print_help()
         return EXIT_USAGE

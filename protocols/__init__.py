@@ -5,6 +5,13 @@ from ._base import from_json as from_json
 from ._base import from_msgpack as from_msgpack
 from ._base import to_json as to_json
 from ._base import to_msgpack as to_msgpack
+from ._faults import CrashFaults as CrashFaults
+from ._faults import FaultPlan as FaultPlan
+from ._faults import MessageFaults as MessageFaults
+from ._faults import ModelFaults as ModelFaults
+from ._faults import StoreFaults as StoreFaults
+from ._faults import ToolFaults as ToolFaults
+from ._faults import Workload as Workload
 from ._reactor import ProcessResult as ProcessResult
 from ._reactor import WaitFinished as WaitFinished
 from ._reactor import WaitStatus as WaitStatus
@@ -65,6 +72,7 @@ from ._supervision import ChildRestarted as ChildRestarted
 from ._supervision import ChildStarted as ChildStarted
 from ._supervision import Escalated as Escalated
 from ._supervision import ExitKind as ExitKind
+from ._supervision import InjectCrash as InjectCrash
 from ._supervision import NodeSnapshot as NodeSnapshot
 from ._supervision import NodeState as NodeState
 from ._supervision import RestartDue as RestartDue
@@ -91,6 +99,7 @@ __all__ = [
     "ChildRestarted",
     "ChildStarted",
     "ClarificationRequested",
+    "CrashFaults",
     "CreateSession",
     "DeleteResponse",
     "DeleteSession",
@@ -98,9 +107,13 @@ __all__ = [
     "EnsureSession",
     "Escalated",
     "ExitKind",
+    "FaultPlan",
     "GetStoreStatistics",
+    "InjectCrash",
     "Message",
+    "MessageFaults",
     "MessagesPersisted",
+    "ModelFaults",
     "ModelRetrying",
     "NodeSnapshot",
     "NodeState",
@@ -127,6 +140,7 @@ __all__ = [
     "StartTurn",
     "StoreCommand",
     "StoreFailed",
+    "StoreFaults",
     "StoreReply",
     "StoreStatistics",
     "StoredMessage",
@@ -136,6 +150,7 @@ __all__ = [
     "TerminateChild",
     "TextDelta",
     "ToolCall",
+    "ToolFaults",
     "ToolFinished",
     "ToolStarted",
     "TreeSnapshot",
@@ -150,6 +165,7 @@ __all__ = [
     "UserMessageSaved",
     "WaitFinished",
     "WaitStatus",
+    "Workload",
     "from_json",
     "from_msgpack",
     "to_json",

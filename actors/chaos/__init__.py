@@ -1,6 +1,11 @@
-"""chaos: the test model server, an OpenAI-compatible endpoint that answers from a script.
+"""chaos: fault injection: the test model server, fault plans, the simulator, the chaos runner.
 
-Tests, benchmarks and (later) ``hermes chaos`` point the OpenAI SDK, or our own model
+The deterministic simulator (``simulate``, ``sweep``, ``replay``, ``shrink``) runs the real
+turn machine against a simulated model, tools, store and clock and checks the invariants
+(``Invariants``) after every step; ``run_chaos`` does the same against the real runtime.
+``hermes chaos`` is their command line.
+
+The test model server: tests, benchmarks and ``hermes chaos`` point the OpenAI SDK, or our own model
 client, at :class:`ModelServer` on 127.0.0.1 instead of a real provider. It serves
 ``GET /v1/models`` and ``POST /v1/chat/completions`` (JSON or server-sent events) and
 answers each completion with the next scripted reply: text (with reasoning as
@@ -19,6 +24,17 @@ Example::
         assert server.requests[0].body["messages"][-1]["content"] == "hello"
 """
 
+from ._faults import PRESETS as PRESETS
+from ._faults import default_plan as default_plan
+from ._faults import dump_plan as dump_plan
+from ._faults import load_plan as load_plan
+from ._faults import parse_plan as parse_plan
+from ._invariants import Invariants as Invariants
+from ._invariants import Violation as Violation
+from ._runner import RunOptions as RunOptions
+from ._runner import RunReport as RunReport
+from ._runner import format_report as format_report
+from ._runner import run_chaos as run_chaos
 from ._script import HttpError as HttpError
 from ._script import RecordedRequest as RecordedRequest
 from ._script import Reply as Reply
@@ -26,19 +42,46 @@ from ._script import ScriptedCall as ScriptedCall
 from ._script import ScriptedReply as ScriptedReply
 from ._script import TextReply as TextReply
 from ._script import ToolCallsReply as ToolCallsReply
-from ._server import SESSION_HEADER as SESSION_HEADER
 from ._server import ModelServer as ModelServer
+from ._server import SESSION_HEADER as SESSION_HEADER
 from ._server import open_model_server as open_model_server
+from ._sim import SimOptions as SimOptions
+from ._sim import SimResult as SimResult
+from ._sim import SweepResult as SweepResult
+from ._sim import format_result as format_result
+from ._sim import replay as replay
+from ._sim import shrink as shrink
+from ._sim import simulate as simulate
+from ._sim import sweep as sweep
 
 __all__ = [
     "HttpError",
+    "Invariants",
     "ModelServer",
+    "PRESETS",
     "RecordedRequest",
     "Reply",
+    "RunOptions",
+    "RunReport",
     "SESSION_HEADER",
     "ScriptedCall",
     "ScriptedReply",
+    "SimOptions",
+    "SimResult",
+    "SweepResult",
     "TextReply",
     "ToolCallsReply",
+    "Violation",
+    "default_plan",
+    "dump_plan",
+    "format_report",
+    "format_result",
+    "load_plan",
     "open_model_server",
+    "parse_plan",
+    "replay",
+    "run_chaos",
+    "shrink",
+    "simulate",
+    "sweep",
 ]
