@@ -1,0 +1,799 @@
+"""The API server under load: C concurrent streaming chat completions, each a two-round-trip tool turn.
+
+Three processes, all on 127.0.0.1:
+
+- **model**: the test model server (``actors.chaos.ModelServer``) in its own process
+  (this file with ``--model-server``). It prints its base URL, then takes commands on
+  stdin: ``script PREFIX COUNT TURNS`` scripts sessions ``PREFIX0 .. PREFIX<COUNT-1>``
+  (``X-Hermes-Session-Id``) with TURNS x [``ToolCallsReply`` calling ``noop``,
+  ``TextReply``], each reply with ``latency=0.2`` s, so every turn costs the model 400 ms;
+  ``stats [PREFIX]`` counts the requests (and TCP connections) of those sessions.
+- **server** (the system under test): this file with ``--sut DIR MODEL_URL``, a fresh
+  process per concurrency level. It builds the tree as ``tests/platforms/server_kit.py``
+  does (``agent_specs`` + ``/platforms/api`` = ``ApiServer`` under a ``Supervisor``): the
+  store on a real SQLite file in a temporary directory, one registered tool ``noop`` (an
+  ``async def`` returning at once), ``idle_timeout=0``, ``max_concurrent=1_000_000``,
+  ``max_attempts=1`` (a failed model call fails the turn instead of being retried out of
+  sight); everything else (hypercorn config, ``ModelClients``) as ``hermes serve`` has it.
+  On stdin, ``stats`` returns the CPU time of its threads by name and the reactor's worst
+  heartbeat lag since the previous ``stats``; ``stop`` stops the runtime.
+- **clients** (this process, one ``trio.run`` per level): C tasks, each with its own small
+  ``httpx.AsyncClient`` (one keep-alive connection, as C separate users would have; one
+  pool of C connections would cost the load generator O(C) per pool event in httpcore
+  1.0.9). Client i owns session ``s<C>-<i>`` and does its turns one after another:
+  ``POST /v1/chat/completions``, ``stream: true``, the conversation so far (its user and
+  assistant texts, as an OpenAI client sends it) and ``X-Hermes-Session-Id``, which the
+  server forwards to the model as the session id. A turn is complete when the status is
+  200 and the stream carries a ``hermes.tool.progress`` "completed" event with ``ok: true``,
+  the scripted text, a ``finish_reason: "stop"`` chunk and ``data: [DONE]``, and ends;
+  anything else (another status, an error event, a cut stream, an exception, a turn still
+  running at the round deadline) is an error.
+
+Baseline, same invocation, same concurrency: the agent loop without our runtime. C tasks
+share one ``openai.AsyncOpenAI`` (default limits, ``max_retries=0``: the server's own
+model client is the same) and call the model process directly as session ``b<C>-<i>``:
+per turn a streamed completion with the ``noop`` tool schema (the model calls ``noop``),
+the tool "runs" in place, then a second streamed completion with the call and its result
+appended (the model answers text). The loop keeps the transcript, as a session does.
+
+Per level: a fresh server; one warm-up turn per client on both sides (it creates the
+sessions: reported as ``first_turn_*``, not in the timed figures); then ``rounds`` timed
+rounds per side, alternating which side goes first. In a round each of the C clients does
+K turns back to back (closed loop); client i starts i/C x 0.4 s after the first, so the C
+requests do not all land in the same instant (``--burst``: all at once). Measured:
+
+- per turn, wall time (request sent -> stream ended) and the time **added** over the
+  model's own 2 x 200 ms (wall - 0.4 s): p50 / p99;
+- throughput: complete turns / round wall time, median of the rounds; ``throughput_ratio``
+  = server / baseline;
+- CPU time per turn of the server process, of the model process and of this process
+  (``/proc/<pid>/stat`` utime+stime; ``process_time``), deltas over that side's timed
+  rounds only; the server's CPU split by thread name (``hermes-reactor``,
+  ``SessionActor``, ``StoreWriter``...);
+- the server's peak RSS (``VmHWM``, the process is fresh per level) and thread count;
+  its reactor's worst heartbeat lag during the timed rounds;
+- errors by kind, and whether every turn completed; requests and TCP connections the
+  model server saw per side; the host's TCP ``ListenOverflows`` delta (``/proc/net/netstat``).
+
+A session's transcript grows by 4 messages a turn (``turns_per_session`` = 1 + rounds x K),
+and the OpenAI SDK's request cost grows with it, so CPU per turn is comparable across
+levels only at equal ``turns_per_session``.
+
+Goals: at C = 100, p99 added <= 100 ms; at C = 1,000, 0 errors, every turn completes and
+throughput >= 80 % of the baseline's.
+
+Diagnostics (not part of a normal run): ``--server-backlog N`` sets hypercorn's
+``Config.backlog`` in the server process (hypercorn calls ``listen(100)`` again on the
+socket ``ApiServer`` bound with ``listen(1024)``); ``--profile-reactor PREFIX`` runs
+cProfile in the server's reactor thread and writes ``PREFIX-c<C>.prof``.
+
+Run from the repository root: ``python bench/bench_server.py [--quick] [--json]``
+(full: C = 1, 10, 100, 1,000, 3-4 minutes; ``--quick``: C = 10 and 100, about 25 s).
+Exits 1 if any turn failed or did not complete, on either side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import cProfile
+import dataclasses
+import importlib.metadata
+import json
+import logging
+import os
+import platform
+import re
+import resource
+import select
+import signal
+import ssl
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import httpx
+import msgspec
+import openai
+import trio
+
+KEY = "hk-bench-key-0123456789abcdef"
+MODEL_LATENCY = 0.2
+"""Seconds the model waits before each reply."""
+MODEL_TIME = 2 * MODEL_LATENCY
+"""The model's own time per turn: two round trips."""
+TEXT = "ok: the noop tool answered."
+SESSION_HEADER = "X-Hermes-Session-Id"
+ADDED_P99_TARGET_MS = 100.0
+"""At C = 100."""
+THROUGHPUT_RATIO_TARGET = 0.8
+"""At C = 1,000, against the baseline."""
+TURN_TIMEOUT = 120.0
+START_TIMEOUT = 60.0
+NOOP_SCHEMA = {"type": "object", "properties": {}}
+TOOLS = [{"type": "function", "function": {"name": "noop", "description": "Do nothing and answer ok.", "parameters": NOOP_SCHEMA}}]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+# -- the model process (--model-server) ---------------------------------------------------------
+
+
+def model_main() -> int:
+    from actors.chaos import ModelServer, Reply, ScriptedCall, TextReply, ToolCallsReply
+
+    raise_nofile()
+    logging.basicConfig(level=logging.WARNING)
+    turn: list[Reply] = [
+        ToolCallsReply(calls=(ScriptedCall(name="noop", arguments="{}"),), latency=MODEL_LATENCY),
+        TextReply(content=TEXT, latency=MODEL_LATENCY),
+    ]
+    server = ModelServer(seed=0).start()
+    print(server.base_url, flush=True)
+    for line in sys.stdin:  # the control channel; EOF (or a kill of the group) ends it
+        words = line.split()
+        if words[:1] == ["script"]:
+            prefix, count, turns = words[1], int(words[2]), int(words[3])
+            for index in range(count):
+                server.script(turn * turns, session=f"{prefix}{index}")
+            print("ok", flush=True)
+        elif words[:1] == ["stats"]:  # optionally only the requests of sessions starting with PREFIX
+            prefix = words[1] if len(words) > 1 else ""
+            mine = [r for r in server.requests if (r.session or "").startswith(prefix)]
+            connections = len({r.connection for r in mine})
+            print(json.dumps({"requests": len(mine), "connections": connections, "internal_errors": len(server.internal_errors)}), flush=True)
+    server.stop()
+    return 0
+
+
+# -- the server process (--sut) ------------------------------------------------------------------
+
+
+def sut_main(workdir: str, model_url: str, backlog: int | None, profile: str | None) -> int:
+    from actors.agent import (
+        HubRegistry,
+        MachineConfig,
+        ModelClients,
+        ModelSettings,
+        SessionDeps,
+        ToolOutput,
+        ToolSpec,
+        ToolTraits,
+        agent_specs,
+        reader_opener,
+    )
+    from actors.platforms import ApiServer, ServerSettings
+    from supervisor import ChildSpec, Runtime, Supervisor
+
+    raise_nofile()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if backlog is not None:  # diagnostic only: hypercorn re-listens the socket with Config.backlog
+        import hypercorn.config
+
+        hypercorn.config.Config.backlog = backlog
+
+    async def noop(arguments: dict[str, Any], call: Any) -> ToolOutput:
+        return ToolOutput(content="ok")
+
+    home = Path(workdir)
+    store = home / "state.db"
+    tools = {"noop": ToolSpec("noop", "Do nothing and answer ok.", NOOP_SCHEMA, noop, ToolTraits(read_only=True))}
+    hubs = HubRegistry()
+    deps = SessionDeps(
+        hubs=hubs,
+        open_reader=reader_opener(store),
+        model=ModelSettings(model="test-model", base_url=model_url, api_key="bench-key"),
+        clients=ModelClients(),
+        tools=tools,
+        config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}, max_attempts=1),
+        idle_timeout=0,
+        store_file=store,
+        home=home / "home",
+        workdir=home,
+    )
+    settings = ServerSettings(port=0, key=KEY, model_name="hermes-bench", store_file=store, max_concurrent=1_000_000)
+    api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
+    runtime = Runtime([*agent_specs(store, deps), ChildSpec(id="platforms", actor=Supervisor, args=((api,),))])
+    runtime.reactor.at_stop(deps.clients.aclose)
+    runtime.start()
+    port = runtime.lookup("/platforms/api").ask("port", timeout=START_TIMEOUT)
+    profiler = cProfile.Profile() if profile else None
+    if profiler is not None:  # diagnostic: enable() is per thread, so call it in the reactor thread
+        in_reactor(runtime, profiler.enable)
+    print(f"port {port}", flush=True)
+    for line in sys.stdin:  # the control channel
+        if line.strip() == "stop":
+            break
+        if line.strip() == "stats":
+            health = runtime.reactor.statistics()
+            # The reactor keeps its worst heartbeat lag since it started (the first model
+            # call, which imports the SDK, is in it); reset it so each reading covers one round.
+            runtime.reactor._lag_max = 0.0
+            print(json.dumps({"threads": thread_cpu(), "lag_max_ms": health.lag_max_ms}), flush=True)
+    if profiler is not None and profile:
+        in_reactor(runtime, profiler.disable)
+        profiler.dump_stats(profile)
+    stopped = runtime.stop(timeout=60)
+    print(f"stopped {stopped}", flush=True)
+    return 0 if stopped else 1
+
+
+def in_reactor(runtime: Any, fn: Any) -> None:
+    """Run ``fn()`` in the reactor thread and wait until it ran."""
+    ran = threading.Event()
+
+    def call() -> None:
+        fn()
+        ran.set()
+
+    runtime.reactor.call_soon(call)
+    ran.wait(START_TIMEOUT)
+
+
+def thread_cpu() -> dict[str, float]:
+    """CPU seconds so far of this process's live threads, summed by name (numbers dropped)."""
+    groups: dict[str, float] = {}
+    for thread in threading.enumerate():
+        if thread.ident is None:
+            continue
+        with contextlib.suppress(OSError, ProcessLookupError):
+            seconds = time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            name = "trio-workers" if thread.name.startswith("Trio thread") else re.sub(r"[-_ ]?\d+$", "", thread.name)
+            groups[name] = groups.get(name, 0.0) + seconds
+    return groups
+
+
+# -- child processes ------------------------------------------------------------------------------
+
+
+class Child:
+    """A child interpreter in its own process group, driven over stdin/stdout."""
+
+    def __init__(self, argv: list[str], log_file: Path) -> None:
+        self.log_file = log_file
+        self._log = log_file.open("wb")
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).resolve()), *argv],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            cwd=ROOT,
+            start_new_session=True,
+        )
+        self.pid = self.process.pid
+
+    def readline(self, timeout: float = START_TIMEOUT) -> str:
+        assert self.process.stdout is not None
+        ready, _, _ = select.select([self.process.stdout], [], [], timeout)
+        line = self.process.stdout.readline().decode() if ready else ""
+        if not line:
+            tail = self.log_file.read_text(errors="replace")[-2000:]
+            msg = f"child {self.process.args!r} said nothing within {timeout} s (exit {self.process.poll()}); stderr:\n{tail}"
+            raise RuntimeError(msg)
+        return line.strip()
+
+    def command(self, line: str) -> str:
+        assert self.process.stdin is not None
+        self.process.stdin.write(line.encode() + b"\n")
+        self.process.stdin.flush()
+        return self.readline()
+
+    def close(self, *, stop_line: str | None = None, timeout: float = 60.0) -> str:
+        """Ask it to stop (``stop_line``, then EOF); kill the whole group if it lingers."""
+        said = ""
+        try:
+            if self.process.poll() is None and self.process.stdin is not None:
+                with contextlib.suppress(OSError):
+                    if stop_line is not None:
+                        self.process.stdin.write(stop_line.encode() + b"\n")
+                        self.process.stdin.flush()
+                        with contextlib.suppress(RuntimeError):
+                            said = self.readline(timeout)
+                    self.process.stdin.close()
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(10)
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.pid, sig)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self.process.wait(5)
+                    break
+            self._log.close()
+        return said
+
+    def errors_logged(self) -> list[str]:
+        return [line for line in self.log_file.read_text(errors="replace").splitlines() if " ERROR " in line or "Traceback" in line]
+
+
+def proc_cpu(pid: int) -> float:
+    """User + system CPU seconds of every thread of ``pid`` so far."""
+    with open(f"/proc/{pid}/stat") as file:
+        fields = file.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def proc_status(pid: int) -> dict[str, str]:
+    with open(f"/proc/{pid}/status") as file:
+        return dict(line.split(":", 1) for line in file if ":" in line)
+
+
+def listen_overflows() -> int:
+    """The host's TcpExt ListenOverflows counter (a full accept queue drops a connection)."""
+    with open("/proc/net/netstat") as file:
+        lines = file.read().splitlines()
+    for header, values in zip(lines[::2], lines[1::2], strict=False):
+        if header.startswith("TcpExt:"):
+            return int(dict(zip(header.split()[1:], values.split()[1:], strict=True)).get("ListenOverflows", 0))
+    return 0
+
+
+# -- one turn on each side ---------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Side:
+    """Samples of one side at one concurrency level."""
+
+    name: str
+    walls: list[float] = dataclasses.field(default_factory=list)
+    errors: Counter[str] = dataclasses.field(default_factory=Counter)
+    warmup_errors: Counter[str] = dataclasses.field(default_factory=Counter)
+    first_walls: list[float] = dataclasses.field(default_factory=list)
+    """The untimed warm-up round: each session's first turn (the server creates the session)."""
+    expected: int = 0
+    rates: list[float] = dataclasses.field(default_factory=list)
+    cpu: dict[str, float] = dataclasses.field(default_factory=lambda: {"server": 0.0, "model": 0.0, "client": 0.0})
+    server_threads: dict[str, float] = dataclasses.field(default_factory=dict)
+    """CPU seconds of the server's threads by name during this side's timed rounds."""
+    lag_max_ms: float = 0.0
+    """The server reactor's worst heartbeat lag during this side's timed rounds."""
+
+
+def user_message(history: list[dict[str, Any]]) -> dict[str, str]:
+    number = sum(1 for message in history if message["role"] == "user")
+    return {"role": "user", "content": f"Bench turn {number}: call the noop tool, then say ok."}
+
+
+async def stack_turn(client: httpx.AsyncClient, session: str, history: list[dict[str, Any]]) -> str | None:
+    """One streamed turn through the API server; None when complete, else what went wrong."""
+    history.append(user_message(history))
+    body = {"model": "hermes-bench", "stream": True, "messages": history}
+    event, text, tool_ok, finished, done = "", [], False, False, False
+    async with client.stream("POST", "/v1/chat/completions", json=body, headers={SESSION_HEADER: session}) as response:
+        if response.status_code != 200:
+            await response.aread()
+            return f"status {response.status_code}"
+        async for line in response.aiter_lines():
+            if line.startswith("event: "):
+                event = line[7:]
+            elif line.startswith("data: "):
+                data = line[6:]
+                if data == "[DONE]":
+                    done = True
+                    continue
+                item = msgspec.json.decode(data)
+                if event == "hermes.tool.progress":
+                    tool_ok = tool_ok or (item.get("status") == "completed" and item.get("ok") is True)
+                elif "error" in item:
+                    return f"error event {item['error'].get('code')}"
+                else:
+                    choice = item["choices"][0]
+                    text.append(choice["delta"].get("content") or "")
+                    finished = finished or choice.get("finish_reason") == "stop"
+                event = ""
+    answer = "".join(text)
+    history.append({"role": "assistant", "content": answer})
+    if not (done and finished):
+        return "incomplete stream"
+    if not tool_ok:
+        return "no successful tool call"
+    return None if answer == TEXT else "wrong text"
+
+
+async def baseline_turn(sdk: openai.AsyncOpenAI, session: str, history: list[dict[str, Any]]) -> str | None:
+    """The same turn as an agent loop on the bare SDK: tool-call round, tool, text round."""
+    history.append(user_message(history))
+    create: Any = sdk.chat.completions.create  # the plain dicts are what an agent loop has
+    for round_trip in range(2):
+        stream = await create(
+            model="test-model",
+            messages=history,
+            tools=TOOLS,
+            stream=True,
+            stream_options={"include_usage": True},
+            extra_headers={SESSION_HEADER: session},
+        )
+        text: list[str] = []
+        calls: dict[int, dict[str, str]] = {}
+        finish = None
+        async for chunk in stream:
+            if not chunk.choices:
+                continue
+            choice = chunk.choices[0]
+            finish = choice.finish_reason or finish
+            if choice.delta.content:
+                text.append(choice.delta.content)
+            for part in choice.delta.tool_calls or ():
+                slot = calls.setdefault(part.index, {"id": "", "name": "", "arguments": ""})
+                slot["id"] = part.id or slot["id"]
+                if part.function is not None:
+                    slot["name"] += part.function.name or ""
+                    slot["arguments"] += part.function.arguments or ""
+        await stream.close()
+        if round_trip == 0:
+            if finish != "tool_calls" or [c["name"] for c in calls.values()] != ["noop"]:
+                return "no tool call"
+            history.append({"role": "assistant", "content": None, "tool_calls": [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls.values()]})
+            history.extend({"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls.values())
+        else:
+            history.append({"role": "assistant", "content": "".join(text)})
+            if finish != "stop":
+                return "incomplete stream"
+            return None if "".join(text) == TEXT else "wrong text"
+    return "unreachable"
+
+
+# -- rounds ----------------------------------------------------------------------------------------
+
+
+class Probes:
+    """CPU so far of the three processes (and of the server's threads, asked over its stdin)."""
+
+    def __init__(self, server: Child, model: Child) -> None:
+        self.server = server
+        self.model = model
+
+    def cpu(self) -> dict[str, Any]:
+        """Also the server reactor's worst heartbeat lag since the previous call."""
+        stats = json.loads(self.server.command("stats"))
+        return {
+            "server": proc_cpu(self.server.pid),
+            "model": proc_cpu(self.model.pid),
+            "client": time.process_time(),
+            "threads": stats["threads"],
+            "lag_max_ms": stats["lag_max_ms"],
+        }
+
+
+async def run_round(side: Side, turn: Any, conns: list[Any], prefixes: list[str], histories: list[list[dict[str, Any]]], turns: int, *, warmup: bool, probes: Probes, deadline: float, stagger: bool) -> None:
+    """All clients do ``turns`` turns each, one after another; record them unless ``warmup``.
+
+    With ``stagger``, client i starts i/C of a model turn (0.4 s) after the first, so
+    arrivals spread over one turn instead of all C requests landing in the same instant.
+    """
+    concurrency = len(prefixes)
+    walls: list[float] = []
+    errors: Counter[str] = Counter()
+    completed = 0
+
+    async def one_client(index: int) -> None:
+        nonlocal completed
+        if stagger:
+            await trio.sleep(index * MODEL_TIME / concurrency)
+        for _ in range(turns):
+            start = time.perf_counter()
+            try:
+                with trio.fail_after(TURN_TIMEOUT):
+                    problem = await turn(conns[index], prefixes[index], histories[index])
+            except Exception as exc:  # noqa: BLE001 - every failure is a counted error
+                problem = f"{type(exc).__name__}: {str(exc)[:60]}"
+            wall = time.perf_counter() - start
+            completed += 1
+            if problem is None:
+                walls.append(wall)
+            else:
+                errors[problem] += 1
+
+    before = probes.cpu()
+    start = time.perf_counter()
+    with trio.move_on_after(deadline):
+        async with trio.open_nursery() as nursery:
+            for index in range(concurrency):
+                nursery.start_soon(one_client, index)
+    elapsed = time.perf_counter() - start
+    after = probes.cpu()
+    missing = concurrency * turns - completed
+    if missing:
+        errors["not finished by the round deadline"] += missing
+    if warmup:
+        side.warmup_errors.update(errors)
+        side.first_walls.extend(walls)
+        return
+    side.walls.extend(walls)
+    side.errors.update(errors)
+    side.expected += concurrency * turns
+    side.rates.append(len(walls) / elapsed)
+    for key in side.cpu:
+        side.cpu[key] += after[key] - before[key]
+    side.lag_max_ms = max(side.lag_max_ms, after["lag_max_ms"])
+    for name, seconds in after["threads"].items():
+        side.server_threads[name] = side.server_threads.get(name, 0.0) + seconds - before["threads"].get(name, 0.0)
+
+
+@dataclasses.dataclass
+class Level:
+    concurrency: int
+    turns: int
+    rounds: int
+    stack: Side
+    base: Side
+    peak_rss_kib: int = 0
+    rss_kib: int = 0
+    threads: int = 0
+    reactor_lag_max_ms: float | None = None
+    listen_overflows: int = 0
+    server_errors_logged: list[str] = dataclasses.field(default_factory=list)
+    stopped_cleanly: str = ""
+    seconds: float = 0.0
+    stagger: bool = True
+    model_requests: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
+    """Per side: requests the model server got and over how many TCP connections."""
+
+
+async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -> None:
+    c, k = level.concurrency, level.turns
+    deadline = 60.0 + c * k / 10  # generous: a round gives up only below ~10 turns/s
+    stack_names = [f"s{c}-{i}" for i in range(c)]
+    base_names = [f"b{c}-{i}" for i in range(c)]
+    stack_histories: list[list[dict[str, Any]]] = [[] for _ in range(c)]
+    base_histories: list[list[dict[str, Any]]] = [[] for _ in range(c)]
+    # One small client per simulated user (as C separate users would have): a shared pool
+    # of C connections costs the *load generator* O(C) per pool event in httpcore 1.0.
+    # The baseline keeps one shared AsyncOpenAI, as the server's own model client does.
+    tls = ssl.create_default_context()  # unused (plain http), but built once, not C times
+    limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [
+            await stack.enter_async_context(
+                httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=TURN_TIMEOUT, verify=tls)
+            )
+            for _ in range(c)
+        ]
+        sdk = openai.AsyncOpenAI(base_url=model_url, api_key="bench-key", max_retries=0, timeout=TURN_TIMEOUT)
+        stack.push_async_callback(sdk.close)
+        sides: dict[str, tuple[Side, Any, list[Any], list[str], list[list[dict[str, Any]]]]] = {
+            "stack": (level.stack, stack_turn, clients, stack_names, stack_histories),
+            "base": (level.base, baseline_turn, [sdk] * c, base_names, base_histories),
+        }
+        for name in ("stack", "base"):
+            side, turn, conns, names, histories = sides[name]
+            await run_round(side, turn, conns, names, histories, 1, warmup=True, probes=probes, deadline=deadline, stagger=level.stagger)
+        for index in range(level.rounds):
+            for name in ("stack", "base") if index % 2 == 0 else ("base", "stack"):
+                side, turn, conns, names, histories = sides[name]
+                await run_round(side, turn, conns, names, histories, k, warmup=False, probes=probes, deadline=deadline, stagger=level.stagger)
+        level.reactor_lag_max_ms = round(level.stack.lag_max_ms, 1)
+
+
+def run_level(level: Level, model: Child, model_url: str, workdir: Path, backlog: int | None = None, profile: str | None = None) -> None:
+    c = level.concurrency
+    started = time.perf_counter()
+    turns_per_session = 1 + level.rounds * level.turns
+    for prefix in (f"s{c}-", f"b{c}-"):
+        reply = model.command(f"script {prefix} {c} {turns_per_session}")
+        assert reply == "ok", reply
+    state = workdir / f"server-c{c}"
+    state.mkdir()
+    extra = [] if backlog is None else ["--server-backlog", str(backlog)]
+    extra += [] if profile is None else ["--profile-reactor", f"{Path(profile).resolve()}-c{c}.prof"]
+    server = Child(["--sut", str(state), model_url, *extra], workdir / f"server-c{c}.log")
+    try:
+        port = int(server.readline().split()[1])
+        overflows = listen_overflows()
+        trio.run(drive_level, level, port, model_url, Probes(server, model))
+        level.listen_overflows = listen_overflows() - overflows
+        status = proc_status(server.pid)
+        for name, prefix in (("stack", f"s{c}-"), ("baseline", f"b{c}-")):
+            stats = json.loads(model.command(f"stats {prefix}"))
+            level.model_requests[name] = {"requests": stats["requests"], "connections": stats["connections"]}
+        level.peak_rss_kib = int(status["VmHWM"].split()[0])
+        level.rss_kib = int(status["VmRSS"].split()[0])
+        level.threads = int(status["Threads"])
+    finally:
+        level.stopped_cleanly = server.close(stop_line="stop", timeout=90)
+        level.server_errors_logged = server.errors_logged()
+        level.seconds = time.perf_counter() - started
+
+
+# -- output -----------------------------------------------------------------------------------------
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
+
+
+def ms(seconds: float) -> float:
+    return round(seconds * 1000, 1)
+
+
+def side_row(side: Side) -> dict[str, Any]:
+    n = len(side.walls)
+    per_turn = {key: round(value * 1000 / n, 2) if n else None for key, value in side.cpu.items()}
+    return {
+        "turns": side.expected,
+        "completed_ok": n,
+        "errors": sum(side.errors.values()),
+        "error_kinds": dict(side.errors),
+        "warmup_errors": sum(side.warmup_errors.values()),
+        "first_turn_wall_p50_ms": ms(statistics.median(side.first_walls)) if side.first_walls else None,
+        "first_turn_wall_p99_ms": ms(percentile(side.first_walls, 99)) if side.first_walls else None,
+        "wall_p50_ms": ms(statistics.median(side.walls)) if n else None,
+        "wall_p99_ms": ms(percentile(side.walls, 99)) if n else None,
+        "added_p50_ms": ms(statistics.median(side.walls) - MODEL_TIME) if n else None,
+        "added_p99_ms": ms(percentile(side.walls, 99) - MODEL_TIME) if n else None,
+        "turns_per_s": round(statistics.median(side.rates), 1) if side.rates else None,
+        "cpu_ms_per_turn": per_turn,
+        "server_cpu_ms_per_turn_by_thread": {
+            name: round(seconds * 1000 / n, 2) for name, seconds in sorted(side.server_threads.items(), key=lambda item: -item[1]) if n and seconds * 1000 / n >= 0.01
+        },
+    }
+
+
+def level_row(level: Level) -> dict[str, Any]:
+    stack, base = side_row(level.stack), side_row(level.base)
+    row: dict[str, Any] = {
+        "bench": "server",
+        "concurrency": level.concurrency,
+        "rounds": level.rounds,
+        "turns_per_client_per_round": level.turns,
+        "turns_per_session": 1 + level.rounds * level.turns,
+        "stack": stack,
+        "baseline": base,
+    }
+    if stack["turns_per_s"] and base["turns_per_s"]:
+        row["throughput_ratio"] = round(stack["turns_per_s"] / base["turns_per_s"], 2)
+    if stack["wall_p50_ms"] and base["wall_p50_ms"]:
+        row["wall_p50_ratio"] = round(stack["wall_p50_ms"] / base["wall_p50_ms"], 2)
+    row["server"] = {
+        "peak_rss_mib": round(level.peak_rss_kib / 1024, 1),
+        "rss_end_mib": round(level.rss_kib / 1024, 1),
+        "threads_end": level.threads,
+        "reactor_lag_max_ms": level.reactor_lag_max_ms,
+        "errors_logged": len(level.server_errors_logged),
+        "stop": level.stopped_cleanly,
+    }
+    row["model_requests"] = level.model_requests
+    row["host_listen_overflows"] = level.listen_overflows
+    row["seconds"] = round(level.seconds, 1)
+    return row
+
+
+def goal_rows(rows: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
+    goals = []
+    if 100 in rows:
+        measured = rows[100]["stack"]["added_p99_ms"]
+        baseline = rows[100]["baseline"]["added_p99_ms"]
+        goals.append({"bench": "server", "goal": "C=100 p99 added <= 100 ms", "measured_ms": measured, "baseline_ms": baseline, "met": measured is not None and measured <= ADDED_P99_TARGET_MS})
+    if 1000 in rows:
+        stack = rows[1000]["stack"]
+        goals.append({"bench": "server", "goal": "C=1000 0 errors", "measured": stack["errors"] + stack["warmup_errors"], "met": stack["errors"] + stack["warmup_errors"] == 0})
+        goals.append({"bench": "server", "goal": "C=1000 every turn completes", "measured": f"{stack['completed_ok']}/{stack['turns']}", "met": stack["completed_ok"] == stack["turns"]})
+        ratio = rows[1000].get("throughput_ratio")
+        goals.append({"bench": "server", "goal": "C=1000 throughput >= 80% of baseline", "measured": ratio, "met": ratio is not None and ratio >= THROUGHPUT_RATIO_TARGET})
+    return goals
+
+
+def print_table(rows: list[dict[str, Any]]) -> None:
+    print(f"{'C':>5} {'side':<9} {'turns':>6} {'err':>4} {'wall p50':>9} {'p99':>7} {'added p50':>10} {'p99':>7} {'turns/s':>8} {'ratio':>6}  cpu ms/turn server/model/client")
+    for row in rows:
+        for name in ("stack", "baseline"):
+            side = row[name]
+            cpu = side["cpu_ms_per_turn"]
+            ratio = row.get("throughput_ratio") if name == "stack" else None
+            print(
+                f"{row['concurrency']:>5} {name:<9} {side['turns']:>6} {side['errors']:>4} {side['wall_p50_ms'] or 0:>9.1f} {side['wall_p99_ms'] or 0:>7.1f} "
+                f"{side['added_p50_ms'] or 0:>10.1f} {side['added_p99_ms'] or 0:>7.1f} {side['turns_per_s'] or 0:>8.1f} {'' if ratio is None else f'{ratio:.2f}':>6}  "
+                f"{cpu['server'] or 0:.2f} / {cpu['model'] or 0:.2f} / {cpu['client'] or 0:.2f}"
+            )
+        server = row["server"]
+        kinds = {**row["stack"]["error_kinds"], **{f"baseline: {k}": v for k, v in row["baseline"]["error_kinds"].items()}}
+        print(
+            f"      server: peak RSS {server['peak_rss_mib']} MiB, {server['threads_end']} threads, reactor lag max {server['reactor_lag_max_ms']} ms, "
+            f"{server['errors_logged']} errors logged, {server['stop']}; first turns p50 {row['stack']['first_turn_wall_p50_ms']} / {row['baseline']['first_turn_wall_p50_ms']} ms, "
+            f"warm-up errors {row['stack']['warmup_errors']}/{row['baseline']['warmup_errors']}; "
+            f"listen overflows {row['host_listen_overflows']}; {row['seconds']} s" + (f"; errors: {kinds}" if kinds else "")
+        )
+        threads = ", ".join(f"{name} {value}" for name, value in row["stack"]["server_cpu_ms_per_turn_by_thread"].items())
+        print(f"      server CPU ms/turn by thread: {threads}")
+        model = ", ".join(f"{name} {v['requests']} over {v['connections']} connections" for name, v in row["model_requests"].items())
+        print(f"      model requests: {model}")
+
+
+def versions() -> dict[str, str]:
+    info = {"python": platform.python_version()}
+    for package in ("pykka", "trio", "msgspec", "hypercorn", "h11", "httpx", "httpcore", "openai"):
+        info[package] = importlib.metadata.version(package)
+    info["platform"] = platform.platform()
+    info["cpus"] = str(os.cpu_count())
+    return info
+
+
+@contextlib.contextmanager
+def model_process(workdir: Path) -> Iterator[tuple[Child, str]]:
+    model = Child(["--model-server"], workdir / "model.log")
+    try:
+        yield model, model.readline()
+    finally:
+        model.close()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="one JSON object per line")
+    parser.add_argument("--quick", action="store_true", help="C = 10 and 100, fewer turns (about 25 s)")
+    parser.add_argument("--burst", action="store_true", help="start all C clients of a round at once (default: spread over 0.4 s)")
+    parser.add_argument("--levels", type=lambda text: [int(x) for x in text.split(",")], help="concurrency levels, e.g. 10,100,1000")
+    parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--server-backlog", type=int, help="diagnostic: patch hypercorn's Config.backlog (100) in the server process")
+    parser.add_argument("--profile-reactor", metavar="PREFIX", help="diagnostic: cProfile the server's reactor thread, stats to PREFIX-c<C>.prof")
+    parser.add_argument("--sut", nargs=2, metavar=("DIR", "MODEL_URL"), help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.model_server:
+        return model_main()
+    if options.sut:
+        workdir, model_url = options.sut
+        return sut_main(workdir, model_url, options.server_backlog, options.profile_reactor)
+
+    raise_nofile()
+    # (turns per client per round, rounds) by concurrency level
+    plan = {10: (2, 2), 100: (1, 2)} if options.quick else {1: (10, 2), 10: (5, 4), 100: (2, 3), 1000: (1, 3)}
+    levels = options.levels or list(plan)
+    info = versions()
+    if options.json:
+        print(json.dumps({"bench": "server", "versions": info}), flush=True)
+    else:
+        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
+        print(f"levels {levels}; each turn = 2 model round trips of {MODEL_LATENCY * 1000:.0f} ms; server and model in their own processes\n")
+
+    rows: dict[int, dict[str, Any]] = {}
+    failed = False
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp, model_process(Path(tmp)) as (model, model_url):
+        for c in levels:
+            turns, rounds = plan.get(c, (2, 2))
+            level = Level(c, turns, rounds, Side("stack"), Side("baseline"), stagger=not options.burst)
+            run_level(level, model, model_url, Path(tmp), options.server_backlog, options.profile_reactor)
+            row = rows[c] = level_row(level)
+            failed = failed or bool(row["stack"]["errors"] or row["baseline"]["errors"] or row["stack"]["warmup_errors"] or row["baseline"]["warmup_errors"])
+            if options.json:
+                print(json.dumps(row), flush=True)
+            else:
+                print_table([row])
+                for line in level.server_errors_logged[:5]:
+                    print(f"      server log: {line[:300]}")
+        stats = json.loads(model.command("stats"))
+        model_errors = model.errors_logged()
+    goals = goal_rows(rows)
+    summary = {"bench": "server", "model_server": stats, "model_errors_logged": len(model_errors)}
+    if options.json:
+        for goal in goals:
+            print(json.dumps(goal), flush=True)
+        print(json.dumps(summary), flush=True)
+    else:
+        print()
+        for goal in goals:
+            measured = goal.get("measured_ms", goal.get("measured"))
+            context = f" (baseline {goal['baseline_ms']} ms)" if "baseline_ms" in goal else ""
+            print(f"goal {goal['goal']:<40} measured {measured!s:<12} {'met' if goal['met'] else 'MISSED'}{context}")
+        print(f"model server: {stats['requests']} requests, {stats['internal_errors']} internal errors, {len(model_errors)} errors logged")
+    return 1 if failed or stats["internal_errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
