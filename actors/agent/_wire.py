@@ -1,0 +1,63 @@
+"""The chat-completions wire format, decoded with msgspec (what a streamed chunk may hold)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class FunctionDelta(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class ToolDelta(msgspec.Struct):
+    index: int = 0
+    id: str | None = None
+    function: FunctionDelta | None = None
+
+
+class Delta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[ToolDelta] | None = None
+
+
+class Choice(msgspec.Struct):
+    delta: Delta = msgspec.field(default_factory=Delta)
+    finish_reason: str | None = None
+
+
+class Usage(msgspec.Struct):
+    prompt_tokens: int | None = 0
+    completion_tokens: int | None = 0
+
+
+class Chunk(msgspec.Struct):
+    """One ``chat.completion.chunk`` (unknown fields are ignored)."""
+
+    choices: list[Choice] = msgspec.field(default_factory=list)
+    usage: Usage | None = None
+    error: Any = None
+    """Some providers send an error object inside the stream."""
+
+
+chunk_decoder = msgspec.json.Decoder(Chunk)
+request_encoder = msgspec.json.Encoder()
+
+
+def error_details(raw: bytes) -> tuple[str, str | None]:
+    """``(message, code)`` from an OpenAI-style error body (or the body's start)."""
+    try:
+        body = msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        text = raw.decode(errors="replace").strip()
+        return (text[:500] or "no detail"), None
+    inner = body.get("error", body) if isinstance(body, dict) else body
+    if isinstance(inner, dict):
+        message = inner.get("message")
+        code = inner.get("code")
+        return (str(message) if message else str(inner)[:500]), (str(code) if code is not None else None)
+    return str(inner)[:500], None
