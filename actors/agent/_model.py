@@ -17,6 +17,7 @@ the body, opened a new connection for every streamed call.
 from __future__ import annotations
 
 import dataclasses
+import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -69,17 +70,23 @@ class ModelFailure:
 class ModelClients:
     """One HTTP client (connection pool) per endpoint; created and closed in the reactor thread only."""
 
-    def __init__(self) -> None:
-        self._clients: dict[str, httpx.AsyncClient] = {}
+    SHARDS = 16
+    """Pools per endpoint. httpcore's pool does work per request that grows with the pool's
+    size; sharding by session keeps each pool small (measured: one shared pool cost ~11 ms
+    a turn at 100 concurrent sessions)."""
 
-    def get(self, settings: ModelSettings) -> httpx.AsyncClient:
-        client = self._clients.get(settings.base_url)
+    def __init__(self) -> None:
+        self._clients: dict[tuple[str, int], httpx.AsyncClient] = {}
+
+    def get(self, settings: ModelSettings, shard: str = "") -> httpx.AsyncClient:
+        key = (settings.base_url, zlib.crc32(shard.encode()) % self.SHARDS)
+        client = self._clients.get(key)
         if client is None:
             # No read timeout here: each call's own deadline (the reactor wait) governs.
             timeout = httpx.Timeout(connect=15.0, read=None, write=60.0, pool=30.0)
             limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
             client = httpx.AsyncClient(timeout=timeout, limits=limits)
-            self._clients[settings.base_url] = client
+            self._clients[key] = client
         return client
 
     async def aclose(self) -> None:
@@ -255,7 +262,7 @@ async def call_model(
     session_id: str,
 ) -> ModelReply | ModelFailure:
     """Stream one completion; never raises for provider errors (they come back classified)."""
-    client = clients.get(settings)
+    client = clients.get(settings, session_id)
     body: dict[str, Any] = {
         "model": settings.model,
         "messages": [m.to_openai() for m in messages],
