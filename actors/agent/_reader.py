@@ -30,8 +30,8 @@ class TrioSubscriber:
         self.overflowed = False
 
     def tell(self, event: Any) -> None:
-        if self._turn_id is not None and getattr(event, "turn_id", self._turn_id) not in (self._turn_id, ""):
-            return  # another turn of the same session
+        if self._turn_id is not None and getattr(event, "turn_id", self._turn_id) != self._turn_id:
+            return  # another turn of the same session (or a session-wide notice)
         self._reactor.call_soon(self._push, event)
 
     def _push(self, event: Any) -> None:

@@ -1,0 +1,69 @@
+"""Crash recovery of the real server: kill -9 `hermes serve` mid-turn, start it again."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
+from tests.conftest import DEADLINE
+from tests.processes import live_processes_with
+from tests.platforms.server_kit import SSE
+
+HERMES = [sys.executable, "-m", "actors.cli", "serve", "--port", "0"]
+
+
+def start(home: Path) -> tuple[subprocess.Popen[str], str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL")}
+    env["HERMES_HOME"] = str(home)
+    process = subprocess.Popen(HERMES, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert process.stdout is not None
+    found = re.search(r"listening on (http://\S+)/v1", process.stdout.readline())
+    assert found, "hermes serve did not start"
+    return process, found.group(1)
+
+
+def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the_turn(tmp_path: Path, model_server: ModelServer) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(f"model:\n  default: test-model\n  base_url: {model_server.base_url}\n  api_key: upstream\n")
+    (home / ".env").write_text("API_SERVER_KEY=hk-crash-test-key-0123456789\n")
+    headers = {"Authorization": "Bearer hk-crash-test-key-0123456789"}
+    marker = f"70.{os.getpid()}1"
+    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": f"sleep {marker}"})),))], session="crashy")
+    first, url = start(home)
+    try:
+        with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
+            run = http.post("/v1/runs", json={"input": "run the slow thing", "session_id": "crashy"})
+            assert run.status_code == 202
+            with http.stream("GET", f"/v1/runs/{run.json()['run_id']}/events") as response:
+                stream = SSE(response)
+                while stream.next().get("event") != "tool.started":
+                    pass
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)  # no cleanup at all: the server and its tool's sleep
+        first.communicate(timeout=DEADLINE)
+    second, url = start(home)
+    try:
+        model_server.script([TextReply(content="back again")], session="crashy")
+        with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
+            chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "are you there?"}]}, headers={"X-Hermes-Session-Id": "crashy"})
+            assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"] == "back again"
+            messages = http.get("/v1/sessions/crashy/messages").json()["data"]
+        roles = [m["role"] for m in messages]
+        assert roles == ["user", "assistant", "tool", "user", "assistant"], roles
+        assert messages[0]["content"] == "run the slow thing"  # acknowledged, so kept
+        assert "outcome unknown" in messages[2]["content"]  # settled, never re-run
+        assert messages[1]["tool_calls"][0]["id"] == messages[2]["tool_call_id"]
+    finally:
+        second.send_signal(signal.SIGTERM)
+        second.communicate(timeout=DEADLINE)
+    assert second.returncode == 0
+    assert live_processes_with(f"sleep {marker}") == []
