@@ -95,7 +95,7 @@ def _run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="hermes",
         description="An actor-model runtime for AI agents: supervised actors, one trio reactor, typed messages.",
@@ -115,6 +115,13 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
     serve.set_defaults(handler=_serve)
+    if full:
+        from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
+
+        add_parsers(commands)
+    else:
+        commands.add_parser("chat", help="talk to the agent in a full-screen terminal UI (hermes chat --help for more)")
+        commands.add_parser("attach", help="follow and talk to a session of a running 'hermes serve' (hermes attach --help)")
     return parser
 
 
@@ -130,7 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from actors.chaos._chaos_cli import main as chaos  # its own parser: sim, replay, plan, run
 
         return chaos(arguments[1:])
-    parser = _parser()
+    parser = _parser(full=bool(arguments) and arguments[0] in ("chat", "attach"))
     args = parser.parse_args(arguments)
     if args.command is None:
         parser.print_help()

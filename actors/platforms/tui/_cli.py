@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 DEFAULT_URL = "http://127.0.0.1:8642"
-EXIT_CONFIG = 2
+EXIT_CONFIG, EXIT_CANCELLED = 2, 130
 
 
 def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,7 +50,8 @@ def _home(given: Path | None, env: Mapping[str, str]) -> Path:
 
 
 def _plain_wanted(args: argparse.Namespace) -> bool:
-    return bool(args.plain or getattr(args, "query", None) is not None or not sys.stdout.isatty())
+    """``--plain``, ``-q``, or no terminal to draw on or read keys from."""
+    return bool(args.plain or getattr(args, "query", None) is not None or not sys.stdout.isatty() or not sys.stdin.isatty())
 
 
 @contextmanager
@@ -105,9 +106,10 @@ def chat_main(args: argparse.Namespace) -> int:
     try:
         return _run_app(app, home)
     finally:
-        handle = app.handle
+        # The runtime stops even if the UI ended abnormally, or before the runtime was up.
+        handle = app.finish_connecting(timeout=60)
         if handle is not None and hasattr(handle, "close"):
-            handle.close()  # the runtime stops even if the UI ended abnormally
+            handle.close()
 
 
 def _chat_plain(args: argparse.Namespace, home: Path, env: dict[str, str], yolo: bool) -> int:
@@ -120,12 +122,16 @@ def _chat_plain(args: argparse.Namespace, home: Path, env: dict[str, str], yolo:
     except SetupFailed as exc:
         print(f"hermes chat: {exc}", file=sys.stderr)
         return EXIT_CONFIG
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED
     session_id = args.resume or f"sess_{uuid.uuid4().hex[:24]}"
     interactive = sys.stdin.isatty()
     questions = [args.query] if args.query is not None else stdin_reader(sys.stdin)
     ask = stdin_reader(sys.stdin) if interactive else None
     try:
         return asyncio.run(run_plain(handle, session_id, questions, out=sys.stdout, err=sys.stderr, ask=ask))
+    except KeyboardInterrupt:  # before the turn could take Ctrl+C over
+        return EXIT_CANCELLED
     finally:
         handle.close()
 
@@ -172,4 +178,7 @@ def _attach_plain(args: argparse.Namespace, home: Path, env: dict[str, str]) -> 
         print(f"hermes attach: {exc}", file=sys.stderr)
         return EXIT_CONFIG
     ask = stdin_reader(sys.stdin) if sys.stdin.isatty() else None
-    return asyncio.run(run_plain(handle, args.session_id, None, out=sys.stdout, err=sys.stderr, ask=ask))
+    try:
+        return asyncio.run(run_plain(handle, args.session_id, None, out=sys.stdout, err=sys.stderr, ask=ask))
+    except KeyboardInterrupt:
+        return EXIT_CANCELLED

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import os
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from actors import DeliveryError
+from actors import DeliveryError, HermesError
 from actors.agent import (
     ConfigError,
     HubRegistry,
@@ -41,6 +42,7 @@ from protocols import (
     CancelTurn,
     ChatMessage,
     EnsureSession,
+    GetStoreStatistics,
     ResolveApproval,
     SessionEvent,
     SessionRecord,
@@ -52,6 +54,9 @@ from ._handle import EventSink, RequestRefused, SetupFailed
 
 PLATFORM_HINT = "You are talking with a person in a terminal; format replies as Markdown (it is rendered)."
 STOP_TIMEOUT = 30.0
+FLUSH_TIMEOUT = 5.0
+
+log = logging.getLogger(__name__)
 
 
 def cli_tools() -> dict[str, ToolSpec]:
@@ -191,9 +196,15 @@ class LocalSession:
         for attachment in self._attachments:
             attachment.close()
         self._attachments.clear()
-        if self._owned and not self.runtime.wait(0):
-            return self.runtime.stop(timeout=STOP_TIMEOUT, reason="hermes chat ended")
-        return True
+        if not self._owned or self.runtime.wait(0):
+            return True
+        try:
+            # Barrier: the writer answers in order, so the acknowledgements of writes still in
+            # flight reach their (still running) sessions before the tree stops.
+            self.runtime.lookup("/store").ask(GetStoreStatistics(), timeout=FLUSH_TIMEOUT)
+        except (HermesError, TimeoutError) as exc:
+            log.warning("the store did not answer before the shutdown: %s", exc)
+        return self.runtime.stop(timeout=STOP_TIMEOUT, reason="hermes chat ended")
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)

@@ -43,7 +43,7 @@ EXIT_OK, EXIT_FAILED, EXIT_CONFIG, EXIT_CANCELLED = 0, 1, 2, 130
 APPROVAL_KEYS: dict[str, ApprovalChoice] = {"o": "once", "s": "session", "a": "always", "d": "deny", "": "deny"}
 
 
-class _Interrupt:
+class Interrupt:
     """Ctrl+C, as an item in the event queue."""
 
 
@@ -82,11 +82,15 @@ class PlainChat:
         self.err = err
         self.ask = ask
         """Reads a line from the person; None when nobody can answer (stdin is not a terminal)."""
-        self.queue: asyncio.Queue[StreamItem | _Interrupt] = asyncio.Queue()
+        self.queue: asyncio.Queue[StreamItem | Interrupt] = asyncio.Queue()
         self._loop = asyncio.get_running_loop()
         self._started: dict[str, float] = {}
+        self.attached = asyncio.Event()
+        """Set once the session's events are followed (a turn started from then on is seen whole)."""
+        self.turns_ended = 0
+        self._turn_ended = asyncio.Event()
 
-    def sink(self, item: StreamItem | _Interrupt) -> None:
+    def sink(self, item: StreamItem | Interrupt) -> None:
         with contextlib.suppress(RuntimeError):  # the loop closed after the run
             self._loop.call_soon_threadsafe(self.queue.put_nowait, item)
 
@@ -94,7 +98,7 @@ class PlainChat:
     def interrupts(self) -> Iterator[None]:
         """Ctrl+C goes into the queue instead of raising KeyboardInterrupt."""
         try:
-            self._loop.add_signal_handler(signal.SIGINT, self.sink, _Interrupt())
+            self._loop.add_signal_handler(signal.SIGINT, self.sink, Interrupt())
         except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
             yield
             return
@@ -111,6 +115,7 @@ class PlainChat:
         """Ask each question in turn; the status of the last turn (130 stops at a cancelled one)."""
         status = EXIT_OK
         attachment = await self.handle.attach(self.session_id, self.sink, observer=self.ask is None)
+        self.attached.set()
         try:
             with self.interrupts():
                 first = True
@@ -136,6 +141,7 @@ class PlainChat:
         Ctrl+C cancels a running turn; at an idle session it ends the watch (status 0).
         """
         attachment = await self.handle.attach(self.session_id, self.sink, observer=self.ask is None)
+        self.attached.set()
         self.note(f"hermes: following session {self.session_id} (Ctrl+C cancels a running turn, or leaves)")
         running: str | None = None
         printed = ""
@@ -143,7 +149,7 @@ class PlainChat:
             with self.interrupts():
                 while True:
                     item = await self.queue.get()
-                    if isinstance(item, _Interrupt):
+                    if isinstance(item, Interrupt):
                         if running is None:
                             return EXIT_OK
                         self.note("hermes: cancelling the turn")
@@ -159,6 +165,9 @@ class PlainChat:
                         self.out.write(f"> {item.text}\n")
                     if await self.show(item, printed) is not None:
                         running = None
+                        self.turns_ended += 1
+                        self._turn_ended.set()
+                        self._turn_ended = asyncio.Event()
                     elif isinstance(item, TextDelta):
                         printed += item.text
         except TuiError as exc:
@@ -167,13 +176,18 @@ class PlainChat:
         finally:
             attachment.close()
 
+    async def wait_turns_ended(self, count: int) -> None:
+        """Barrier for watchers: ``count`` turns have ended in :meth:`watch`."""
+        while self.turns_ended < count:
+            await self._turn_ended.wait()
+
     async def follow(self, turn_id: str) -> int:
         """Print one turn until it ends; its exit status."""
         printed = ""
         interrupts = 0
         while True:
             item = await self.queue.get()
-            if isinstance(item, _Interrupt):
+            if isinstance(item, Interrupt):
                 interrupts += 1
                 if interrupts > 1:
                     self.note("hermes: stopped waiting for the cancellation")

@@ -126,7 +126,7 @@ class ToolHeader(Static, can_focus=True):
         if isinstance(parent, ToolLine):
             parent.toggle()
 
-    async def _on_click(self, event: events.Click) -> None:
+    def on_click(self, event: events.Click) -> None:
         event.stop()
         self.action_show_output()
 

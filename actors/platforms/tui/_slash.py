@@ -1,0 +1,124 @@
+"""What each slash command does in the chat app (parsing and completion are in ``_commands``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from protocols import SessionRecord
+
+from ._commands import Parsed, did_you_mean, help_text
+from ._handle import SessionHandle, TuiError
+from ._modals import SessionsScreen
+
+if TYPE_CHECKING:
+    from ._app import ChatApp
+
+UNDO_UNAVAILABLE = (
+    "/undo is not available yet: the session store cannot take messages back, and hiding them on screen "
+    "would not change what the model sees. Start over with /new (or fork the session through the API)."
+)
+NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "usage", "tree"})
+
+
+class SlashCommands:
+    """Runs commands against the app; each answer is a notice in the transcript."""
+
+    def __init__(self, app: ChatApp) -> None:
+        self.app = app
+
+    async def run(self, command: Parsed) -> None:
+        try:
+            await self._run(command)
+        except TuiError as exc:
+            await self.app.say(str(exc), "error")
+
+    async def _run(self, command: Parsed) -> None:
+        app, name, argument = self.app, command.name, command.argument
+        if name in ("quit", "exit", "q"):
+            app.quit()
+            return
+        if name == "help":
+            await app.say(help_text())
+            return
+        if name == "undo":
+            await app.say(UNDO_UNAVAILABLE, "error")
+            return
+        if name not in NEEDS_SESSIONS:
+            await app.say(did_you_mean(name), "error")
+            return
+        handle = app.handle
+        if handle is None:
+            await app.say("the session runtime is still starting; try again in a moment", "error")
+            return
+        match name:
+            case "new":
+                await app.switch_session(None)
+                await app.say(f"new session {app.session_id}", "dim")
+            case "resume" if argument:
+                await self.resume(handle, argument)
+            case "resume" | "sessions":
+                await self.pick(handle, argument)
+            case "model":
+                text = f"model: {handle.model} (sessions run at {handle.label})"
+                if argument:
+                    text += ". Switching models from here is not available yet: set model.default in HERMES_HOME/config.yaml and start again."
+                await app.say(text)
+            case "tools":
+                tools = await handle.tools()
+                await app.say("tools: " + ", ".join(tools) if tools is not None else "the server does not publish its tool list")
+            case "stop":
+                if app.busy:
+                    await app.cancel_turn()
+                else:
+                    await app.say("no turn is running", "dim")
+            case "retry":
+                if app.last_text is None:
+                    await app.say("nothing to retry yet: send a message first", "dim")
+                else:
+                    await app.conversation.user(app.last_text)
+                    await app.send(app.last_text)
+            case "usage":
+                await self.usage(handle)
+            case "tree":
+                await app.say(await handle.tree())
+
+    async def usage(self, handle: SessionHandle) -> None:
+        app = self.app
+        last = f"last turn: {app.last_usage[0]} in, {app.last_usage[1]} out" if app.last_usage else "no turn finished yet"
+        record = await handle.get_session(app.session_id)
+        stored = ""
+        if record is not None:
+            tokens = f", {record.input_tokens} in, {record.output_tokens} out" if record.input_tokens or record.output_tokens else ""
+            stored = f"; the session in the store: {record.message_count} messages{tokens}"
+        await app.say(f"{last}; this session here: {app.total_usage[0]} in, {app.total_usage[1]} out{stored}")
+
+    async def resume(self, handle: SessionHandle, wanted: str) -> None:
+        """Resume by id; else by title (exact, any case), id prefix, or words of the title."""
+        record = await handle.get_session(wanted)
+        if record is None:
+            records = await handle.list_sessions()
+            lowered = wanted.lower()
+            found = [r for r in records if (r.title or "").lower() == lowered]
+            found = found or [r for r in records if r.id.startswith(wanted) or lowered in (r.title or "").lower()]
+            if not found:
+                await self.app.say(f"no session has the id or title {wanted!r}; /sessions lists them", "error")
+                return
+            if len(found) > 1:
+                await self.pick(handle, "", found)
+                return
+            record = found[0]
+        await self.app.switch_session(record.id)
+        await self.app.say(f"resumed {record.title or record.id}", "dim")
+
+    async def pick(self, handle: SessionHandle, query: str, records: list[SessionRecord] | None = None) -> None:
+        """The searchable list of sessions; the one picked is resumed."""
+        found = records if records is not None else await handle.list_sessions()
+        if not found:
+            await self.app.say("there are no stored sessions yet", "dim")
+            return
+
+        def chosen(session_id: str | None) -> None:
+            if session_id is not None:
+                self.app.run_worker(self.run(Parsed(name="resume", argument=session_id)), group="command", exit_on_error=False)
+
+        await self.app.push_screen(SessionsScreen(found, query), chosen)

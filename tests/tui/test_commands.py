@@ -1,0 +1,249 @@
+"""Slash commands, the prompt (history, completion, new lines), and starting up."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+from textual.pilot import Pilot
+
+from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
+from actors.platforms.tui import ChatApp, LocalSession, RequestRefused, SetupFailed
+from actors.platforms.tui._commands import complete, did_you_mean, parse
+from actors.platforms.tui._modals import SessionsScreen
+from actors.platforms.tui._prompt import History, PromptArea
+from actors.platforms.tui._widgets import AssistantBlock, ToolLine
+from protocols import TurnCompleted
+from tests.conftest import DEADLINE
+from tests.tui.tui_kit import drive, kind, make_app, texts, type_text
+
+
+async def run_command(pilot: Pilot[int], app: ChatApp, text: str) -> None:
+    """Send a slash command and wait until its worker is done."""
+    await type_text(pilot, text)
+    await app.workers.wait_for_complete()
+    await pilot.pause()
+
+
+def test_resume_restores_a_session_by_id_and_by_title_with_its_transcript(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script(
+        [
+            ToolCallsReply(calls=(ScriptedCall(name="read_file", arguments='{"path": "a.txt", "seconds": 0}'),)),
+            TextReply(content="It says **a**."),
+        ]
+    )
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        first = app.session_id
+        await type_text(pilot, "Summarise the file a.txt")
+        await app.wait_for_event(kind(TurnCompleted))
+        await run_command(pilot, app, "/new")
+        assert app.session_id != first
+        assert not app.query(AssistantBlock) and not app.query(".user")
+        await run_command(pilot, app, f"/resume {first}")
+        assert app.session_id == first
+        assert texts(app, ".user") == ["Summarise the file a.txt"]
+        assert [b.text for b in app.query(AssistantBlock)] == ["It says **a**."]
+        assert [(t.tool_name, t.state, t.output) for t in app.query(ToolLine)] == [("read_file", "ok", "contents of a.txt")]
+        await run_command(pilot, app, "/new")
+        await run_command(pilot, app, "/resume summarise the file")  # a title, any case
+        assert app.session_id == first
+        model_server.script([TextReply(content="still here")])
+        mark = len(app.seen)
+        await type_text(pilot, "and now?")
+        done = await app.wait_for_event(kind(TurnCompleted), start=mark)
+        assert done.text == "still here"  # type: ignore[union-attr]
+
+    drive(make_app(local), scenario)
+    sent = model_server.requests[-1].body["messages"]
+    assert [m["content"] for m in sent if m["role"] == "user"] == ["Summarise the file a.txt", "and now?"]
+
+
+def test_sessions_lists_sessions_filters_them_and_enter_resumes_one(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="one"), TextReply(content="two")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await type_text(pilot, "alpha question")
+        await app.wait_for_event(kind(TurnCompleted))
+        alpha = app.session_id
+        await run_command(pilot, app, "/new")
+        await type_text(pilot, "beta question")
+        await app.wait_for_event(kind(TurnCompleted))
+        await run_command(pilot, app, "/sessions")
+        screen = app.screen
+        assert isinstance(screen, SessionsScreen)
+        assert len(screen.shown) == 2
+        await pilot.press(*"alpha")
+        assert screen.shown == [alpha]
+        await pilot.press("enter")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert app.session_id == alpha
+        assert texts(app, ".user") == ["alpha question"]
+
+    drive(make_app(local), scenario)
+
+
+def test_unknown_commands_get_a_did_you_mean_and_undo_says_it_is_not_available(local: LocalSession) -> None:
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await run_command(pilot, app, "/sesions")
+        await run_command(pilot, app, "/undo")
+        notices = texts(app, ".notice")
+        assert "unknown command /sesions. Did you mean /sessions? /help lists the commands." in notices
+        assert any(n.startswith("/undo is not available yet") for n in notices)
+
+    drive(make_app(local), scenario)
+
+
+def test_tree_tools_model_usage_and_help_answer_in_the_transcript(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="hi")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await type_text(pilot, "hello")
+        await app.wait_for_event(kind(TurnCompleted))
+        for command in ("/tree", "/tools", "/model", "/usage", "/help"):
+            await run_command(pilot, app, command)
+        tree, tools, model, usage, help_text = texts(app, ".notice")[-5:]
+        assert "sessions" in tree and "store" in tree and "reactor: lag" in tree
+        assert tools.startswith("tools: ") and "read_file" in tools and "clarify" in tools
+        assert model == "model: test-model (sessions run at local)"
+        assert usage.startswith("last turn: ") and "the session in the store" in usage
+        assert "/resume <id|title>" in help_text
+
+    drive(make_app(local), scenario)
+
+
+def test_retry_sends_the_last_message_again(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="first"), TextReply(content="second")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await type_text(pilot, "tell me a number")
+        await app.wait_for_event(kind(TurnCompleted))
+        mark = len(app.seen)
+        await run_command(pilot, app, "/retry")
+        await app.wait_for_event(kind(TurnCompleted), start=mark)
+        assert texts(app, ".user") == ["tell me a number", "tell me a number"]
+
+    drive(make_app(local), scenario)
+
+
+def test_the_prompt_keeps_history_completes_commands_and_takes_new_lines(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="a"), TextReply(content="b")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        prompt = app.query_one(PromptArea)
+        await type_text(pilot, "first line\\", as_keys=True)  # a trailing backslash: Enter makes a new line
+        await pilot.press("s", "e", "c", "o", "n", "d", "enter")
+        await app.wait_for_event(kind(TurnCompleted))
+        assert texts(app, ".user") == ["first line\nsecond"]
+        await pilot.press("x", "ctrl+j", "y")
+        assert prompt.text == "x\ny"
+        prompt.load_text("")
+        await pilot.press("up")
+        assert prompt.text == "first line\nsecond"
+        await pilot.press("down")
+        assert prompt.text == ""
+        await pilot.press("slash", "r", "e", "s")
+        assert "/resume" in str(app.query_one("#hint").render())
+        await pilot.press("tab")
+        assert prompt.text == "/resume "
+
+    drive(make_app(local), scenario)
+
+
+def test_messages_typed_before_the_runtime_is_up_are_sent_when_it_is(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="you were early")])
+    release = threading.Event()
+
+    def slow_connect() -> LocalSession:
+        assert release.wait(DEADLINE)
+        return local
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        assert app.state == "starting..."
+        await type_text(pilot, "am I early?")
+        assert texts(app, ".user") == ["am I early?"]
+        release.set()
+        done = await app.wait_for_event(kind(TurnCompleted))
+        assert done.text == "you were early"  # type: ignore[union-attr]
+
+    async def started(pilot: Pilot[int], app: ChatApp) -> None:
+        await pilot.pause()
+        await scenario(pilot, app)
+
+    app = ChatApp(slow_connect, history=History())
+
+    async def main() -> None:
+        async with app.run_test(size=(100, 40)) as pilot:
+            await started(pilot, app)
+
+    asyncio.run(main())
+
+
+def test_a_configuration_error_is_shown_and_sets_exit_status_2() -> None:
+    def broken() -> LocalSession:
+        raise SetupFailed("no model is configured: add model.default to config.yaml")
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> int:
+        assert app.state == "not connected"
+        assert "no model is configured: add model.default to config.yaml" in texts(app, ".notice")
+        await type_text(pilot, "hello?")
+        assert any(t.startswith("not sent") for t in texts(app, ".notice"))
+        await pilot.press("ctrl+c", "ctrl+c")
+        return app.return_value or 0
+
+    assert drive(ChatApp(broken, history=History()), scenario, connected=False) == 2
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("/res", "/resume "), ("/s", None), ("/r", "/re"), ("/se", "/sessions "), ("/x", None), ("hello", None), ("/resume a", None)],
+)
+def test_tab_completion_finishes_a_command_or_its_common_prefix(text: str, expected: str | None) -> None:
+    assert complete(text) == expected
+
+
+def test_parsing_tells_commands_from_messages() -> None:
+    assert parse("/resume My Title ") is not None and parse("/resume My Title ").argument == "My Title"  # type: ignore[union-attr]
+    assert parse("//not a command") is None
+    assert parse("hello /new") is None
+    assert did_you_mean("qiut") == "unknown command /qiut. Did you mean /quit? /help lists the commands."
+    assert did_you_mean("zzzz") == "unknown command /zzzz. /help lists the commands."
+
+
+def test_quitting_before_the_runtime_is_up_still_hands_it_over_to_be_stopped(local: LocalSession) -> None:
+    release = threading.Event()
+
+    def slow_connect() -> LocalSession:
+        assert release.wait(DEADLINE)
+        return local
+
+    app = ChatApp(slow_connect, history=History())
+
+    async def main() -> None:
+        async with app.run_test() as pilot:
+            await pilot.pause()
+            await pilot.press("ctrl+c", "ctrl+c")
+
+    asyncio.run(main())
+    assert app.handle is None
+    release.set()
+    assert app.finish_connecting(DEADLINE) is local
+
+
+def test_a_transcript_that_cannot_be_read_still_lets_the_app_follow_the_session(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="live anyway")])
+
+    async def unreadable(session_id: str) -> list[object]:
+        raise RequestRefused("the store is busy")
+
+    local.transcript = unreadable  # type: ignore[assignment, method-assign]
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        assert any("the stored transcript could not be read (the store is busy)" in t for t in texts(app, ".notice"))
+        await type_text(pilot, "hello")
+        done = await app.wait_for_event(kind(TurnCompleted))
+        assert done.text == "live anyway"  # type: ignore[union-attr]
+
+    drive(make_app(local, session_id="sess_unreadable", resume=True), scenario)
