@@ -13,9 +13,14 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from actors import Actor
 from supervisor import ChildSpec, Runtime
+
+# Property tests share a 2-core machine with other work: slowness is not a failure.
+settings.register_profile("shared-machine", suppress_health_check=[HealthCheck.too_slow], deadline=None)
+settings.load_profile("shared-machine")
 
 DEADLINE = 10.0
 """Seconds any barrier in the tests waits before the test fails (instead of hanging)."""
