@@ -49,7 +49,7 @@ async def _read(ctx: ApiContext, work: Callable[[Any], T]) -> T:
         try:
             return await trio.to_thread.run_sync(run)
         except StoreError as exc:
-            if "start the store writer first" not in str(exc):
+            if "start the store writer first" not in str(exc) and "no schema_version" not in str(exc):
                 raise HttpError(503, f"the session store cannot be read: {exc}", type="server_error", code="store_unavailable") from None
             await trio.sleep(0.05)
     raise HttpError(503, "the session store is not ready yet; retry in a moment", type="server_error", code="store_starting", headers={"retry-after": "1"})

@@ -309,9 +309,10 @@ def _tell(reply_to: Any, message: Message) -> None:
         return
     try:
         reply_to.tell(message)
-    except Exception:
-        # The caller is gone or its address refused: the write itself stands.
-        log.warning("could not deliver %s to %r", type(message).__name__, reply_to, exc_info=True)
+    except Exception as exc:
+        # The caller is gone (a session that stopped before its last write was answered is
+        # normal at shutdown) or its address refused: the write itself stands.
+        log.debug("could not deliver %s to %r: %s", type(message).__name__, reply_to, exc)
 
 
 def _command_of(reply: Message) -> str:

@@ -9,6 +9,7 @@ every 5 ms. ``prompt`` is when the prompt's placeholder is drawn (the input take
 from then on); ``ready`` is when the status bar says ``idle`` (the runtime is up and a
 message goes out at once; anything typed earlier is sent then). Variants:
 
+- ``hermes chat``: the installed console script (``python -m actors.cli chat`` without one);
 - ``module``: ``python -m actors.platforms.tui chat`` as the package is today;
 - ``lazy-platforms``: the same, with ``actors.platforms``'s ``__init__`` replaced by an
   empty package, to show what a lazy ``actors/platforms/__init__.py`` would give;
@@ -87,8 +88,10 @@ def main() -> int:
 def _probe(args: argparse.Namespace, python: str) -> int:
     with ModelServer() as server, tempfile.TemporaryDirectory() as home:
         env = {"HERMES_HOME": home, "HERMES_MODEL": "test-model", "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "test-key"}
+        hermes = Path(python).with_name("hermes")
         variants = {
             "python": (f"{python} -c 'print(\"up\")'", "up", "up"),
+            "hermes chat": (f"{hermes} chat" if hermes.exists() else f"{python} -m actors.cli chat", "Ask anything", " idle "),
             "module": (f"{python} -m actors.platforms.tui chat", "Ask anything", " idle "),
             "lazy-platforms": (f"{python} -c \"{LAZY_PLATFORMS}\"", "Ask anything", " idle "),
         }

@@ -15,9 +15,10 @@ from pathlib import Path
 from actors.chaos import HttpError, ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.platforms.tui import LocalSession, run_plain
 from tests.conftest import DEADLINE
+from tests.tui.tui_kit import hermes_module
 
 ROOT = Path(__file__).resolve().parents[2]
-CHAT = [sys.executable, "-m", "actors.platforms.tui", "chat"]
+CHAT = [sys.executable, "-m", hermes_module(), "chat"]
 
 
 def hermes_env(home: Path, server: ModelServer | None) -> dict[str, str]:

@@ -9,7 +9,6 @@ screen: the pane is polled until the expected text is drawn, with a deadline.
 
 from __future__ import annotations
 
-import argparse
 import shlex
 import shutil
 import subprocess
@@ -23,19 +22,11 @@ import pytest
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from tests.conftest import DEADLINE
 from tests.platforms.server_kit import KEY, ServerKit
+from tests.tui.tui_kit import hermes_module
 
 ROOT = Path(__file__).resolve().parents[2]
 TMUX = shutil.which("tmux")
 pytestmark = pytest.mark.skipif(TMUX is None, reason="tmux is not installed: the terminal smoke tests need it")
-
-
-def hermes_module() -> str:
-    """``actors.cli`` when it has ``chat``, else the TUI package's own entry point."""
-    from actors import cli
-
-    parser = cli._parser()
-    wired = any(isinstance(action, argparse._SubParsersAction) and "chat" in action.choices for action in parser._actions)
-    return "actors.cli" if wired else "actors.platforms.tui"
 
 
 class Tmux:

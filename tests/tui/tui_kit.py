@@ -9,6 +9,7 @@ run beside it as they do in ``hermes chat``.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
@@ -91,3 +92,12 @@ def kind(cls: type[SessionEvent], turn_id: str | None = None) -> Callable[[Strea
 
 def texts(app: ChatApp, selector: str) -> list[str]:
     return [str(getattr(w, "text", "")) for w in app.query(selector)]
+
+
+def hermes_module() -> str:
+    """``actors.cli`` (the ``hermes`` command) when it has ``chat``, else the TUI package's own entry point."""
+    from actors import cli
+
+    parser = cli._parser()
+    wired = any(isinstance(action, argparse._SubParsersAction) and "chat" in action.choices for action in parser._actions)
+    return "actors.cli" if wired else "actors.platforms.tui"
