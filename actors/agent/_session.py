@@ -88,6 +88,10 @@ from ._tools import ToolCall, ToolOutput, ToolSpec, Workspace
 
 log = logging.getLogger(__name__)
 
+class StoreDiverged(HermesError):
+    """A write of this session was refused, so its memory no longer matches the store."""
+
+
 RESTART_FAILED = (
     "the session restarted while this turn was running or waiting; unfinished tools were not re-run "
     "(their results say 'outcome unknown'); send the message again to continue"
@@ -303,7 +307,14 @@ class SessionActor(Actor):
             case MessagesPersisted(token=token):
                 self.feed(Persisted(token=token, now=time.monotonic()))
             case StoreFailed(token=token, error=error):
-                self.feed(PersistFailed(token=token, error=error, now=time.monotonic()))
+                turn = self.state.turn
+                if turn is not None and turn.phase == "persist_user" and token == turn.token:
+                    # Nothing of this turn is stored: take the message back and say so.
+                    self.feed(PersistFailed(token=token, error=error, now=time.monotonic()))
+                else:
+                    # Memory and the store now disagree (a message the session holds is not
+                    # stored). The store is the truth: restart from it, which settles the turn.
+                    raise StoreDiverged(f"session {self.session_id}: write {token!r} was not stored ({error}); reloading from the store")
             case _Timer(token=token):
                 self.handles.pop(token, None)
                 self.feed(TimerFired(token=token, now=time.monotonic()))
@@ -362,7 +373,7 @@ class SessionActor(Actor):
             if settled:
                 # Persist the synthetic results so the store agrees with what the model sees.
                 synthetic = tuple(m for m in transcript if m not in messages)
-                self.store.tell(AppendMessages(session_id=self.session_id, messages=synthetic, timestamp=now, token="recover"))
+                self.store.tell(AppendMessages(session_id=self.session_id, messages=synthetic, timestamp=now, token="recover", reply_to=self.actor_ref))
             self.recover(transcript, settled)
         stash, self.stash = self.stash, []
         for message in stash:
@@ -391,7 +402,7 @@ class SessionActor(Actor):
         messages, _ = sanitize(tuple(m for m in history if m.role != "system"))
         if messages:
             self.state = msgspec.structs.replace(self.state, transcript=messages)
-            self.store.tell(AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token="seed"))
+            self.store.tell(AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token="seed", reply_to=self.actor_ref))
 
     # -- the machine and its effects ----------------------------------------------------------------------
 

@@ -239,6 +239,10 @@ class SimSession:
                 self.feed(Persisted(token=token, now=now))
             case StoreFailed(token=token, error=error):
                 turn = self.state.turn
+                if not (turn is not None and turn.phase == "persist_user" and token == turn.token):
+                    # As SessionActor: memory and store disagree, so restart from the store.
+                    self.crash(f"write {token!r} was not stored")
+                    return
                 self.feed(PersistFailed(token=token, error=error, now=now))
                 # (A failed CreateSession fails the running turn too: it is the session's write.)
                 if turn is not None and self.state.turn is not turn and token != "create" and not token.startswith(f"{turn.turn_id}/"):
@@ -287,7 +291,7 @@ class SimSession:
             self.state = SessionState(session_id=self.session_id, system_prompt=loaded.prompt, transcript=transcript)
             if settled:
                 synthetic = tuple(m for m in transcript if m not in messages)
-                world.store.submit(self.session_id, synthetic, "recover", None)
+                world.store.submit(self.session_id, synthetic, "recover", incarnation)
                 if self.bug == "rerun_tools":
                     for message in synthetic:
                         if message.tool_call_id is not None:

@@ -126,10 +126,10 @@ def test_a_recovery_never_gives_a_call_a_second_result() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="finding: a failed store write is never retried: a failed tool-result write leaves a "
-    "call without a result in the store (seed 1 of the store-busy plan), and a failed write of an "
-    "assistant message that calls tools is followed by stored results for calls that are not "
-    "stored (seed 5).",
+    reason="finding (narrowed): a refused write now restarts the session from the store, which "
+    "settles it; but when the store's reply itself is lost (a dropped message), the session never "
+    "learns the write failed: writes have no acknowledgement deadline yet. Seed 230 of the "
+    "store-busy plan.",
 )
 def test_a_failed_store_write_never_leaves_a_call_unpaired_in_the_store() -> None:
     assert _broken(_swept(STORE_BUSY, 1000), "durable_unpaired") == []
