@@ -101,7 +101,7 @@ def test_admission_beyond_the_limit_is_429_and_draining_is_503(tmp_path: Path, m
             draining = http.post("/v1/runs", json={"input": "late"})
             assert draining.status_code == 503 and "retry-after" in draining.headers
     finally:
-        assert kit.runtime.stop(timeout=DEADLINE)
+        assert kit.stop()
 
 
 def test_an_allowed_origin_gets_cors_headers_and_a_preflight(tmp_path: Path, model_server: ModelServer) -> None:
@@ -114,4 +114,4 @@ def test_an_allowed_origin_gets_cors_headers_and_a_preflight(tmp_path: Path, mod
             assert preflight.status_code == 204 and "authorization" in preflight.headers["access-control-allow-headers"]
             assert http.get("/v1/models", headers={"Origin": "https://other.example"}).status_code == 403
     finally:
-        assert kit.runtime.stop(timeout=DEADLINE)
+        assert kit.stop()

@@ -50,7 +50,6 @@ def test_conversation_and_previous_response_id_together_are_refused(api: ServerK
 
 
 def test_stored_responses_survive_a_restart_of_the_server(tmp_path, model_server) -> None:  # type: ignore[no-untyped-def]
-    from tests.conftest import DEADLINE
     from tests.platforms.server_kit import start_server
 
     first_kit = start_server(tmp_path, model_server)
@@ -58,7 +57,7 @@ def test_stored_responses_survive_a_restart_of_the_server(tmp_path, model_server
         model_server.script([TextReply(content="Noted: the code is 42.")])
         first = first_kit.client().responses.create(model="m", input="Remember code 42.")
     finally:
-        assert first_kit.runtime.stop(timeout=DEADLINE)
+        assert first_kit.stop()
     second_kit = start_server(tmp_path, model_server)
     try:
         model_server.script([TextReply(content="The code is 42.")])
@@ -67,4 +66,4 @@ def test_stored_responses_survive_a_restart_of_the_server(tmp_path, model_server
         sent = [m["content"] for m in model_server.requests[-1].body["messages"] if m["role"] != "system"]
         assert sent == ["Remember code 42.", "Noted: the code is 42.", "What was the code?"]
     finally:
-        assert second_kit.runtime.stop(timeout=DEADLINE)
+        assert second_kit.stop()
