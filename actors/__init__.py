@@ -4,24 +4,64 @@ Subpackages (``agent``, ``tools``, ``platforms``, ``memory``) build on this kern
 kernel imports nothing from them.
 """
 
-from ._actor import Actor as Actor
-from ._actor import ActorContext as ActorContext
-from ._address import Address as Address
-from ._address import AddressStatistics as AddressStatistics
-from ._address import Registry as Registry
-from ._errors import ActorCrashed as ActorCrashed
-from ._errors import AddressClosed as AddressClosed
-from ._errors import DeliveryError as DeliveryError
-from ._errors import HermesError as HermesError
-from ._errors import MailboxOverflow as MailboxOverflow
-from ._errors import ReactorStopped as ReactorStopped
-from ._errors import RuntimeStopped as RuntimeStopped
-from ._errors import StartFailed as StartFailed
-from ._errors import UsageError as UsageError
-from ._process import run_process as run_process
-from ._reactor import Reactor as Reactor
-from ._reactor import ReactorStatistics as ReactorStatistics
-from ._reactor import WaitHandle as WaitHandle
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ._actor import Actor as Actor
+    from ._actor import ActorContext as ActorContext
+    from ._address import Address as Address
+    from ._address import AddressStatistics as AddressStatistics
+    from ._address import Registry as Registry
+    from ._errors import ActorCrashed as ActorCrashed
+    from ._errors import AddressClosed as AddressClosed
+    from ._errors import DeliveryError as DeliveryError
+    from ._errors import HermesError as HermesError
+    from ._errors import MailboxOverflow as MailboxOverflow
+    from ._errors import ReactorStopped as ReactorStopped
+    from ._errors import RuntimeStopped as RuntimeStopped
+    from ._errors import StartFailed as StartFailed
+    from ._errors import UsageError as UsageError
+    from ._process import run_process as run_process
+    from ._reactor import Reactor as Reactor
+    from ._reactor import ReactorStatistics as ReactorStatistics
+    from ._reactor import WaitHandle as WaitHandle
+
+# Names load on first use, so that the ``hermes`` command starts without importing the
+# kernel (trio, pykka) for ``--help``.
+_LAZY: dict[str, str] = {
+    "Actor": "._actor",
+    "ActorContext": "._actor",
+    "ActorCrashed": "._errors",
+    "Address": "._address",
+    "AddressClosed": "._errors",
+    "AddressStatistics": "._address",
+    "DeliveryError": "._errors",
+    "HermesError": "._errors",
+    "MailboxOverflow": "._errors",
+    "Reactor": "._reactor",
+    "ReactorStatistics": "._reactor",
+    "ReactorStopped": "._errors",
+    "Registry": "._address",
+    "RuntimeStopped": "._errors",
+    "StartFailed": "._errors",
+    "UsageError": "._errors",
+    "WaitHandle": "._reactor",
+    "run_process": "._process",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "Actor",

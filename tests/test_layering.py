@@ -14,13 +14,19 @@ KERNEL_FILES = [ROOT / "supervisor.py", *sorted((ROOT / "actors").glob("_*.py"))
 UPPER_LAYERS = ("actors.agent", "actors.tools", "actors.platforms", "actors.memory")
 
 
-@pytest.mark.parametrize("package", ["actors", "protocols"])
+@pytest.mark.parametrize("package", ["actors", "protocols", "actors.platforms", "actors.agent", "actors.tools", "actors.store"])
 def test_package_all_is_sorted_and_names_exactly_its_public_names(package: str) -> None:
     module = importlib.import_module(package)
     exported = list(module.__all__)
     assert exported == sorted(exported)
-    public = sorted(name for name in vars(module) if not name.startswith("_") and not _is_submodule(module, name))
+    lazy = getattr(module, "_LAZY", None)  # a package that loads its names on first use
+    if lazy is not None:
+        public = sorted(lazy)
+    else:
+        public = sorted(name for name in vars(module) if not name.startswith("_") and not _is_submodule(module, name))
     assert sorted(exported) == public
+    for name in exported:
+        assert getattr(module, name) is not None
 
 
 def _is_submodule(module: object, name: str) -> bool:
