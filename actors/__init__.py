@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from ._errors import RuntimeStopped as RuntimeStopped
     from ._errors import StartFailed as StartFailed
     from ._errors import UsageError as UsageError
+    from ._process import kill_group as kill_group
     from ._process import run_process as run_process
     from ._reactor import Reactor as Reactor
     from ._reactor import ReactorStatistics as ReactorStatistics
@@ -49,6 +50,7 @@ _LAZY: dict[str, str] = {
     "StartFailed": "._errors",
     "UsageError": "._errors",
     "WaitHandle": "._reactor",
+    "kill_group": "._process",
     "run_process": "._process",
 }
 
@@ -81,5 +83,6 @@ __all__ = [
     "StartFailed",
     "UsageError",
     "WaitHandle",
+    "kill_group",
     "run_process",
 ]

@@ -72,8 +72,8 @@ def _group_running(pgid: int) -> bool:
     return False
 
 
-async def _kill_stragglers(pgid: int) -> None:
-    """SIGKILL what is left of the group and wait (bounded) until none of it runs."""
+async def kill_group(pgid: int) -> None:
+    """SIGKILL a process group and wait (bounded, off the reactor thread) until none of it runs."""
     if not _signal_group(pgid, signal.SIGKILL):
         return
     # Killed members die asynchronously. Scanning /proc costs ~10 µs per process on the
@@ -98,7 +98,7 @@ async def _terminate_group(process: trio.Process, grace: float) -> None:
     _signal_group(process.pid, signal.SIGTERM)
     with trio.move_on_after(grace):
         await process.wait()
-    await _kill_stragglers(process.pid)
+    await kill_group(process.pid)
     await process.wait()
 
 
@@ -136,7 +136,7 @@ async def run_process(
                 nursery.start_soon(_feed, process.stdin, stdin)
             await process.wait()
             # The group must not outlive the call: stragglers would also hold the pipes open.
-            await _kill_stragglers(process.pid)
+            await kill_group(process.pid)
     except BaseException:
         with trio.CancelScope(shield=True):
             await _terminate_group(process, grace)

@@ -9,10 +9,8 @@ exclusions and size cap), so both backends give the same results.
 from __future__ import annotations
 
 import base64
-import contextlib
 import os
 import shutil
-import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +18,8 @@ from typing import Any
 
 import msgspec
 import trio
+
+from actors import kill_group
 
 from ._search_walk import MAX_FILE_BYTES, SKIP_NAMES, ContentQuery, FileHits, Found, SearchFailed
 
@@ -41,11 +41,6 @@ def _common(rg: str) -> list[str]:
     for name in SKIP_NAMES:
         argv += ["--glob", f"!{name}"]
     return argv
-
-
-def _kill(process: trio.Process) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 async def _drain(stream: trio.abc.ReceiveStream, into: bytearray) -> None:
@@ -78,12 +73,12 @@ async def stream_lines(argv: list[str], on_line: Callable[[bytes], bool]) -> tup
             if going and buffer:
                 on_line(bytes(buffer))
             if not going:
-                _kill(process)
+                await kill_group(process.pid)
             await process.wait()
     finally:
         with trio.CancelScope(shield=True):
             if process.returncode is None:
-                _kill(process)
+                await kill_group(process.pid)
                 await process.wait()
             await process.stdout.aclose()
             await process.stderr.aclose()

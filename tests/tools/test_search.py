@@ -170,14 +170,6 @@ async def test_forcing_the_python_fallback_gives_exactly_what_ripgrep_gives(
         assert a == b, query
 
 
-async def group_gone(marker: str) -> list[int]:
-    """The group's members still alive after a deadline (SIGKILL lands asynchronously)."""
-    with trio.move_on_after(DEADLINE):
-        while live_processes_with(marker):
-            await trio.sleep(0.01)
-    return live_processes_with(marker)
-
-
 async def test_stopping_a_stream_early_kills_the_whole_process_group() -> None:
     marker = f"sleep 30.{os.getpid()}1"
     seen: list[bytes] = []
@@ -189,7 +181,7 @@ async def test_stopping_a_stream_early_kills_the_whole_process_group() -> None:
     with trio.fail_after(DEADLINE):
         status, _ = await _search_rg.stream_lines(["bash", "-c", f"{marker} & echo ready; wait"], first_only)
     assert status < 0 and seen == [b"ready"]
-    assert await group_gone(marker) == []
+    assert live_processes_with(marker) == []  # stream_lines waits until the group is gone
 
 
 async def test_cancelling_a_stream_kills_the_whole_process_group() -> None:
@@ -202,7 +194,7 @@ async def test_cancelling_a_stream_kills_the_whole_process_group() -> None:
 
         await _search_rg.stream_lines(["bash", "-c", f"{marker} & echo ready; wait"], cancel_at_first_line)
     assert scope.cancelled_caught
-    assert await group_gone(marker) == []
+    assert live_processes_with(marker) == []  # stream_lines waits until the group is gone
 
 
 def test_brace_globs_expand_like_ripgrep() -> None:
