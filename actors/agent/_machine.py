@@ -187,7 +187,7 @@ MachineEffect = Persist | CallModel | RunTool | CancelModel | CancelTool | Start
 
 # -- state -----------------------------------------------------------------------------------
 
-Phase = Literal["persist_user", "model", "backoff", "persist_calls", "tools"]
+Phase = Literal["persist_user", "model", "backoff", "persist_calls", "tools", "persist_answer"]
 
 
 class Turn(msgspec.Struct, frozen=True, kw_only=True):
@@ -211,6 +211,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     reasoning: str | None = None
     instructions: str | None = None
     """This turn's ephemeral system prompt."""
+    answer: str = ""
+    """The final text, held until its message is durable (phase ``persist_answer``)."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -277,6 +279,8 @@ class _Step:
                     self.call_model(turn, event.now)
                 elif turn.phase == "persist_calls" and token == turn.token:
                     self.start_tools(turn, event.now)
+                elif turn.phase == "persist_answer" and token == turn.token:
+                    self.finish(turn, turn.answer, event.now)
             case PersistFailed(token=token, error=error):
                 self.on_persist_failed(turn, token, error, event.now)
             case ModelReplied(token=token):
@@ -386,8 +390,9 @@ class _Step:
         reply_token = f"{turn.token}/reply"
         # Write-ahead: tools run only once the calls are durable, so a crash can never
         # leave a tool that ran without a record of its call.
-        will_run_tools = bool(calls) and not turn.grace and turn.iteration < self.config.max_iterations
-        self.effects.append(Persist(token=reply_token, messages=(assistant,), acked=will_run_tools))
+        # The answer too: a turn completes only once its answer is durable, so a client that
+        # saw it can read it back at once and a crash cannot take it away.
+        self.effects.append(Persist(token=reply_token, messages=(assistant,), acked=True))
         reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
         turn = msgspec.structs.replace(
             turn,
@@ -399,8 +404,8 @@ class _Step:
         )
         if not calls or turn.grace:
             if calls:  # a model that calls tools in the grace call: answer them, run nothing
-                self.settle(turn, "[not run] The turn's tool budget was used up.")
-            self.finish(turn, reply.content, reply.now)
+                turn = self.settle(turn, "[not run] The turn's tool budget was used up.")
+            self.set_turn(msgspec.structs.replace(turn, phase="persist_answer", token=reply_token, answer=reply.content))
             return
         if turn.iteration >= self.config.max_iterations:
             limit = self.config.max_iterations

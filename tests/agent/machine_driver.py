@@ -34,6 +34,14 @@ class Driver:
         self.effects.extend(effects)
         return effects
 
+    def answer(self, reply: MachineInput) -> list[MachineEffect]:
+        """Feed a final model reply, then the ack of its durable answer (the turn ends there)."""
+        from actors.agent._machine import Persist, Persisted
+
+        effects = self.feed(reply)
+        acked = [p for p in self.of(Persist, effects) if p.acked]
+        return effects + (self.feed(Persisted(token=acked[0].token)) if acked else [])
+
     def of(self, kind: type[Any], effects: list[MachineEffect] | None = None) -> list[Any]:
         return [e for e in (self.effects if effects is None else effects) if isinstance(e, kind)]
 

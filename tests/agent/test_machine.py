@@ -68,6 +68,10 @@ def test_a_text_turn_persists_the_user_message_before_calling_the_model_and_comp
     driver = Driver()
     model = start(driver)
     effects = driver.feed(ModelReplied(token=model.token, content="hi there", input_tokens=5, output_tokens=2))
+    assert events(effects) == [], "the turn completes only once its answer is durable"
+    (persist,) = driver.of(Persist, effects)
+    assert persist.acked and persist.messages[0].content == "hi there"
+    effects += driver.feed(Persisted(token=persist.token))
     done = events(effects)[-1]
     assert isinstance(done, TurnCompleted)
     assert (done.text, done.iterations, done.input_tokens, done.session_id) == ("hi there", 1, 5, "s1")
@@ -91,7 +95,7 @@ def test_two_tool_rounds_run_independent_reads_together_and_return_results_in_th
     effects = reply_with_calls(driver, second.token, (call("c", "terminal", '{"command": "ls"}'),))
     assert [r.call_id for r in driver.of(RunTool, effects)] == ["c"]
     third = driver.of(CallModel, driver.feed(ToolDone(call_id="c", content="files")))[0]
-    final = events(driver.feed(ModelReplied(token=third.token, content="done")))[-1]
+    final = events(driver.answer(ModelReplied(token=third.token, content="done")))[-1]
     assert isinstance(final, TurnCompleted) and final.iterations == 3
     assert sanitize(driver.state.transcript)[1] == 0
 
@@ -187,7 +191,7 @@ def test_the_iteration_budget_ends_with_one_tool_less_grace_call() -> None:
     grace = driver.of(CallModel, effects)[0]
     assert not grace.use_tools
     assert grace.messages[-1].content == GRACE_INSTRUCTION
-    final = events(driver.feed(ModelReplied(token=grace.token, content="summary")))[-1]
+    final = events(driver.answer(ModelReplied(token=grace.token, content="summary")))[-1]
     assert isinstance(final, TurnCompleted) and final.text == "summary"
     assert sanitize(driver.state.transcript)[1] == 0
 
@@ -199,7 +203,7 @@ def test_busy_policies_queue_reject_and_interrupt() -> None:
     assert isinstance(queued[0], TurnQueued) and queued[0].position == 1
     rejected = events(driver.feed(UserInput(turn_id="t3", text="no", policy="reject")))
     assert isinstance(rejected[0], TurnRejected) and "busy" in rejected[0].reason
-    effects = driver.feed(ModelReplied(token=model.token, content="first done"))
+    effects = driver.answer(ModelReplied(token=model.token, content="first done"))
     kinds = [type(e).__name__ for e in events(effects)]
     assert kinds == ["TurnCompleted", "TurnStarted"]
     effects = driver.feed(UserInput(turn_id="t4", text="now!", policy="interrupt"))
