@@ -25,6 +25,7 @@ from ._session import CancelTurn as CancelTurn
 from ._session import ClarificationRequested as ClarificationRequested
 from ._session import EnsureSession as EnsureSession
 from ._session import ModelRetrying as ModelRetrying
+from ._session import ModelSwitched as ModelSwitched
 from ._session import ReasoningDelta as ReasoningDelta
 from ._session import ResolveApproval as ResolveApproval
 from ._session import SessionEvent as SessionEvent
@@ -43,6 +44,8 @@ from ._session import TurnFailed as TurnFailed
 from ._session import TurnQueued as TurnQueued
 from ._session import TurnRejected as TurnRejected
 from ._session import TurnStarted as TurnStarted
+from ._session import TurnUndone as TurnUndone
+from ._session import UndoTurn as UndoTurn
 from ._session import Unsubscribe as Unsubscribe
 from ._session import UserMessageSaved as UserMessageSaved
 from ._store import AppendMessages as AppendMessages
@@ -53,6 +56,7 @@ from ._store import EndSession as EndSession
 from ._store import GetStoreStatistics as GetStoreStatistics
 from ._store import MessagesPersisted as MessagesPersisted
 from ._store import PutResponse as PutResponse
+from ._store import RemoveLastTurn as RemoveLastTurn
 from ._store import ResponseDeleted as ResponseDeleted
 from ._store import ResponseStored as ResponseStored
 from ._store import SearchHit as SearchHit
@@ -66,6 +70,7 @@ from ._store import StoreFailed as StoreFailed
 from ._store import StoreReply as StoreReply
 from ._store import StoreStatistics as StoreStatistics
 from ._store import StoredMessage as StoredMessage
+from ._store import TurnRemoved as TurnRemoved
 from ._store import UpdateSessionTotals as UpdateSessionTotals
 from ._supervision import ChildExited as ChildExited
 from ._supervision import ChildRestarted as ChildRestarted
@@ -115,11 +120,13 @@ __all__ = [
     "MessagesPersisted",
     "ModelFaults",
     "ModelRetrying",
+    "ModelSwitched",
     "NodeSnapshot",
     "NodeState",
     "ProcessResult",
     "PutResponse",
     "ReasoningDelta",
+    "RemoveLastTurn",
     "ResolveApproval",
     "ResponseDeleted",
     "ResponseStored",
@@ -159,7 +166,10 @@ __all__ = [
     "TurnFailed",
     "TurnQueued",
     "TurnRejected",
+    "TurnRemoved",
     "TurnStarted",
+    "TurnUndone",
+    "UndoTurn",
     "Unsubscribe",
     "UpdateSessionTotals",
     "UserMessageSaved",

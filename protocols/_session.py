@@ -52,9 +52,43 @@ class ResolveApproval(Message, frozen=True, kw_only=True):
 
 
 class SwitchModel(Message, frozen=True, kw_only=True):
-    """Use another model (same endpoint) for this session's next model calls; it is saved."""
+    """Use another model (same endpoint) for this session's next model calls; it is saved.
+
+    ``reply_to`` (optional) gets :class:`ModelSwitched` once the choice is committed.
+    """
 
     model: str
+    reply_to: Any = None
+    """Local-only: anything with ``tell``."""
+
+
+class ModelSwitched(Message, frozen=True, kw_only=True):
+    """The answer to :class:`SwitchModel`: the session's model is saved (or ``error`` says why not)."""
+
+    session_id: str
+    model: str
+    error: str | None = None
+
+
+class UndoTurn(Message, frozen=True, kw_only=True):
+    """Take back the session's last exchange: its last user message and everything after it.
+
+    Refused while a turn runs or waits. ``reply_to`` gets :class:`TurnUndone` once the
+    removal is committed, so the model never sees those messages again.
+    """
+
+    reply_to: Any = None
+    """Local-only: anything with ``tell``."""
+
+
+class TurnUndone(Message, frozen=True, kw_only=True):
+    """The answer to :class:`UndoTurn`: ``removed`` messages are gone, ``text`` was the user's
+    message (to edit and send again); or ``error`` says why nothing was removed."""
+
+    session_id: str
+    removed: int = 0
+    text: str | None = None
+    error: str | None = None
 
 
 class EnsureSession(Message, frozen=True, kw_only=True):

@@ -111,6 +111,16 @@ class DeleteSession(Message, frozen=True, kw_only=True):
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
 
+class RemoveLastTurn(Message, frozen=True, kw_only=True):
+    """Delete a session's last user message and every message after it (its search index
+    follows, its counters too). Answered with :class:`TurnRemoved` or :class:`StoreFailed`."""
+
+    session_id: str
+    token: str = ""
+    reply_to: Any = None
+    """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
+
+
 class PutResponse(Message, frozen=True, kw_only=True):
     """Store a Responses API object (JSON text) for ``previous_response_id`` chains and GET.
 
@@ -148,7 +158,15 @@ class GetStoreStatistics(Message, frozen=True, kw_only=True):
 
 
 StoreCommand = (
-    CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | PutResponse | DeleteResponse | GetStoreStatistics
+    CreateSession
+    | AppendMessages
+    | EndSession
+    | UpdateSessionTotals
+    | DeleteSession
+    | RemoveLastTurn
+    | PutResponse
+    | DeleteResponse
+    | GetStoreStatistics
 )
 """What the store writer's inbox accepts."""
 
@@ -193,6 +211,16 @@ class SessionDeleted(Message, frozen=True, kw_only=True):
     messages_deleted: int = 0
 
 
+class TurnRemoved(Message, frozen=True, kw_only=True):
+    """The last exchange is gone (committed); ``removed`` messages were deleted (0: none was stored)."""
+
+    session_id: str
+    token: str = ""
+    removed: int = 0
+    text: str | None = None
+    """The removed user message."""
+
+
 class ResponseStored(Message, frozen=True, kw_only=True):
     response_id: str
     token: str = ""
@@ -218,7 +246,15 @@ class StoreFailed(Message, frozen=True, kw_only=True):
 
 
 StoreReply = (
-    SessionCreated | MessagesPersisted | SessionEnded | SessionTotalsUpdated | SessionDeleted | ResponseStored | ResponseDeleted | StoreFailed
+    SessionCreated
+    | MessagesPersisted
+    | SessionEnded
+    | SessionTotalsUpdated
+    | SessionDeleted
+    | TurnRemoved
+    | ResponseStored
+    | ResponseDeleted
+    | StoreFailed
 )
 """What the store writer tells a ``reply_to`` for a write."""
 

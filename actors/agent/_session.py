@@ -32,8 +32,11 @@ from protocols._session import (
     AnswerClarification,
     CancelTurn,
     EnsureSession,
+    ModelSwitched,
     SessionReady,
     SwitchModel,
+    TurnUndone,
+    UndoTurn,
     ResolveApproval,
     SessionRecovered,
     StartTurn,
@@ -46,10 +49,13 @@ from protocols._store import (
     CreateSession,
     GetStoreStatistics,
     MessagesPersisted,
+    RemoveLastTurn,
     SessionCreated,
     SessionRecord,
+    SessionTotalsUpdated,
     StoreFailed,
     StoreStatistics,
+    TurnRemoved,
     UpdateSessionTotals,
 )
 
@@ -227,6 +233,9 @@ class SessionActor(Actor):
         self.durable = False
         """True once the session's row is known to be committed."""
         self.waiting_ready: list[Any] = []
+        self.serial = 0
+        self.replies: dict[str, tuple[Any, str | None]] = {}
+        """store token -> (reply_to, model): requests answered once the store committed."""
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
         self.workspace = Workspace(
             deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo, timeout=deps.approval_timeout), Clarifier(self.hub)
@@ -291,9 +300,16 @@ class SessionActor(Actor):
                     reply_to.tell(SessionReady(session_id=self.session_id, created=False))
                 else:
                     self.waiting_ready.append(reply_to)
-            case SwitchModel(model=model):
-                self.model = dataclasses.replace(self.model, model=model)
-                self.store.tell(UpdateSessionTotals(session_id=self.session_id, model=model))
+            case SwitchModel(model=model, reply_to=reply_to):
+                self.switch_model(model, reply_to)
+            case UndoTurn(reply_to=reply_to):
+                self.undo(reply_to)
+            case TurnRemoved(token=token) if token in self.replies:
+                reply_to, _ = self.replies.pop(token)
+                _answer(reply_to, TurnUndone(session_id=self.session_id, removed=message.removed, text=message.text))
+            case SessionTotalsUpdated(token=token) if token in self.replies:
+                reply_to, chosen = self.replies.pop(token)
+                _answer(reply_to, ModelSwitched(session_id=self.session_id, model=chosen or ""))
             case AnswerClarification(request_id=request_id, answer=answer):
                 clarifier = self.workspace.clarifier
                 if clarifier is not None:
@@ -306,6 +322,12 @@ class SessionActor(Actor):
                 self.on_wait(message)
             case MessagesPersisted(token=token):
                 self.feed(Persisted(token=token, now=time.monotonic()))
+            case StoreFailed(token=token, error=error) if token in self.replies:
+                reply_to, chosen = self.replies.pop(token)
+                why = f"the store refused it ({error})"
+                refused = ModelSwitched(session_id=self.session_id, model=chosen, error=why) if chosen else TurnUndone(session_id=self.session_id, error=why)
+                _answer(reply_to, refused)
+                raise StoreDiverged(f"session {self.session_id}: write {token!r} was not stored ({error}); reloading from the store")
             case StoreFailed(token=token, error=error):
                 turn = self.state.turn
                 if turn is not None and turn.phase == "persist_user" and token == turn.token:
@@ -338,6 +360,36 @@ class SessionActor(Actor):
         # cancelled results reach the store, which stops after the sessions.
         if self.state is not None and self.state.turn is not None:
             self.feed(Cancel(reason="the server is shutting down", now=time.monotonic()))
+
+    # -- commands that change the stored session --------------------------------------------------
+
+    def switch_model(self, model: str, reply_to: Any) -> None:
+        if not model.strip():
+            _answer(reply_to, ModelSwitched(session_id=self.session_id, model=model, error="the model name is empty"))
+            return
+        self.model = dataclasses.replace(self.model, model=model.strip())
+        self.serial += 1
+        token = f"model/{self.serial}"
+        self.replies[token] = (reply_to, self.model.model)
+        self.store.tell(UpdateSessionTotals(session_id=self.session_id, model=self.model.model, token=token, reply_to=self.actor_ref))
+
+    def undo(self, reply_to: Any) -> None:
+        """Take back the last exchange: trimmed here now, answered once the store removed it too."""
+        assert self.state is not None
+        if self.state.turn is not None or self.state.queued:
+            _answer(reply_to, TurnUndone(session_id=self.session_id, error="a turn is running or waiting; stop it first, then undo"))
+            return
+        transcript = self.state.transcript
+        last = next((i for i in range(len(transcript) - 1, -1, -1) if transcript[i].role == "user"), None)
+        if last is None:
+            _answer(reply_to, TurnUndone(session_id=self.session_id, error="there is nothing to undo: the session has no message of yours yet"))
+            return
+        # The store answers in order: a message sent after this lands after the removal.
+        self.state = msgspec.structs.replace(self.state, transcript=transcript[:last])
+        self.serial += 1
+        token = f"undo/{self.serial}"
+        self.replies[token] = (reply_to, None)
+        self.store.tell(RemoveLastTurn(session_id=self.session_id, token=token, reply_to=self.actor_ref))
 
     # -- loading and recovery -----------------------------------------------------------------------
 
@@ -504,6 +556,11 @@ class SessionActor(Actor):
         self.idle_generation += 1
         if self.deps.idle_timeout > 0:
             self.send_after(self.deps.idle_timeout, _Idle(generation=self.idle_generation))
+
+
+def _answer(reply_to: Any, message: Any) -> None:
+    if reply_to is not None:
+        reply_to.tell(message)
 
 
 def session_address(registry: Registry, sessions: Address[Any], session_id: str) -> Address[Any]:

@@ -64,7 +64,12 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
     ("POST", "/v1/sessions"): ("Create a session (optional id, title).", {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}}}, "201"),
     ("GET", "/v1/sessions/search"): ("Full-text search over messages (q, limit, session_id).", None, "200"),
     ("GET", "/v1/sessions/{session_id}"): ("One session.", None, "200"),
-    ("PATCH", "/v1/sessions/{session_id}"): ("Rename a session.", {"type": "object", "required": ["title"], "properties": {"title": {"type": "string"}}}, "200"),
+    ("PATCH", "/v1/sessions/{session_id}"): (
+        "Rename a session (title) and/or switch the model it calls (model).",
+        {"type": "object", "properties": {"title": {"type": "string"}, "model": {"type": "string"}}},
+        "200",
+    ),
+    ("POST", "/v1/sessions/{session_id}/undo"): ("Take back the last exchange (409 while a turn runs or when there is none).", None, "200"),
     ("DELETE", "/v1/sessions/{session_id}"): ("Delete a session and its messages.", None, "200"),
     ("GET", "/v1/sessions/{session_id}/messages"): ("A session's transcript.", None, "200"),
     ("POST", "/v1/sessions/{session_id}/fork"): ("Copy a session into a new one that continues from it.", None, "201"),

@@ -16,6 +16,7 @@ from ._sessions_api import (
     list_sessions,
     patch_session,
     search_sessions,
+    undo_turn,
     session_messages,
 )
 from ._runs import answer_approval, create_run, get_run, run_events, stop_run
@@ -42,6 +43,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("DELETE", "/v1/sessions/{session_id}", delete_session),
     ("GET", "/v1/sessions/{session_id}/messages", session_messages),
     ("POST", "/v1/sessions/{session_id}/fork", fork_session),
+    ("POST", "/v1/sessions/{session_id}/undo", undo_turn),
     ("GET", "/v1/sessions/{session_id}/events", session_events),
     ("POST", "/v1/sessions/{session_id}/turns", session_turn),
     ("POST", "/v1/sessions/{session_id}/cancel", session_cancel),

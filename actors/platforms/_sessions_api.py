@@ -21,7 +21,9 @@ from protocols import (
     EnsureSession,
     SessionRecord,
     StoreFailed,
+    SwitchModel,
     TerminateChild,
+    UndoTurn,
     UpdateSessionTotals,
 )
 
@@ -120,13 +122,41 @@ async def get_session(ctx: ApiContext, request: Request, send: Send, params: dic
 
 
 async def patch_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    """Rename (``title``) and/or switch the model the session calls (``model``)."""
     body = await request.json()
-    title = body.get("title")
-    if not isinstance(title, str) or not title.strip() or len(title) > 200:
-        raise HttpError(400, "'title' is required: a non-empty string of at most 200 characters", param="title", code="invalid_title")
-    await _record(ctx, params["session_id"])
-    await _write(ctx, UpdateSessionTotals(session_id=params["session_id"], title=title.strip()))
-    await send_json(send, 200, _view(await _record(ctx, params["session_id"])))
+    title, model = body.get("title"), body.get("model")
+    if title is None and model is None:
+        raise HttpError(400, "send 'title' (rename) or 'model' (switch the model), or both", param="title", code="missing_field")
+    if title is not None and (not isinstance(title, str) or not title.strip() or len(title) > 200):
+        raise HttpError(400, "'title' must be a non-empty string of at most 200 characters", param="title", code="invalid_title")
+    if model is not None and (not isinstance(model, str) or not model.strip() or len(model) > 200 or not model.isprintable()):
+        raise HttpError(400, "'model' must be a model name: printable, 1 to 200 characters", param="model", code="invalid_model")
+    session_id = params["session_id"]
+    await _record(ctx, session_id)
+    if title is not None:
+        await _write(ctx, UpdateSessionTotals(session_id=session_id, title=title.strip()))
+    if model is not None:
+        # Through the session, so its next model call uses it; answered once it is saved.
+        reply_to = TrioSubscriber(ctx.reactor)
+        ctx.tell(session_id, SwitchModel(model=model.strip(), reply_to=reply_to))
+        with trio.fail_after(STORE_TIMEOUT):
+            switched = await reply_to.get()
+        if switched.error:
+            raise HttpError(503, f"the model was not switched: {switched.error}; try again", type="server_error", code="store_refused")
+    await send_json(send, 200, _view(await _record(ctx, session_id)))
+
+
+async def undo_turn(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    """Take back the session's last exchange (its last user message and everything after it)."""
+    session_id = params["session_id"]
+    await _record(ctx, session_id)
+    reply_to = TrioSubscriber(ctx.reactor)
+    ctx.tell(session_id, UndoTurn(reply_to=reply_to))
+    with trio.fail_after(STORE_TIMEOUT):
+        undone = await reply_to.get()
+    if undone.error:
+        raise HttpError(409, undone.error, code="nothing_to_undo" if "nothing" in undone.error else "session_busy")
+    await send_json(send, 200, {"object": "hermes.session.undo", "session_id": session_id, "removed": undone.removed, "text": undone.text})
 
 
 async def delete_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:

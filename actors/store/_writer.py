@@ -40,6 +40,7 @@ from protocols._store import (
     CreateSession,
     DeleteResponse,
     DeleteSession,
+    RemoveLastTurn,
     EndSession,
     GetStoreStatistics,
     MessagesPersisted,
@@ -61,6 +62,7 @@ from ._writes import (
     create_session,
     delete_response,
     delete_session,
+    remove_last_turn,
     end_session,
     put_response,
     transaction_lost,
@@ -69,8 +71,8 @@ from ._writes import (
 
 log = logging.getLogger(__name__)
 
-Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | PutResponse | DeleteResponse
-W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession, PutResponse, DeleteResponse)
+Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | RemoveLastTurn | PutResponse | DeleteResponse
+W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession, RemoveLastTurn, PutResponse, DeleteResponse)
 
 DEFAULT_BATCH_CAP = 512
 
@@ -152,6 +154,8 @@ class StoreWriter(Actor):
                 self._write(message, update_totals)
             case DeleteSession():
                 self._write(message, delete_session)
+            case RemoveLastTurn():
+                self._write(message, remove_last_turn)
             case PutResponse():
                 self._write(message, put_response)
             case DeleteResponse():

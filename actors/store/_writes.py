@@ -1,7 +1,8 @@
 """The SQL of each write command; each write is atomic on its own, without a SAVEPOINT.
 
 ``create_session``, ``end_session`` and ``update_totals`` are one statement each, and SQLite
-undoes a failed statement by itself. ``append_messages`` inserts its rows first (the foreign
+undoes a failed statement by itself. ``remove_last_turn`` deletes in one statement and updates
+the counters after it (a failed counter update leaves counters stale, never half a turn). ``append_messages`` inserts its rows first (the foreign
 key refuses an unknown session before any change) and updates the session's counters last;
 if anything fails halfway it deletes the rows it inserted. A SAVEPOINT per write would be
 simpler, but it makes FTS5 flush its pending index data at every write: about 30% fewer
@@ -25,17 +26,19 @@ from protocols._store import (
     EndSession,
     MessagesPersisted,
     PutResponse,
+    RemoveLastTurn,
     ResponseDeleted,
     ResponseStored,
     SessionCreated,
     SessionDeleted,
     SessionEnded,
     SessionTotalsUpdated,
+    TurnRemoved,
     UpdateSessionTotals,
 )
 
 from ._errors import StoreConnectionBroken
-from ._rows import INSERT_MESSAGE, encode_model_config, message_row
+from ._rows import INSERT_MESSAGE, decode_tool_calls, encode_model_config, message_row
 
 
 class Rejected(Exception):
@@ -125,6 +128,28 @@ def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]
     deleted = db.changes()
     db.execute("DELETE FROM sessions WHERE id = ?", (c.session_id,))
     return SessionDeleted(session_id=c.session_id, token=c.token, messages_deleted=deleted), 0
+
+
+def remove_last_turn(db: apsw.Connection, c: RemoveLastTurn) -> tuple[Message, int]:
+    rows = list(db.execute("SELECT id, content FROM messages WHERE session_id = ? AND role = 'user' ORDER BY id DESC LIMIT 1", (c.session_id,)))
+    if not rows:
+        if not list(db.execute("SELECT 1 FROM sessions WHERE id = ?", (c.session_id,))):
+            msg = f"there is no session {c.session_id!r}; send CreateSession first"
+            raise Rejected(msg)
+        return TurnRemoved(session_id=c.session_id, token=c.token, removed=0), 0
+    first, text = rows[0]
+    calls = sum(
+        len(decode_tool_calls(row[0]))
+        for row in db.execute("SELECT tool_calls FROM messages WHERE session_id = ? AND id >= ? AND tool_calls IS NOT NULL", (c.session_id, first))
+    )
+    db.execute("DELETE FROM messages WHERE session_id = ? AND id >= ?", (c.session_id, first))
+    removed = db.changes()
+    db.execute(
+        "UPDATE sessions SET message_count = max(0, coalesce(message_count, 0) - ?), "
+        "tool_call_count = max(0, coalesce(tool_call_count, 0) - ?) WHERE id = ?",
+        (removed, calls, c.session_id),
+    )
+    return TurnRemoved(session_id=c.session_id, token=c.token, removed=removed, text=text), 0
 
 
 def put_response(db: apsw.Connection, c: PutResponse) -> tuple[Message, int]:

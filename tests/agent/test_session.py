@@ -358,3 +358,64 @@ def test_a_session_can_switch_its_model_and_keeps_it_after_rehydration(tmp_path:
         assert model_server.requests[-1].body["model"] == "bigger-model"
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_undo_takes_back_the_last_exchange_in_memory_and_in_the_store(agent: AgentKit) -> None:
+    from protocols import ModelSwitched, SwitchModel, TurnUndone, UndoTurn
+    from actors.store import StoreReader
+
+    server = agent.server
+    server.script(
+        [
+            TextReply(content="first answer"),
+            ToolCallsReply(calls=(ScriptedCall(name="read_file", arguments='{"path": "x", "seconds": 0}'),)),
+            TextReply(content="second answer"),
+            TextReply(content="third answer"),
+        ],
+        session="u1",
+    )
+    probe = agent.subscribe("u1")
+    agent.start_turn("u1", "one")
+    until(probe, TurnCompleted)
+    agent.start_turn("u1", "two")
+    until(probe, TurnCompleted)
+    assert [m.role for m in agent.transcript("u1")] == ["user", "assistant", "user", "assistant", "tool", "assistant"]
+    replies = Probe()
+    agent.session("u1").tell(UndoTurn(reply_to=replies))
+    undone = replies.get(DEADLINE)
+    assert isinstance(undone, TurnUndone) and undone.error is None
+    assert (undone.removed, undone.text) == (4, "two")
+    # Answered after the commit: a fresh reader sees it without a barrier.
+    with StoreReader(agent.store_file) as reader:
+        assert [m.content for m in reader.load_messages("u1")] == ["one", "first answer"]
+        record = reader.get_session("u1")
+    assert record is not None and (record.message_count, record.tool_call_count) == (2, 0)
+    agent.start_turn("u1", "three")
+    until(probe, TurnCompleted)
+    sent = [m["content"] for m in server.requests[-1].body["messages"] if m["role"] != "system"]
+    assert sent == ["one", "first answer", "three"]  # the model never sees the undone exchange
+    agent.session("u1").tell(SwitchModel(model="other-model", reply_to=replies))
+    switched = replies.get(DEADLINE)
+    assert isinstance(switched, ModelSwitched) and (switched.model, switched.error) == ("other-model", None)
+    with StoreReader(agent.store_file) as reader:
+        record = reader.get_session("u1")
+    assert record is not None and record.model == "other-model"
+
+
+def test_undo_is_refused_while_a_turn_runs_and_when_there_is_nothing_to_undo(agent: AgentKit) -> None:
+    from protocols import CancelTurn, TurnUndone, UndoTurn
+
+    replies = Probe()
+    agent.session("u2").tell(UndoTurn(reply_to=replies))
+    empty = replies.get(DEADLINE)
+    assert isinstance(empty, TurnUndone) and empty.removed == 0 and "nothing to undo" in (empty.error or "")
+    agent.server.script([ToolCallsReply(calls=(ScriptedCall(name="read_file", arguments='{"path": "x", "seconds": 30}'),))], session="u2")
+    probe = agent.subscribe("u2")
+    agent.start_turn("u2", "slow")
+    until(probe, ToolStarted)
+    agent.session("u2").tell(UndoTurn(reply_to=replies))
+    busy = replies.get(DEADLINE)
+    assert isinstance(busy, TurnUndone) and busy.removed == 0 and "stop it first" in (busy.error or "")
+    agent.session("u2").tell(CancelTurn())
+    until(probe, TurnCancelled)
+    assert [m.role for m in agent.transcript("u2")] == ["user", "assistant", "tool"]

@@ -38,3 +38,28 @@ def test_session_routes_refuse_bad_input_clearly(api: ServerKit) -> None:
         assert http.get("/v1/sessions", params={"limit": "lots"}).json()["error"]["param"] == "limit"
         assert http.get("/v1/sessions/search").json()["error"]["param"] == "q"
         assert http.patch("/v1/sessions/nope", json={}).json()["error"]["param"] == "title"
+
+
+def test_a_client_can_undo_the_last_exchange_and_switch_the_model_of_a_session(api: ServerKit) -> None:
+    with api.http() as http:
+        session_id = http.post("/v1/sessions", json={}).json()["id"]
+        assert http.post(f"/v1/sessions/{session_id}/undo").status_code == 409  # nothing yet
+        api.model.script([TextReply(content="one"), TextReply(content="two"), TextReply(content="three")], session=session_id)
+        for text in ("first", "second"):
+            chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": text}]}, headers={"X-Hermes-Session-Id": session_id})
+            assert chat.status_code == 200
+        undone = http.post(f"/v1/sessions/{session_id}/undo")
+        assert undone.status_code == 200, undone.text
+        assert (undone.json()["removed"], undone.json()["text"]) == (2, "second")
+        messages = http.get(f"/v1/sessions/{session_id}/messages").json()["data"]
+        assert [m["content"] for m in messages] == ["first", "one"]
+        switched = http.patch(f"/v1/sessions/{session_id}", json={"model": "other-model"})
+        assert switched.status_code == 200 and switched.json()["model"] == "other-model"
+        chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "third"}]}, headers={"X-Hermes-Session-Id": session_id})
+        assert chat.json()["choices"][0]["message"]["content"] == "three"
+        request = api.model.requests[-1].body
+        assert request["model"] == "other-model"
+        assert [m["content"] for m in request["messages"] if m["role"] != "system"] == ["first", "one", "third"]
+        bad = http.patch(f"/v1/sessions/{session_id}", json={"model": "bad\nname"})
+        assert bad.status_code == 400 and bad.json()["error"]["param"] == "model"
+        assert http.post("/v1/sessions/nope/undo").status_code == 404

@@ -85,15 +85,40 @@ def test_sessions_lists_sessions_filters_them_and_enter_resumes_one(local: Local
     drive(make_app(local), scenario)
 
 
-def test_unknown_commands_get_a_did_you_mean_and_undo_says_it_is_not_available(local: LocalSession) -> None:
+def test_unknown_commands_get_a_did_you_mean(local: LocalSession) -> None:
     async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
         await run_command(pilot, app, "/sesions")
-        await run_command(pilot, app, "/undo")
-        notices = texts(app, ".notice")
-        assert "unknown command /sesions. Did you mean /sessions? /help lists the commands." in notices
-        assert any(n.startswith("/undo is not available yet") for n in notices)
+        assert "unknown command /sesions. Did you mean /sessions? /help lists the commands." in texts(app, ".notice")
 
     drive(make_app(local), scenario)
+
+
+def test_undo_takes_back_the_last_exchange_and_model_switches_the_session(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="one"), TextReply(content="two"), TextReply(content="three")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await run_command(pilot, app, "/undo")
+        assert "nothing to undo" in texts(app, ".notice")[-1]
+        for question in ("first", "second"):
+            mark = len(app.seen)
+            await type_text(pilot, question)
+            await app.wait_for_event(kind(TurnCompleted), start=mark)
+        await run_command(pilot, app, "/undo")
+        assert texts(app, ".user") == ["first"]  # re-shown from the store
+        assert [b.text for b in app.query(AssistantBlock)] == ["one"]
+        assert app.query_one(PromptArea).text == "second"  # back in the prompt, to edit
+        assert "took back the last exchange (2 messages)" in texts(app, ".notice")[-1]
+        app.query_one(PromptArea).put("")
+        await run_command(pilot, app, "/model bigger-model")
+        assert app.model_name == "bigger-model"
+        mark = len(app.seen)
+        await type_text(pilot, "third")
+        await app.wait_for_event(kind(TurnCompleted), start=mark)
+
+    drive(make_app(local), scenario)
+    body = model_server.requests[-1].body
+    assert body["model"] == "bigger-model"
+    assert [m["content"] for m in body["messages"] if m["role"] != "system"] == ["first", "one", "third"]
 
 
 def test_tree_tools_model_usage_and_help_answer_in_the_transcript(local: LocalSession, model_server: ModelServer) -> None:
@@ -107,7 +132,7 @@ def test_tree_tools_model_usage_and_help_answer_in_the_transcript(local: LocalSe
         tree, tools, model, usage, help_text = texts(app, ".notice")[-5:]
         assert "sessions" in tree and "store" in tree and "reactor: lag" in tree
         assert tools.startswith("tools: ") and "read_file" in tools and "clarify" in tools
-        assert model == "model: test-model (sessions run at local)"
+        assert model == "model: test-model (sessions run at local); /model <name> switches this session"
         assert usage.startswith("last turn: ") and "the session in the store" in usage
         assert "/resume <id|title>" in help_text
 

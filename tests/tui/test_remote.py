@@ -14,6 +14,7 @@ from textual.pilot import Pilot
 from actors.chaos import ScriptedCall, TextReply, ToolCallsReply
 from actors.platforms.tui import ChatApp, RemoteSession, RequestRefused, ServerUnreachable, StreamItem, StreamNotice
 from actors.platforms.tui._plain import Interrupt, PlainChat
+from actors.platforms.tui._prompt import PromptArea
 from actors.platforms.tui._remote import base_url_of
 from actors.platforms.tui._widgets import AssistantBlock, ToolLine
 from protocols import SessionEvent, ToolStarted, TurnCancelled, TurnCompleted
@@ -75,6 +76,31 @@ def test_a_turn_typed_in_the_attached_ui_runs_on_the_server_and_commands_read_it
     with api.http() as http:
         record = http.get("/v1/sessions/typed").json()
     assert record["title"] == "from the terminal"
+
+
+def test_undo_and_model_work_on_a_session_of_the_server(api: ServerKit) -> None:
+    api.model.script([TextReply(content="one"), TextReply(content="two")], session="remote-undo")
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        for question in ("first", "second"):
+            mark = len(app.seen)
+            await type_text(pilot, question)
+            await app.wait_for_event(kind(TurnCompleted), start=mark)
+        await type_text(pilot, "/undo")
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert texts(app, ".user") == ["first"]
+        prompt = app.query_one(PromptArea)
+        assert prompt.text == "second"
+        prompt.put("")
+        await type_text(pilot, "/model served-model")
+        await app.workers.wait_for_complete()
+        assert app.model_name == "served-model"
+
+    drive(make_app(RemoteSession(api.base_url, KEY), session_id="remote-undo", resume=True), scenario)
+    with api.http() as http:
+        assert [m["content"] for m in http.get("/v1/sessions/remote-undo/messages").json()["data"]] == ["first", "one"]
+        assert http.get("/v1/sessions/remote-undo").json()["model"] == "served-model"
 
 
 class _CutOnce(httpx.AsyncByteStream):

@@ -119,6 +119,8 @@ class ChatApp(App[int]):
         """The last message sent (for /retry)."""
         self.last_usage: tuple[int, int] | None = None
         self.total_usage = (0, 0)
+        self.session_model: str | None = None
+        """The model this session chose (``/model``, or stored with it); None: the runtime's."""
         self._attachment: Attachment | None = None
         self._holding: list[StreamItem] | None = None
         """Events that arrive while a stored transcript loads; shown after it."""
@@ -172,12 +174,17 @@ class ChatApp(App[int]):
     def quit(self) -> None:
         self.exit(self.exit_code, return_code=self.exit_code)
 
+    @property
+    def model_name(self) -> str:
+        """The model the current session calls, as far as the UI knows."""
+        return self.session_model or (self.handle.model if self.handle else "...")
+
     def _refresh_status(self) -> None:
         state = self.state
         if state == "running":
             state = f"running {self.clock() - self._turn_started:.1f}s"
         label = self.handle.label if self.handle else "..."
-        model = self.handle.model if self.handle else "..."
+        model = self.model_name
         self.query_one(StatusBar).show(label=label, model=model, session_id=self.session_id, state=state, last=self.last_usage, total=self.total_usage)
 
     def _tick(self) -> None:
@@ -239,6 +246,7 @@ class ChatApp(App[int]):
         self._fresh = True
         self._questions.clear()
         self.last_usage, self.total_usage = None, (0, 0)
+        self.session_model = None
         self.state, self._cancelling = "idle", False
         await self.conversation.clear()
         self._refresh_status()
@@ -260,6 +268,7 @@ class ChatApp(App[int]):
                     await self.say(f"session {session_id} has no stored messages yet; following its events", "dim")
                 else:
                     self._fresh = False
+                    self.session_model = record.model if record.model and record.model != self.handle.model else None
         finally:
             held, self._holding = self._holding, None
             for item in held or ():

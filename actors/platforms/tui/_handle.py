@@ -114,6 +114,17 @@ class SessionHandle(Protocol):
 
     async def answer_clarification(self, session_id: str, request_id: str, answer: str) -> None: ...
 
+    async def undo(self, session_id: str) -> tuple[int, str | None]:
+        """Take back the last exchange; returns (messages removed, the user's message).
+
+        Raises :class:`RequestRefused` while a turn runs or when there is nothing to undo.
+        """
+        ...
+
+    async def switch_model(self, session_id: str, model: str) -> None:
+        """Make the session call ``model`` from its next turn on (saved with the session)."""
+        ...
+
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         """Sessions, most recent first."""
         ...

@@ -16,8 +16,9 @@ import asyncio
 import dataclasses
 import logging
 import os
+import queue
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,8 @@ from protocols import (
     SessionEvent,
     SessionRecord,
     StartTurn,
+    SwitchModel,
+    UndoTurn,
 )
 from supervisor import Runtime
 
@@ -55,6 +58,7 @@ from ._handle import EventSink, RequestRefused, SetupFailed
 PLATFORM_HINT = "You are talking with a person in a terminal; format replies as Markdown (it is rendered)."
 STOP_TIMEOUT = 30.0
 FLUSH_TIMEOUT = 5.0
+REPLY_TIMEOUT = 10.0
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,16 @@ class _Ignore:
 
     def tell(self, message: Any) -> None:
         pass
+
+
+class _Reply:
+    """A reply address a coroutine can wait on (answers arrive on actor threads)."""
+
+    def __init__(self) -> None:
+        self.answers: queue.Queue[Any] = queue.Queue()
+
+    def tell(self, message: Any) -> None:
+        self.answers.put(message)
 
 
 class _Subscriber:
@@ -160,6 +174,26 @@ class LocalSession:
 
     async def answer_clarification(self, session_id: str, request_id: str, answer: str) -> None:
         self._tell(session_id, AnswerClarification(request_id=request_id, answer=answer))
+
+    async def _ask(self, session_id: str, make: Callable[[_Reply], Any]) -> Any:
+        reply = _Reply()
+        self._tell(session_id, make(reply))
+        try:
+            return await asyncio.to_thread(reply.answers.get, timeout=REPLY_TIMEOUT)
+        except queue.Empty:
+            msg = f"session {session_id} did not answer within {REPLY_TIMEOUT:g} s; try again"
+            raise RequestRefused(msg) from None
+
+    async def undo(self, session_id: str) -> tuple[int, str | None]:
+        undone = await self._ask(session_id, lambda reply: UndoTurn(reply_to=reply))
+        if undone.error:
+            raise RequestRefused(undone.error)
+        return undone.removed, undone.text
+
+    async def switch_model(self, session_id: str, model: str) -> None:
+        switched = await self._ask(session_id, lambda reply: SwitchModel(model=model, reply_to=reply))
+        if switched.error:
+            raise RequestRefused(f"the model was not switched: {switched.error}")
 
     def _read(self, work: Any) -> Any:
         if not self.store_file.exists():

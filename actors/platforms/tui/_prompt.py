@@ -94,9 +94,12 @@ class PromptArea(TextArea):
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True, placeholder="Ask anything, or /help")
         self.prompt_history = history
 
-    def _set(self, text: str) -> None:
+    def put(self, text: str) -> None:
+        """Replace the input with ``text``, cursor at the end (for editing it)."""
         self.load_text(text)
         self.move_cursor(self.document.end)
+
+    _set = put
 
     async def _on_key(self, event: events.Key) -> None:
         key = event.key

@@ -189,6 +189,20 @@ class RemoteSession:
     async def answer_clarification(self, session_id: str, request_id: str, answer: str) -> None:
         await self._json("POST", f"/v1/sessions/{_quote(session_id)}/answer", json={"request_id": request_id, "answer": answer})
 
+    async def undo(self, session_id: str) -> tuple[int, str | None]:
+        response = await self._request("POST", f"/v1/sessions/{_quote(session_id)}/undo")
+        if response.status_code == 404:
+            raise RequestRefused("there is nothing to undo: the session has no stored messages yet")
+        if response.status_code >= 400:
+            raise RequestRefused(_error_text(response))
+        body = response.json()
+        return int(body["removed"]), body.get("text")
+
+    async def switch_model(self, session_id: str, model: str) -> None:
+        if await self.get_session(session_id) is None:
+            await self._json("POST", "/v1/sessions", json={"id": session_id})
+        await self._json("PATCH", f"/v1/sessions/{_quote(session_id)}", json={"model": model})
+
     async def list_sessions(self, limit: int = 100) -> list[SessionRecord]:
         body = await self._json("GET", "/v1/sessions", params={"limit": min(limit, 100)})
         return [msgspec.convert(item, SessionRecord) for item in body.get("data", [])]

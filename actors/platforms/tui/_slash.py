@@ -9,15 +9,12 @@ from protocols import SessionRecord
 from ._commands import Parsed, did_you_mean, help_text
 from ._handle import SessionHandle, TuiError
 from ._modals import SessionsScreen
+from ._prompt import PromptArea
 
 if TYPE_CHECKING:
     from ._app import ChatApp
 
-UNDO_UNAVAILABLE = (
-    "/undo is not available yet: the session store cannot take messages back, and hiding them on screen "
-    "would not change what the model sees. Start over with /new (or fork the session through the API)."
-)
-NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "usage", "tree"})
+NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "undo", "usage", "tree"})
 
 
 class SlashCommands:
@@ -40,9 +37,6 @@ class SlashCommands:
         if name == "help":
             await app.say(help_text())
             return
-        if name == "undo":
-            await app.say(UNDO_UNAVAILABLE, "error")
-            return
         if name not in NEEDS_SESSIONS:
             await app.say(did_you_mean(name), "error")
             return
@@ -58,11 +52,15 @@ class SlashCommands:
                 await self.resume(handle, argument)
             case "resume" | "sessions":
                 await self.pick(handle, argument)
+            case "model" if argument:
+                await handle.switch_model(app.session_id, argument)
+                app.session_model = argument
+                app._refresh_status()
+                await app.say(f"this session calls {argument} from its next turn on (saved with the session)", "dim")
             case "model":
-                text = f"model: {handle.model} (sessions run at {handle.label})"
-                if argument:
-                    text += ". Switching models from here is not available yet: set model.default in HERMES_HOME/config.yaml and start again."
-                await app.say(text)
+                await app.say(f"model: {app.model_name} (sessions run at {handle.label}); /model <name> switches this session")
+            case "undo":
+                await self.undo(handle)
             case "tools":
                 tools = await handle.tools()
                 await app.say("tools: " + ", ".join(tools) if tools is not None else "the server does not publish its tool list")
@@ -81,6 +79,18 @@ class SlashCommands:
                 await self.usage(handle)
             case "tree":
                 await app.say(await handle.tree())
+
+    async def undo(self, handle: SessionHandle) -> None:
+        """Take back the last exchange, show the session as stored, and put the message back to edit."""
+        app = self.app
+        if app.busy:
+            await app.say("a turn is running; /stop it first, then /undo", "error")
+            return
+        removed, text = await handle.undo(app.session_id)
+        await app.switch_session(app.session_id)
+        if text:
+            app.query_one(PromptArea).put(text)
+        await app.say(f"took back the last exchange ({removed} messages); your message is in the prompt to edit or clear", "dim")
 
     async def usage(self, handle: SessionHandle) -> None:
         app = self.app
