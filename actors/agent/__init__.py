@@ -13,7 +13,7 @@ from ._model import ModelSettings as ModelSettings
 from ._plan import ToolTraits as ToolTraits
 from ._session import SessionActor as SessionActor
 from ._session import SessionDeps as SessionDeps
-from ._session import build_system_prompt as build_system_prompt
+from ._loading import build_system_prompt as build_system_prompt
 from ._session import session_address as session_address
 from ._session import tell_session as tell_session
 from ._tools import ToolCall as ToolCall

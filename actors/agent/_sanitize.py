@@ -23,32 +23,42 @@ def synthetic_result(call_id: str, name: str, text: str) -> ChatMessage:
 
 
 def sanitize(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME) -> tuple[tuple[ChatMessage, ...], int]:
-    """Return the repaired transcript and how many synthetic results were added."""
+    """Return the repaired transcript and how many synthetic results were added.
+
+    A call's result is usually among the tool messages right after its assistant message,
+    but it may have been stored later: when a turn's settle write failed and a recovery
+    wrote the results after the next turn's user message. So a result is looked for up to
+    the next assistant message that calls the same id (providers reuse ids across turns).
+    Results nothing claims (orphans, duplicates) are dropped.
+    """
+    places: dict[str, list[int]] = {}
+    """call id -> indexes of the tool messages that answer it, in order."""
+    callers: dict[str, list[int]] = {}
+    """call id -> indexes of the assistant messages that call it, in order."""
+    for index, message in enumerate(messages):
+        if message.role == "tool" and message.tool_call_id is not None:
+            places.setdefault(message.tool_call_id, []).append(index)
+        elif message.role == "assistant":
+            for call in message.tool_calls:
+                callers.setdefault(call.id, []).append(index)
+    taken: set[int] = set()
     out: list[ChatMessage] = []
     added = 0
-    i = 0
-    n = len(messages)
-    while i < n:
-        message = messages[i]
-        i += 1
+    for index, message in enumerate(messages):
         if message.role == "tool":
-            continue  # an orphan: its call is not right before it
+            continue  # placed with its call below, or unclaimed and dropped
         out.append(message)
         if message.role != "assistant" or not message.tool_calls:
             continue
-        # Gather the tool messages that follow this assistant message.
-        results: dict[str, ChatMessage] = {}
-        while i < n and messages[i].role == "tool":
-            result = messages[i]
-            i += 1
-            if result.tool_call_id is not None and result.tool_call_id not in results:
-                results[result.tool_call_id] = result
         for call in message.tool_calls:
-            found = results.get(call.id)
-            if found is None:
-                found = synthetic_result(call.id, call.name, missing)
+            limit = next((i for i in callers[call.id] if i > index), len(messages))
+            place = next((i for i in places.get(call.id, ()) if index < i < limit and i not in taken), None)
+            if place is None:
+                out.append(synthetic_result(call.id, call.name, missing))
                 added += 1
-            out.append(found)
+            else:
+                taken.add(place)
+                out.append(messages[place])
     return tuple(out), added
 
 

@@ -12,6 +12,7 @@ unfinished tool calls get an "outcome unknown" result and are never re-run.
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 import datetime
 import functools
@@ -23,7 +24,6 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import msgspec
-import trio
 
 from actors import Actor, Address, AddressClosed, HermesError, Registry, WaitHandle
 from protocols import ChatMessage, WaitFinished
@@ -51,7 +51,6 @@ from protocols._store import (
     MessagesPersisted,
     RemoveLastTurn,
     SessionCreated,
-    SessionRecord,
     SessionTotalsUpdated,
     StoreFailed,
     StoreStatistics,
@@ -64,6 +63,7 @@ from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
 from ._hub import HubRegistry
 from ._recovery import plan_recovery
+from ._loading import build_system_prompt, load_with_retry
 from ._machine import (
     CallModel,
     Cancel,
@@ -105,6 +105,9 @@ RESTART_FAILED = (
 
 RecoveryPolicy = Literal["resume", "fail"]
 
+WRITE_REPLIES = (MessagesPersisted, StoreFailed, SessionCreated, TurnRemoved, SessionTotalsUpdated)
+"""The store's answers to a session's writes (each carries the write's token)."""
+
 
 @dataclasses.dataclass(frozen=True)
 class SessionDeps:
@@ -143,61 +146,14 @@ class _Idle(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     generation: int
 
 
-def build_system_prompt(model: str, platform_hint: str, today: datetime.date, context: str = "") -> str:
-    """The session's system prompt: built once, then stored and reused byte for byte."""
-    lines = [
-        "You are Hermes, an AI agent that helps by thinking step by step and using the tools you are given.",
-        f"Today's date: {today.isoformat()}.",
-        f"Model: {model}.",
-    ]
-    if platform_hint:
-        lines.append(platform_hint)
-    if context:
-        lines.extend(("", context))
-    return "\n".join(lines)
+class _AckCheck(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Time to check that the store answered every write sent ``STORE_ACK_TIMEOUT`` ago."""
 
 
-def _prompt_context(home: Path, workdir: Path) -> str:
-    """Memory snapshot, skills index and context files: read once, when a session is created."""
-    from actors.memory import context_files, memory_snapshot, skills_index
-
-    blocks = []
-    builders: tuple[Callable[[], str], ...] = (
-        functools.partial(memory_snapshot, home),
-        functools.partial(skills_index, home),
-        functools.partial(context_files, workdir),
-    )
-    for build in builders:
-        try:
-            block = build()
-        except OSError as exc:
-            log.warning("a system prompt block could not be read: %s", exc)
-            continue
-        if block:
-            blocks.append(block)
-    return "\n\n".join(blocks)
-
-
-def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> tuple[SessionRecord | None, list[ChatMessage], str]:
-    with open_reader() as reader:
-        record = reader.get_session(session_id)
-        messages = reader.load_messages(session_id)
-    context = _prompt_context(home, workdir) if record is None else ""
-    return record, messages, context
-
-
-async def _load_with_retry(
-    open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path
-) -> tuple[SessionRecord | None, list[ChatMessage], str]:
-    # The store writer may still be creating the file when a session starts first.
-    delay = 0.01
-    while True:
-        try:
-            return await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir)
-        except Exception as exc:  # noqa: BLE001 - retried until the wait's deadline
-            log.debug("session %s: store not readable yet: %s", session_id, exc)
-            await trio.sleep(delay)
-            delay = min(0.5, delay * 2)
+STORE_ACK_TIMEOUT = 30.0
+"""Seconds a write may stay unanswered before the session stops trusting its memory and
+reloads from the store (a lost reply, a wedged writer). Far above any commit: the writer's
+busy timeout is 2 s."""
 
 
 async def _run_tool(tool: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
@@ -234,6 +190,9 @@ class SessionActor(Actor):
         """True once the session's row is known to be committed."""
         self.waiting_ready: list[Any] = []
         self.serial = 0
+        self.writes: collections.deque[tuple[float, str]] = collections.deque()
+        """Writes told to the store and not answered yet: (monotonic time sent, token), oldest first."""
+        self.ack_check_armed = False
         self.replies: dict[str, tuple[Any, str | None]] = {}
         """store token -> (reply_to, model): requests answered once the store committed."""
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
@@ -255,7 +214,7 @@ class SessionActor(Actor):
 
     def load(self) -> None:
         self.start_wait(
-            _load_with_retry,
+            load_with_retry,
             self.deps.open_reader,
             self.session_id,
             self.deps.home,
@@ -265,6 +224,8 @@ class SessionActor(Actor):
         )
 
     def receive(self, message: Any) -> Any:
+        if isinstance(message, WRITE_REPLIES):
+            self.acknowledged(message.token)
         match message:
             case Subscribe(subscriber=subscriber, after_seq=after_seq, observer=observer):
                 return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
@@ -337,6 +298,8 @@ class SessionActor(Actor):
                     # Memory and the store now disagree (a message the session holds is not
                     # stored). The store is the truth: restart from it, which settles the turn.
                     raise StoreDiverged(f"session {self.session_id}: write {token!r} was not stored ({error}); reloading from the store")
+            case _AckCheck():
+                self.check_acks()
             case _Timer(token=token):
                 self.handles.pop(token, None)
                 self.feed(TimerFired(token=token, now=time.monotonic()))
@@ -361,6 +324,40 @@ class SessionActor(Actor):
         if self.state is not None and self.state.turn is not None:
             self.feed(Cancel(reason="the server is shutting down", now=time.monotonic()))
 
+    # -- writes and their acknowledgements -------------------------------------------------------------
+
+    def write(self, command: Any) -> None:
+        """Tell the store a write whose reply comes back here, and expect that reply in time."""
+        self.writes.append((time.monotonic(), command.token))
+        self.store.tell(command)
+        if not self.ack_check_armed:
+            self.ack_check_armed = True
+            self.send_after(STORE_ACK_TIMEOUT, _AckCheck())
+
+    def acknowledged(self, token: str) -> None:
+        writes = self.writes
+        if writes and writes[0][1] == token:
+            writes.popleft()  # the store answers in order: nearly always the oldest
+            return
+        for index, (_, pending) in enumerate(writes):
+            if pending == token:
+                del writes[index]
+                return
+
+    def check_acks(self) -> None:
+        """One timer per session while writes are unanswered, not one per write."""
+        self.ack_check_armed = False
+        if not self.writes:
+            return
+        sent, token = self.writes[0]
+        age = time.monotonic() - sent
+        if age >= STORE_ACK_TIMEOUT:
+            # Lost or stuck: either way this memory may hold what the store does not.
+            msg = f"session {self.session_id}: the store did not answer write {token!r} within {STORE_ACK_TIMEOUT:g} s; reloading from the store"
+            raise StoreDiverged(msg)
+        self.ack_check_armed = True
+        self.send_after(max(STORE_ACK_TIMEOUT - age, 1.0), _AckCheck())  # at most one check a second
+
     # -- commands that change the stored session --------------------------------------------------
 
     def switch_model(self, model: str, reply_to: Any) -> None:
@@ -371,7 +368,7 @@ class SessionActor(Actor):
         self.serial += 1
         token = f"model/{self.serial}"
         self.replies[token] = (reply_to, self.model.model)
-        self.store.tell(UpdateSessionTotals(session_id=self.session_id, model=self.model.model, token=token, reply_to=self.actor_ref))
+        self.write(UpdateSessionTotals(session_id=self.session_id, model=self.model.model, token=token, reply_to=self.actor_ref))
 
     def undo(self, reply_to: Any) -> None:
         """Take back the last exchange: trimmed here now, answered once the store removed it too."""
@@ -389,7 +386,7 @@ class SessionActor(Actor):
         self.serial += 1
         token = f"undo/{self.serial}"
         self.replies[token] = (reply_to, None)
-        self.store.tell(RemoveLastTurn(session_id=self.session_id, token=token, reply_to=self.actor_ref))
+        self.write(RemoveLastTurn(session_id=self.session_id, token=token, reply_to=self.actor_ref))
 
     # -- loading and recovery -----------------------------------------------------------------------
 
@@ -401,7 +398,7 @@ class SessionActor(Actor):
         if record is None:
             prompt = build_system_prompt(self.deps.model.model, self.deps.platform_hint, datetime.date.today(), context)
             title = next((m.title for m in self.stash if isinstance(m, EnsureSession) and m.title), None)
-            self.store.tell(
+            self.write(
                 CreateSession(
                     session_id=self.session_id,
                     source=self.deps.source,
@@ -425,7 +422,7 @@ class SessionActor(Actor):
             if settled:
                 # Persist the synthetic results so the store agrees with what the model sees.
                 synthetic = tuple(m for m in transcript if m not in messages)
-                self.store.tell(AppendMessages(session_id=self.session_id, messages=synthetic, timestamp=now, token="recover", reply_to=self.actor_ref))
+                self.write(AppendMessages(session_id=self.session_id, messages=synthetic, timestamp=now, token="recover", reply_to=self.actor_ref))
             self.recover(transcript, settled)
         stash, self.stash = self.stash, []
         for message in stash:
@@ -454,7 +451,7 @@ class SessionActor(Actor):
         messages, _ = sanitize(tuple(m for m in history if m.role != "system"))
         if messages:
             self.state = msgspec.structs.replace(self.state, transcript=messages)
-            self.store.tell(AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token="seed", reply_to=self.actor_ref))
+            self.write(AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token="seed", reply_to=self.actor_ref))
 
     # -- the machine and its effects ----------------------------------------------------------------------
 
@@ -471,7 +468,7 @@ class SessionActor(Actor):
             case Emit(event=event):
                 self.hub.publish(event)
             case Persist(token=token, messages=messages):
-                self.store.tell(
+                self.write(
                     AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token=token, reply_to=self.actor_ref)
                 )
             case CallModel(token=token, messages=messages, use_tools=use_tools, timeout=timeout):

@@ -58,6 +58,7 @@ from ..agent._machine import (
 )
 from ..agent._model import ModelFailure, ModelReply
 from ..agent._recovery import OpenTurns, plan_recovery
+from ..agent._session import STORE_ACK_TIMEOUT
 from ..agent._sanitize import sanitize
 from ._sim_trace import show
 from ._sim_world import Loaded, Outcome, TimerMessage, World
@@ -78,6 +79,8 @@ RESTART_FAILED = (
     "the session restarted while a turn was running; unfinished tools were not re-run "
     "(their results say 'outcome unknown'); send a message to continue"
 )
+ACK_CHECK = "store-ack-check"
+"""The timer token of SessionActor's ``_AckCheck``."""
 MAX_RESTARTS = 50
 RESTART_WINDOW = 10.0
 """The session supervisor's intensity (``actors.agent._tree.SESSIONS_INTENSITY``)."""
@@ -127,6 +130,9 @@ class SimSession:
         self.handles: dict[str, tuple[int, int]] = {}
         """token / call id -> (wait id or 0 for a timer, heap entry)."""
         self.idle_generation = 0
+        self.writes: collections.deque[tuple[float, str]] = collections.deque()
+        """As SessionActor.writes: unanswered writes, oldest first."""
+        self.ack_check_armed = False
         self.checked: tuple[Any, ...] = ()
 
     # -- the address and the supervisor -----------------------------------------------------------
@@ -169,6 +175,7 @@ class SimSession:
         self.restarting = False
         self.state, self.stash, self.waits, self.handles = None, [], {}, {}
         self.idle_generation = 0
+        self.writes, self.ack_check_armed = collections.deque(), False
         event: Any = ChildRestarted(path=self.path, incarnation=self.starts, restarts=self.starts - 1) if restarted else ChildStarted(path=self.path, incarnation=self.starts)
         world.note(f"{self.session_id}: {type(event).__name__} incarnation {self.starts}")
         world.checker.supervision(event, world.now)
@@ -222,6 +229,8 @@ class SimSession:
 
     def receive(self, message: Any) -> None:
         now = self.world.now
+        if isinstance(message, MessagesPersisted | StoreFailed | SessionCreated):
+            self.acknowledged(message.token)
         match message:
             case Loaded():
                 self.on_loaded(message)
@@ -249,6 +258,8 @@ class SimSession:
                     self.world.checker.violate(
                         "misattributed_failure", self.session_id, f"turn {turn.turn_id} was ended by the failed write {token!r} of another turn", now
                     )
+            case TimerMessage(token=token) if token == ACK_CHECK:
+                self.check_acks()
             case TimerMessage(idle_generation=generation) if generation >= 0:
                 turn_idle = self.state.turn is None and not self.state.queued
                 if generation == self.idle_generation and turn_idle:
@@ -256,6 +267,38 @@ class SimSession:
             case TimerMessage(token=token):
                 self.handles.pop(token, None)
                 self.feed(TimerFired(token=token, now=now))
+
+    # -- writes and their acknowledgements (as SessionActor.write / acknowledged / check_acks) -----------
+
+    def write(self, messages: tuple[ChatMessage, ...] | None, token: str, prompt: str = "") -> None:
+        world = self.world
+        incarnation = self.current
+        assert incarnation is not None
+        self.writes.append((world.now, token))
+        world.store.submit(self.session_id, messages, token, incarnation, prompt)
+        if not self.ack_check_armed:
+            self.ack_check_armed = True
+            world.send_after(incarnation, STORE_ACK_TIMEOUT, TimerMessage(token=ACK_CHECK))
+
+    def acknowledged(self, token: str) -> None:
+        for index, (_, pending) in enumerate(self.writes):
+            if pending == token:
+                del self.writes[index]
+                return
+
+    def check_acks(self) -> None:
+        self.ack_check_armed = False
+        if not self.writes:
+            return
+        sent, token = self.writes[0]
+        age = self.world.now - sent
+        if age >= STORE_ACK_TIMEOUT:
+            self.crash(f"the store did not answer write {token!r}")
+            return
+        incarnation = self.current
+        assert incarnation is not None
+        self.ack_check_armed = True
+        self.world.send_after(incarnation, max(STORE_ACK_TIMEOUT - age, 1.0), TimerMessage(token=ACK_CHECK))
 
     def publish(self, event: SessionEvent) -> None:
         world = self.world
@@ -279,7 +322,7 @@ class SimSession:
         assert incarnation is not None
         if loaded.prompt is None:
             prompt = f"You are the simulated agent of session {self.session_id}."
-            world.store.submit(self.session_id, None, "create", incarnation, prompt)
+            self.write(None, "create", prompt)
             self.state = SessionState(session_id=self.session_id, system_prompt=prompt)
             self.recover((), 0)
         else:
@@ -291,7 +334,7 @@ class SimSession:
             self.state = SessionState(session_id=self.session_id, system_prompt=loaded.prompt, transcript=transcript)
             if settled:
                 synthetic = tuple(m for m in transcript if m not in messages)
-                world.store.submit(self.session_id, synthetic, "recover", incarnation)
+                self.write(synthetic, "recover")
                 if self.bug == "rerun_tools":
                     for message in synthetic:
                         if message.tool_call_id is not None:
@@ -350,7 +393,7 @@ class SimSession:
                 if self.bug == "drop_settle" and "/settle/" in token:
                     world.note(f"{self.session_id}: planted bug: settle write {token!r} dropped")
                     return
-                world.store.submit(self.session_id, messages, token, incarnation)
+                self.write(messages, token)
             case CallModel(token=token, messages=messages, use_tools=use_tools, timeout=timeout):
                 checker = world.checker
                 checker.model_called(self.session_id, messages, world.now)

@@ -35,6 +35,21 @@ def test_sanitize_adds_missing_results_drops_orphans_and_duplicates_and_restores
     assert sanitize(fixed) == (fixed, 0)
 
 
+def test_a_result_stored_after_the_next_user_message_still_pairs_and_reused_ids_stay_with_their_turn() -> None:
+    first, second = ChatMessage(role="user", content="one"), ChatMessage(role="user", content="two")
+    # A failed settle write, redone by a recovery after the next turn's user message.
+    late = [first, assistant("a", "b"), second, tool("b", "B"), tool("a", "A")]
+    fixed, added = sanitize(late)
+    assert added == 0
+    assert [(m.role, m.content) for m in fixed] == [("user", "one"), ("assistant", ""), ("tool", "A"), ("tool", "B"), ("user", "two")]
+    assert sanitize(fixed) == (fixed, 0)
+    # A provider that numbers calls per message: the second turn's result is not the first's.
+    reused = [first, assistant("call_0"), second, assistant("call_0"), tool("call_0", "second result")]
+    fixed, added = sanitize(reused)
+    assert added == 1
+    assert [(m.role, m.content) for m in fixed][1:] == [("assistant", ""), ("tool", UNKNOWN_OUTCOME), ("user", "two"), ("assistant", ""), ("tool", "second result")]
+
+
 def test_reasoning_comes_from_reasoning_content_or_think_blocks_and_leaves_the_answer_clean() -> None:
     assert split_reasoning("answer", "because") == ("answer", "because")
     assert split_reasoning("<think>step 1</think>The answer.") == ("The answer.", "step 1")

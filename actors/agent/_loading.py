@@ -1,0 +1,78 @@
+"""What a session reads when it starts: its stored record and transcript, and for a new
+session the system prompt (memory, skills index, context files, read once).
+
+Runs in a worker thread (a reactor wait), never on the session actor's thread.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from protocols import ChatMessage
+from protocols._store import SessionRecord
+
+log = logging.getLogger(__name__)
+
+
+def build_system_prompt(model: str, platform_hint: str, today: datetime.date, context: str = "") -> str:
+    """The session's system prompt: built once, then stored and reused byte for byte."""
+    lines = [
+        "You are Hermes, an AI agent that helps by thinking step by step and using the tools you are given.",
+        f"Today's date: {today.isoformat()}.",
+        f"Model: {model}.",
+    ]
+    if platform_hint:
+        lines.append(platform_hint)
+    if context:
+        lines.extend(("", context))
+    return "\n".join(lines)
+
+
+def _prompt_context(home: Path, workdir: Path) -> str:
+    """Memory snapshot, skills index and context files: read once, when a session is created."""
+    from actors.memory import context_files, memory_snapshot, skills_index
+
+    blocks = []
+    builders: tuple[Callable[[], str], ...] = (
+        functools.partial(memory_snapshot, home),
+        functools.partial(skills_index, home),
+        functools.partial(context_files, workdir),
+    )
+    for build in builders:
+        try:
+            block = build()
+        except OSError as exc:
+            log.warning("a system prompt block could not be read: %s", exc)
+            continue
+        if block:
+            blocks.append(block)
+    return "\n\n".join(blocks)
+
+
+def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> tuple[SessionRecord | None, list[ChatMessage], str]:
+    with open_reader() as reader:
+        record = reader.get_session(session_id)
+        messages = reader.load_messages(session_id)
+    context = _prompt_context(home, workdir) if record is None else ""
+    return record, messages, context
+
+
+async def load_with_retry(
+    open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path
+) -> tuple[SessionRecord | None, list[ChatMessage], str]:
+    # The store writer may still be creating the file when a session starts first.
+    delay = 0.01
+    while True:
+        try:
+            return await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir)
+        except Exception as exc:  # noqa: BLE001 - retried until the wait's deadline
+            log.debug("session %s: store not readable yet: %s", session_id, exc)
+            await trio.sleep(delay)
+            delay = min(0.5, delay * 2)
