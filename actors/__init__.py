@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from ._errors import RuntimeStopped as RuntimeStopped
     from ._errors import StartFailed as StartFailed
     from ._errors import UsageError as UsageError
+    from ._groups import GroupRecord as GroupRecord
+    from ._groups import claim_group_ledger as claim_group_ledger
+    from ._groups import reap_orphan_groups as reap_orphan_groups
+    from ._groups import use_group_ledger as use_group_ledger
     from ._process import kill_group as kill_group
     from ._process import run_process as run_process
     from ._reactor import Reactor as Reactor
@@ -40,6 +44,7 @@ _LAZY: dict[str, str] = {
     "AddressClosed": "._errors",
     "AddressStatistics": "._address",
     "DeliveryError": "._errors",
+    "GroupRecord": "._groups",
     "HermesError": "._errors",
     "MailboxOverflow": "._errors",
     "Reactor": "._reactor",
@@ -50,8 +55,11 @@ _LAZY: dict[str, str] = {
     "StartFailed": "._errors",
     "UsageError": "._errors",
     "WaitHandle": "._reactor",
+    "claim_group_ledger": "._groups",
     "kill_group": "._process",
+    "reap_orphan_groups": "._groups",
     "run_process": "._process",
+    "use_group_ledger": "._groups",
 }
 
 
@@ -73,6 +81,7 @@ __all__ = [
     "AddressClosed",
     "AddressStatistics",
     "DeliveryError",
+    "GroupRecord",
     "HermesError",
     "MailboxOverflow",
     "Reactor",
@@ -83,6 +92,9 @@ __all__ = [
     "StartFailed",
     "UsageError",
     "WaitHandle",
+    "claim_group_ledger",
     "kill_group",
+    "reap_orphan_groups",
     "run_process",
+    "use_group_ledger",
 ]

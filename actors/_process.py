@@ -16,6 +16,8 @@ import trio
 
 from protocols import ProcessResult
 
+from . import _groups
+
 DEFAULT_MAX_OUTPUT = 1 << 20
 """Bytes of stdout (and, separately, stderr) kept; the rest is read and dropped."""
 
@@ -125,6 +127,7 @@ async def run_process(
         cwd=cwd,
         env=dict(env) if env is not None else None,
     )
+    _groups.record(process.pid, argv)  # so a successor can reap it if this process is SIGKILLed
     out, err = _Capture(max_output), _Capture(max_output)
     try:
         async with trio.open_nursery() as nursery:
@@ -146,6 +149,7 @@ async def run_process(
             for stream in (process.stdin, process.stdout, process.stderr):
                 if stream is not None:
                     await stream.aclose()
+        _groups.forget(process.pid)
     return ProcessResult(
         argv=tuple(argv),
         returncode=process.returncode if process.returncode is not None else -1,

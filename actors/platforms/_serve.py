@@ -19,7 +19,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from actors import HermesError
+from actors import HermesError, claim_group_ledger, use_group_ledger
 from actors.agent import (
     ConfigError,
     HubRegistry,
@@ -104,6 +104,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         if isinstance(event, ChildExited) and event.path == "/":
             done.set()
 
+    reaped = claim_group_ledger(home / "run" / "groups")
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     runtime = Runtime(children)
     runtime.subscribe(on_event)
@@ -126,6 +127,9 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         if created:
             print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
         print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
+        if reaped:
+            commands = "; ".join(" ".join(r.argv) for r in reaped)
+            print(f"Stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
         done.wait()
         if runtime.failed:
             print(f"hermes serve: the runtime stopped: {runtime.exit_reason}", flush=True)
@@ -143,3 +147,4 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
             signal.signal(signum, handler)
         if not runtime.wait(0):
             runtime.stop(timeout=30)
+        use_group_ledger(None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import httpx
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from tests.conftest import DEADLINE
-from tests.processes import live_processes_with
+from tests.processes import live_processes_with, open_fifo, wait_for_line
 from tests.platforms.server_kit import SSE
 
 HERMES = [sys.executable, "-m", "actors.cli", "serve", "--port", "0"]
@@ -37,7 +38,9 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
     (home / ".env").write_text("API_SERVER_KEY=hk-crash-test-key-0123456789\n")
     headers = {"Authorization": "Bearer hk-crash-test-key-0123456789"}
     marker = f"70.{os.getpid()}1"
-    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": f"sleep {marker}"})),))], session="crashy")
+    started = open_fifo(str(tmp_path / "started"))
+    command = f"echo up > {tmp_path / 'started'} && sleep {marker}"
+    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": command})),))], session="crashy")
     first, url = start(home)
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
@@ -47,15 +50,22 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
                 stream = SSE(response)
                 while stream.next().get("event") != "tool.started":
                     pass
+        wait_for_line(started, DEADLINE)  # the command runs
     finally:
+        os.close(started)
         os.killpg(first.pid, signal.SIGKILL)  # no cleanup at all
         first.communicate(timeout=DEADLINE)
-        # Known gap: the tool's process group is its own session, so a SIGKILL of the server
-        # leaves it running, and a restarted server does not reap it yet. Clean up here.
-        for pid in live_processes_with(f"sleep {marker}"):
-            os.kill(pid, signal.SIGKILL)
+    # The tool's process group is its own session: it outlives the killed server...
+    orphans = live_processes_with(f"sleep {marker}")
+    assert orphans
+    exits = [os.pidfd_open(pid) for pid in orphans]
     second, url = start(home)
     try:
+        # ...and the next server, finding its record in HERMES_HOME/run/groups, kills it first.
+        for fd in exits:
+            assert select.select([fd], [], [], DEADLINE)[0], "the restarted server did not reap the orphaned command"
+            os.close(fd)
+        exits = []
         model_server.script([TextReply(content="back again")], session="crashy")
         with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
             chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "are you there?"}]}, headers={"X-Hermes-Session-Id": "crashy"})
@@ -68,5 +78,11 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
         assert messages[1]["tool_calls"][0]["id"] == messages[2]["tool_call_id"]
     finally:
         second.send_signal(signal.SIGTERM)
-        second.communicate(timeout=DEADLINE)
+        output, _ = second.communicate(timeout=DEADLINE)
+        for fd in exits:
+            os.close(fd)
+        for pid in live_processes_with(f"sleep {marker}"):  # only if the reaping failed
+            os.kill(pid, signal.SIGKILL)
     assert second.returncode == 0
+    assert "Stopped 1 command(s) a killed hermes had left running: bash -c" in output and marker in output
+    assert not list((home / "run" / "groups").iterdir())  # the records went with the groups

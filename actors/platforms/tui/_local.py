@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from actors import DeliveryError, HermesError
+from actors import DeliveryError, HermesError, claim_group_ledger, use_group_ledger
 from actors.agent import (
     ConfigError,
     HubRegistry,
@@ -238,7 +238,9 @@ class LocalSession:
             self.runtime.lookup("/store").ask(GetStoreStatistics(), timeout=FLUSH_TIMEOUT)
         except (HermesError, TimeoutError) as exc:
             log.warning("the store did not answer before the shutdown: %s", exc)
-        return self.runtime.stop(timeout=STOP_TIMEOUT, reason="hermes chat ended")
+        stopped = self.runtime.stop(timeout=STOP_TIMEOUT, reason="hermes chat ended")
+        use_group_ledger(None)  # this process starts no more commands for the home
+        return stopped
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
@@ -265,6 +267,7 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         msg = f"HERMES_HOME {home} cannot be created ({exc}); set HERMES_HOME to a writable directory"
         raise SetupFailed(msg) from None
     store = home / "state.db"
+    claim_group_ledger(home / "run" / "groups")  # what a killed hermes left running is stopped (logged)
     tools = cli_tools()
     deps = SessionDeps(
         hubs=HubRegistry(),
