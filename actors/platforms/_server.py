@@ -49,6 +49,7 @@ async def _serve(app: App, fd: int) -> None:
     config.bind = [f"fd://{fd}"]  # hypercorn owns the listening socket from here on
     config.backlog = 1024  # hypercorn listens again with its own backlog (default 100: resets at C=1,000)
     config.accesslog = None
+    config.errorlog = logging.getLogger("hypercorn.error")  # ours: one handler (the CLI's), not a second one of its own
     config.keep_alive_timeout = 75
     config.graceful_timeout = 1.0
     await hypercorn.trio.serve(app, config, mode="asgi")  # type: ignore[arg-type]
