@@ -105,6 +105,9 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
             done.set()
 
     reaped = claim_group_ledger(home / "run" / "groups")
+    if reaped:
+        commands = "; ".join(" ".join(r.argv) for r in reaped)
+        print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     runtime = Runtime(children)
     runtime.subscribe(on_event)
@@ -127,9 +130,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         if created:
             print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
         print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
-        if reaped:
-            commands = "; ".join(" ".join(r.argv) for r in reaped)
-            print(f"Stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
+
         done.wait()
         if runtime.failed:
             print(f"hermes serve: the runtime stopped: {runtime.exit_reason}", flush=True)

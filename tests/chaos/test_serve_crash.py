@@ -21,14 +21,19 @@ from tests.platforms.server_kit import SSE
 HERMES = [sys.executable, "-m", "actors.cli", "serve", "--port", "0"]
 
 
-def start(home: Path) -> tuple[subprocess.Popen[str], str]:
+def start(home: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
+    """Start ``hermes serve``; return it, its URL, and what it printed before it listened."""
     env = {k: v for k, v in os.environ.items() if k not in ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL")}
     env["HERMES_HOME"] = str(home)
     process = subprocess.Popen(HERMES, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     assert process.stdout is not None
-    found = re.search(r"listening on (http://\S+)/v1", process.stdout.readline())
-    assert found, "hermes serve did not start"
-    return process, found.group(1)
+    before: list[str] = []
+    for line in process.stdout:
+        found = re.search(r"listening on (http://\S+)/v1", line)
+        if found:
+            return process, found.group(1), before
+        before.append(line)
+    raise AssertionError(f"hermes serve did not start: {before}")
 
 
 def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the_turn(tmp_path: Path, model_server: ModelServer) -> None:
@@ -41,7 +46,7 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
     started = open_fifo(str(tmp_path / "started"))
     command = f"echo up > {tmp_path / 'started'} && sleep {marker}"
     model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": command})),))], session="crashy")
-    first, url = start(home)
+    first, url, _ = start(home)
     try:
         with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
             run = http.post("/v1/runs", json={"input": "run the slow thing", "session_id": "crashy"})
@@ -59,7 +64,7 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
     orphans = live_processes_with(f"sleep {marker}")
     assert orphans
     exits = [os.pidfd_open(pid) for pid in orphans]
-    second, url = start(home)
+    second, url, printed = start(home)
     try:
         # ...and the next server, finding its record in HERMES_HOME/run/groups, kills it first.
         for fd in exits:
@@ -78,11 +83,11 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
         assert messages[1]["tool_calls"][0]["id"] == messages[2]["tool_call_id"]
     finally:
         second.send_signal(signal.SIGTERM)
-        output, _ = second.communicate(timeout=DEADLINE)
+        second.communicate(timeout=DEADLINE)
         for fd in exits:
             os.close(fd)
         for pid in live_processes_with(f"sleep {marker}"):  # only if the reaping failed
             os.kill(pid, signal.SIGKILL)
     assert second.returncode == 0
-    assert "Stopped 1 command(s) a killed hermes had left running: bash -c" in output and marker in output
+    assert len(printed) == 1 and "stopped 1 command(s) a killed hermes had left running: bash -c" in printed[0] and marker in printed[0]
     assert not list((home / "run" / "groups").iterdir())  # the records went with the groups
