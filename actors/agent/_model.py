@@ -1,24 +1,39 @@
 """Model calls: one streamed chat completion, run as a wait in the reactor.
 
-The reactor owns the HTTP clients (:class:`ModelClients`, one httpx pool per endpoint,
-closed when the reactor stops). A call POSTs the OpenAI chat-completions request, reads the
-SSE stream (chunks decoded by msgspec, ``_wire.py``), sends coalesced text and reasoning
-deltas straight to the session's hub (the data plane), and returns the assembled reply to
-the session actor as the wait's value (the control plane). It reads to the end of the body
-after ``[DONE]``, so connections are reused. A cancelled call closes its HTTP response at
+The reactor owns the HTTP clients (:class:`ModelClients`, closed when the reactor stops). A
+call POSTs the OpenAI chat-completions request, reads the SSE stream (lines split on bytes
+here, chunks decoded by msgspec, ``_wire.py``), sends coalesced text and reasoning deltas
+straight to the session's hub (the data plane), and returns the assembled reply to the
+session actor as the wait's value (the control plane). It reads to the end of the body
+after ``[DONE]``, so connections are reused. A cancelled call closes its connection at
 once, so the provider sees the stream end.
+
+HTTP is our own small HTTP/1.1 client on h11 + trio (``_http1.py``): one keep-alive pool
+for every session and endpoint. Why not httpx (measured against the test model server,
+CPU of the client thread per streamed request, ``time.thread_time``): httpx + httpcore
+~1.0-1.2 ms, ``_http1`` ~0.4-0.5 ms (as a bare h11 loop); a whole ``call_model`` (echo
+reply) 1.3-1.7 ms with httpx, ~0.9 ms now. httpcore's pool also costs more the more
+connections it holds (11 ms a request with 200 idle ones), which is why the httpx clients
+were sharded 16 ways by session; ``_http1``'s pool costs the same with 1 or 200 idle
+connections, so there is one pool. ``bench_server.py --levels 100``: server CPU 8.3-9.2 ->
+7.1-7.2 ms a turn (hermes-reactor 6.3-7.2 -> 4.9-5.2 ms).
+
+Proxies: ``_http1`` does not do them. An endpoint that ``urllib.request.getproxies()``
+gives a proxy for (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY; its scheme or ``all``) and that
+``urllib.request.proxy_bypass`` (NO_PROXY) does not exempt keeps an httpx client, which
+honours those variables as before; so do base URLs ``_http1`` does not take (user info,
+other schemes, non-ASCII hosts). Decided once per base URL, at its first call.
 
 Why not the openai SDK here (it is used by the tests, as the reference client): measured by
 ``bench_turn.py`` and ``bench_server.py``, it spent most of the reactor's CPU (request
 rebuilding, pydantic per chunk: ~3x this client) and, stopping at ``[DONE]`` before the end of
 the body, opened a new connection for every streamed call.
 """
-
 from __future__ import annotations
 
 import dataclasses
 import ssl
-import zlib
+import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -29,6 +44,7 @@ import trio
 from protocols import ChatMessage, ToolCall
 from protocols._session import ReasoningDelta, TextDelta
 
+from ._http1 import Endpoint, Exchange, Pool, TransportError
 from ._hub import SessionHub
 from ._retry import classify
 from ._wire import Chunk, chunk_decoder, error_details, request_encoder
@@ -37,6 +53,9 @@ YIELD_EVERY = 0.005
 """Seconds of chunk parsing after which the stream task lets other reactor tasks run."""
 COALESCE_SECONDS = 0.03
 """Deltas are sent to subscribers at most this often (and at the end of the stream)."""
+ERROR_BODY_LIMIT = 1 << 20
+"""Bytes of an HTTP error's body read for its detail."""
+USER_AGENT = "hermes-actors"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -69,35 +88,61 @@ class ModelFailure:
 
 
 class ModelClients:
-    """One HTTP client (connection pool) per endpoint; created and closed in the reactor thread only."""
-
-    SHARDS = 16
-    """Pools per endpoint. httpcore's pool does work per request that grows with the pool's
-    size; sharding by session keeps each pool small (measured: one shared pool cost ~11 ms
-    a turn at 100 concurrent sessions)."""
+    """The model calls' HTTP clients: one h11 connection pool for every endpoint, and an httpx
+    client per endpoint reached through a proxy. Created and closed in the reactor thread only."""
 
     def __init__(self) -> None:
-        self._clients: dict[tuple[str, int], httpx.AsyncClient] = {}
+        self._pool = Pool(self._tls_context)
+        self._routes: dict[str, Endpoint | httpx.AsyncClient] = {}
+        """Per base URL: where its requests go, decided once."""
         self._tls: ssl.SSLContext | None = None
-        """One TLS context for every pool: building one loads the CA bundle (~35 ms)."""
+        """One TLS context for every connection: building one loads the CA bundle (~35 ms)."""
 
-    def get(self, settings: ModelSettings, shard: str = "") -> httpx.AsyncClient:
-        key = (settings.base_url, zlib.crc32(shard.encode()) % self.SHARDS)
-        client = self._clients.get(key)
-        if client is None:
-            # No read timeout here: each call's own deadline (the reactor wait) governs.
-            timeout = httpx.Timeout(connect=15.0, read=None, write=60.0, pool=30.0)
-            limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
-            if self._tls is None and settings.base_url.startswith("https:"):
-                self._tls = httpx.create_ssl_context()  # certifi, or SSL_CERT_FILE / SSL_CERT_DIR as httpx does
-            client = httpx.AsyncClient(timeout=timeout, limits=limits, verify=self._tls or False)
-            self._clients[key] = client
-        return client
+    def get(self, settings: ModelSettings) -> Endpoint | httpx.AsyncClient:
+        """The route to ``settings.base_url``: our pool's :class:`Endpoint`, or an httpx client
+        when a proxy applies (or the URL is one our client does not take)."""
+        route = self._routes.get(settings.base_url)
+        if route is None:
+            route = self._routes[settings.base_url] = self._route(settings.base_url)
+        return route
+
+    def _route(self, base_url: str) -> Endpoint | httpx.AsyncClient:
+        endpoint = Endpoint.parse(base_url, "chat/completions")
+        if endpoint is not None and not _proxied(endpoint):
+            return endpoint
+        # No read timeout here: each call's own deadline (the reactor wait) governs.
+        timeout = httpx.Timeout(connect=15.0, read=None, write=60.0, pool=30.0)
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=256)
+        verify: ssl.SSLContext | bool = self._tls_context() if base_url.lower().startswith("https:") else False
+        return httpx.AsyncClient(timeout=timeout, limits=limits, verify=verify)
+
+    def _tls_context(self) -> ssl.SSLContext:
+        if self._tls is None:
+            self._tls = httpx.create_ssl_context()  # certifi, or SSL_CERT_FILE / SSL_CERT_DIR as httpx does
+            self._tls.set_alpn_protocols(["http/1.1"])
+        return self._tls
+
+    def post(self, route: Endpoint | httpx.AsyncClient, base_url: str, headers: list[tuple[str, str]], body: bytes) -> Exchange | _HttpxResponse:
+        """The streamed POST of ``body`` to ``base_url``'s chat completions, to use with ``async with``."""
+        if isinstance(route, Endpoint):
+            return self._pool.post(route, headers, body)
+        return _HttpxResponse(route, f"{base_url.rstrip('/')}/chat/completions", body, headers)
 
     async def aclose(self) -> None:
-        clients, self._clients = list(self._clients.values()), {}
-        for client in clients:
-            await client.aclose()
+        routes, self._routes = list(self._routes.values()), {}
+        await self._pool.aclose()
+        for route in routes:
+            if isinstance(route, httpx.AsyncClient):
+                await route.aclose()
+
+
+def _proxied(endpoint: Endpoint) -> bool:
+    """True when the environment routes ``endpoint`` through a proxy (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY)."""
+    scheme, host, _ = endpoint.origin
+    proxies = urllib.request.getproxies()
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(endpoint.host_header)
 
 
 class _ThinkSplitter:
@@ -180,12 +225,41 @@ class _Coalescer:
             self.text.clear()
 
 
-def _retry_after(headers: httpx.Headers) -> float | None:
-    value = headers.get("retry-after")
+def _retry_after(value: str | None) -> float | None:
     try:
         return float(value) if value is not None else None
     except ValueError:
         return None
+
+
+class _HttpxResponse:
+    """An httpx streamed response read like an :class:`Exchange` (the proxy path)."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str, body: bytes, headers: list[tuple[str, str]]) -> None:
+        self._request = client.stream("POST", url, content=body, headers=headers)
+        self.status = 0
+
+    async def __aenter__(self) -> _HttpxResponse:
+        self._response = await self._request.__aenter__()
+        self._chunks = self._response.aiter_bytes()
+        self.status = self._response.status_code
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> None:
+        await self._request.__aexit__(*exc_info)
+
+    def header(self, name: str) -> str | None:
+        value: str | None = self._response.headers.get(name)
+        return value
+
+    async def read(self, limit: int) -> bytes:
+        return (await self._response.aread())[:limit]
+
+    async def receive(self) -> bytes:
+        try:
+            return await self._chunks.__anext__()
+        except StopAsyncIteration:
+            return b""
 
 
 def _take(chunk: Chunk, text: list[str], reasoning: list[str], calls: dict[int, dict[str, str]], splitter: _ThinkSplitter, out: _Coalescer, box: dict[str, Any]) -> None:
@@ -216,7 +290,8 @@ def _take(chunk: Chunk, text: list[str], reasoning: list[str], calls: dict[int, 
 
 
 async def _stream(
-    client: httpx.AsyncClient,
+    clients: ModelClients,
+    route: Endpoint | httpx.AsyncClient,
     settings: ModelSettings,
     body: dict[str, Any],
     headers: dict[str, str],
@@ -228,32 +303,54 @@ async def _stream(
     box: dict[str, Any],
 ) -> list[ModelFailure]:
     """POST the request and read the SSE stream; failures come back as a one-item list."""
-    url = f"{settings.base_url}/chat/completions"
-    headers = {"authorization": f"Bearer {settings.api_key}", "content-type": "application/json", "accept": "text/event-stream", **headers}
+    fields = {
+        "authorization": f"Bearer {settings.api_key}",
+        "content-type": "application/json",
+        "accept": "text/event-stream",
+        "accept-encoding": "identity",
+        "user-agent": USER_AGENT,
+    }
+    fields.update((name.lower(), value) for name, value in headers.items())  # the caller's headers win
+    response = clients.post(route, settings.base_url, list(fields.items()), request_encoder.encode(body))
     done = False
     try:
-        async with client.stream("POST", url, content=request_encoder.encode(body), headers=headers) as response:
-            if response.status_code >= 400:
-                detail, code = error_details(await response.aread())
-                kind = classify(response.status_code, detail, code=code).kind
-                return [ModelFailure(kind=kind, status=response.status_code, detail=detail, retry_after=_retry_after(response.headers))]
+        async with response:
+            if response.status >= 400:
+                detail, code = error_details(await response.read(ERROR_BODY_LIMIT))
+                kind = classify(response.status, detail, code=code).kind
+                return [ModelFailure(kind=kind, status=response.status, detail=detail, retry_after=_retry_after(response.header("retry-after")))]
             checkpoint = trio.current_time()
-            async for line in response.aiter_lines():
-                # A long reply that has already arrived must not hold the reactor: yield now and then.
-                if trio.current_time() - checkpoint > YIELD_EVERY:
-                    await trio.lowlevel.checkpoint()
-                    checkpoint = trio.current_time()
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
-                    done = True  # read on to the end of the body, so the connection is reused
-                    continue
-                chunk = chunk_decoder.decode(data)
-                if chunk.error is not None:
-                    detail, code = error_details(request_encoder.encode(chunk.error))
-                    return [ModelFailure(kind=classify(None if code is None else 500, detail, code=code).kind, status=None, detail=detail)]
-                _take(chunk, text, reasoning, calls, splitter, out, box)
+            rest = b""
+            while True:
+                data = await response.receive()
+                if data:
+                    data = rest + data
+                    if b"\r" in data:  # SSE lines may end in \r\n or \r: make every end a \n (blank lines are skipped)
+                        data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+                    lines = data.split(b"\n")
+                    rest = lines.pop()  # the start of a line that the next read completes
+                else:
+                    lines, rest = [rest], b""  # the body ended; its last line may lack a newline
+                for line in lines:
+                    # A long reply that has already arrived must not hold the reactor: yield now and then.
+                    if trio.current_time() - checkpoint > YIELD_EVERY:
+                        await trio.lowlevel.checkpoint()
+                        checkpoint = trio.current_time()
+                    if not line.startswith(b"data:"):
+                        continue
+                    payload = line[5:].strip()
+                    if payload == b"[DONE]":
+                        done = True  # read on to the end of the body, so the connection is reused
+                        continue
+                    chunk = chunk_decoder.decode(payload)
+                    if chunk.error is not None:
+                        detail, code = error_details(request_encoder.encode(chunk.error))
+                        return [ModelFailure(kind=classify(None if code is None else 500, detail, code=code).kind, status=None, detail=detail)]
+                    _take(chunk, text, reasoning, calls, splitter, out, box)
+                if not data:
+                    break
+    except TransportError as error:
+        return [ModelFailure(kind="timeout" if error.timeout else "transport", status=None, detail=str(error))]
     except httpx.TimeoutException as error:
         return [ModelFailure(kind="timeout", status=None, detail=f"{type(error).__name__}: {error}")]
     except httpx.TransportError as error:
@@ -276,7 +373,7 @@ async def call_model(
     session_id: str,
 ) -> ModelReply | ModelFailure:
     """Stream one completion; never raises for provider errors (they come back classified)."""
-    client = clients.get(settings, session_id)
+    route = clients.get(settings)
     body: dict[str, Any] = {
         "model": settings.model,
         "messages": [m.to_openai() for m in messages],
@@ -295,7 +392,7 @@ async def call_model(
     failure: list[ModelFailure] = []
     async with trio.open_nursery() as nursery:
         nursery.start_soon(out.run)
-        failure += await _stream(client, settings, body, headers, text, reasoning, calls, splitter, out, usage_box)
+        failure += await _stream(clients, route, settings, body, headers, text, reasoning, calls, splitter, out, usage_box)
         nursery.cancel_scope.cancel()
     if failure:
         return failure[0]
