@@ -5,6 +5,7 @@ how the bench watches them (CPU, memory, listen overflows). Split out of ``bench
 from __future__ import annotations
 
 import contextlib
+import gc
 import cProfile
 import json
 import logging
@@ -61,6 +62,8 @@ def model_main() -> int:
         TextReply(content=TEXT, latency=MODEL_LATENCY),
     ]
     server = ModelServer(seed=0).start()
+    gc.collect()
+    gc.freeze()  # test infrastructure: its collections must not stall the model's answers
     print(server.base_url, flush=True)
     for line in sys.stdin:  # the control channel; EOF (or a kill of the group) ends it
         words = line.split()
@@ -129,6 +132,8 @@ def sut_main(workdir: str, model_url: str, backlog: int | None, profile: str | N
     runtime.reactor.at_stop(deps.clients.aclose)
     runtime.start()
     port = runtime.lookup("/platforms/api").ask("port", timeout=START_TIMEOUT)
+    gc.collect()
+    gc.freeze()  # as hermes serve does once it listens
     profiler = cProfile.Profile() if profile else None
     if profiler is not None:  # diagnostic: enable() is per thread, so call it in the reactor thread
         in_reactor(runtime, profiler.enable)

@@ -14,13 +14,17 @@ Three processes, all on 127.0.0.1:
   store on a real SQLite file in a temporary directory, one registered tool ``noop`` (an
   ``async def`` returning at once), ``idle_timeout=0``, ``max_concurrent=1_000_000``,
   ``max_attempts=1`` (a failed model call fails the turn instead of being retried out of
-  sight); everything else (hypercorn config, ``ModelClients``) as ``hermes serve`` has it.
+  sight); everything else (hypercorn config, ``ModelClients``, ``gc.freeze()`` once it
+  listens) as ``hermes serve`` has it. The model process freezes its start-up objects too,
+  so its full collections (~50-120 ms over ~110k objects) do not stall the model's answers.
   On stdin, ``stats`` returns the CPU time of its threads by name and the reactor's worst
   heartbeat lag since the previous ``stats``; ``stop`` stops the runtime.
-- **clients** (this process, one ``trio.run`` per level): C tasks, each with its own small
-  ``httpx.AsyncClient`` (one keep-alive connection, as C separate users would have; one
-  pool of C connections would cost the load generator O(C) per pool event in httpcore
-  1.0.9). Client i owns session ``s<C>-<i>`` and does its turns one after another:
+- **clients** (this process, one ``trio.run`` per level): C tasks sharing one keep-alive
+  pool of the runtime's own HTTP/1.1 client (``actors/agent/_http1.py``: O(1) per request,
+  ~1.3 ms of client CPU a turn against ~2.6 ms for httpx; the load generator shares the two
+  cores with the server). ``--client httpx`` gives each task its own small
+  ``httpx.AsyncClient`` instead (one connection each: one httpx pool of C connections costs
+  O(C) per pool event in httpcore 1.0.9). Client i owns session ``s<C>-<i>`` and does its turns one after another:
   ``POST /v1/chat/completions``, ``stream: true``, the conversation so far (its user and
   assistant texts, as an OpenAI client sends it) and ``X-Hermes-Session-Id``, which the
   server forwards to the model as the session id. A turn is complete when the status is
@@ -117,6 +121,8 @@ TOOLS = [{"type": "function", "function": {"name": "noop", "description": "Do no
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
+from actors.agent._http1 import Endpoint, Pool  # noqa: E402 - after the path insert
+
 from _server_procs import raise_nofile, model_main, sut_main, Child, proc_cpu, proc_status, listen_overflows  # noqa: E402 - beside this script
 
 
@@ -147,40 +153,62 @@ def user_message(history: list[dict[str, Any]]) -> dict[str, str]:
     return {"role": "user", "content": f"Bench turn {number}: call the noop tool, then say ok."}
 
 
+def judge_stream(lines: list[str]) -> tuple[str, str | None]:
+    """The answer a turn's SSE lines carry, and what is wrong with the turn (None: complete)."""
+    event, text, tool_ok, finished, done = "", [], False, False, False
+    for line in lines:
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            data = line[6:]
+            if data == "[DONE]":
+                done = True
+                continue
+            item = msgspec.json.decode(data)
+            if event == "hermes.tool.progress":
+                tool_ok = tool_ok or (item.get("status") == "completed" and item.get("ok") is True)
+            elif "error" in item:
+                return "".join(text), f"error event {item['error'].get('code')}"
+            else:
+                choice = item["choices"][0]
+                text.append(choice["delta"].get("content") or "")
+                finished = finished or choice.get("finish_reason") == "stop"
+            event = ""
+    answer = "".join(text)
+    if not (done and finished):
+        return answer, "incomplete stream"
+    if not tool_ok:
+        return answer, "no successful tool call"
+    return answer, None if answer == TEXT else "wrong text"
+
+
 async def stack_turn(client: httpx.AsyncClient, session: str, history: list[dict[str, Any]]) -> str | None:
-    """One streamed turn through the API server; None when complete, else what went wrong."""
+    """One streamed turn through the API server (httpx client); None when complete, else what went wrong."""
     history.append(user_message(history))
     body = {"model": "hermes-bench", "stream": True, "messages": history}
-    event, text, tool_ok, finished, done = "", [], False, False, False
     async with client.stream("POST", "/v1/chat/completions", json=body, headers={SESSION_HEADER: session}) as response:
         if response.status_code != 200:
             await response.aread()
             return f"status {response.status_code}"
-        async for line in response.aiter_lines():
-            if line.startswith("event: "):
-                event = line[7:]
-            elif line.startswith("data: "):
-                data = line[6:]
-                if data == "[DONE]":
-                    done = True
-                    continue
-                item = msgspec.json.decode(data)
-                if event == "hermes.tool.progress":
-                    tool_ok = tool_ok or (item.get("status") == "completed" and item.get("ok") is True)
-                elif "error" in item:
-                    return f"error event {item['error'].get('code')}"
-                else:
-                    choice = item["choices"][0]
-                    text.append(choice["delta"].get("content") or "")
-                    finished = finished or choice.get("finish_reason") == "stop"
-                event = ""
-    answer = "".join(text)
+        lines = [line async for line in response.aiter_lines()]
+    answer, problem = judge_stream(lines)
     history.append({"role": "assistant", "content": answer})
-    if not (done and finished):
-        return "incomplete stream"
-    if not tool_ok:
-        return "no successful tool call"
-    return None if answer == TEXT else "wrong text"
+    return problem
+
+
+async def stack_turn_h11(conn: tuple[Pool, Endpoint], session: str, history: list[dict[str, Any]]) -> str | None:
+    """The same turn through the runtime's own HTTP/1.1 client (``--client h11``, the default)."""
+    pool, endpoint = conn
+    history.append(user_message(history))
+    body = msgspec.json.encode({"model": "hermes-bench", "stream": True, "messages": history})
+    headers = [("authorization", f"Bearer {KEY}"), ("content-type", "application/json"), (SESSION_HEADER, session)]
+    async with pool.post(endpoint, headers, body) as response:
+        data = await response.read(1 << 24)
+        if response.status != 200:
+            return f"status {response.status}"
+    answer, problem = judge_stream(data.decode().splitlines())
+    history.append({"role": "assistant", "content": answer})
+    return problem
 
 
 async def baseline_turn(sdk: openai.AsyncOpenAI, session: str, history: list[dict[str, Any]]) -> str | None:
@@ -321,6 +349,8 @@ class Level:
     stagger: bool = True
     model_requests: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
     """Per side: requests the model server got and over how many TCP connections."""
+    client: str = "h11"
+    """The stack side's HTTP client: ``h11`` (the runtime's own, one pool) or ``httpx``."""
 
 
 async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -> None:
@@ -336,16 +366,22 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
     tls = ssl.create_default_context()  # unused (plain http), but built once, not C times
     limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
     async with contextlib.AsyncExitStack() as stack:
-        clients = [
-            await stack.enter_async_context(
-                httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=TURN_TIMEOUT, verify=tls)
-            )
-            for _ in range(c)
-        ]
+        if level.client == "h11":
+            pool = Pool(lambda: tls)
+            stack.push_async_callback(pool.aclose)
+            endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1", "chat/completions")
+            clients: list[Any] = [(pool, endpoint)] * c
+        else:
+            clients = [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=TURN_TIMEOUT, verify=tls)
+                )
+                for _ in range(c)
+            ]
         sdk = openai.AsyncOpenAI(base_url=model_url, api_key="bench-key", max_retries=0, timeout=TURN_TIMEOUT)
         stack.push_async_callback(sdk.close)
         sides: dict[str, tuple[Side, Any, list[Any], list[str], list[list[dict[str, Any]]]]] = {
-            "stack": (level.stack, stack_turn, clients, stack_names, stack_histories),
+            "stack": (level.stack, stack_turn_h11 if level.client == "h11" else stack_turn, clients, stack_names, stack_histories),
             "base": (level.base, baseline_turn, [sdk] * c, base_names, base_histories),
         }
         for name in ("stack", "base"):
@@ -431,6 +467,7 @@ def level_row(level: Level) -> dict[str, Any]:
         "rounds": level.rounds,
         "turns_per_client_per_round": level.turns,
         "turns_per_session": 1 + level.rounds * level.turns,
+        "stack_client": level.client,
         "stack": stack,
         "baseline": base,
     }
@@ -515,6 +552,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--quick", action="store_true", help="C = 10 and 100, fewer turns (about 25 s)")
+    parser.add_argument("--client", choices=("h11", "httpx"), default="h11", help="the stack side's HTTP client (default: h11, the runtime's own; httpx: one AsyncClient per user)")
     parser.add_argument("--burst", action="store_true", help="start all C clients of a round at once (default: spread over 0.4 s)")
     parser.add_argument("--levels", type=lambda text: [int(x) for x in text.split(",")], help="concurrency levels, e.g. 10,100,1000")
     parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)
@@ -544,7 +582,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp, model_process(Path(tmp)) as (model, model_url):
         for c in levels:
             turns, rounds = plan.get(c, (2, 2))
-            level = Level(c, turns, rounds, Side("stack"), Side("baseline"), stagger=not options.burst)
+            level = Level(c, turns, rounds, Side("stack"), Side("baseline"), stagger=not options.burst, client=options.client)
             run_level(level, model, model_url, Path(tmp), options.server_backlog, options.profile_reactor)
             row = rows[c] = level_row(level)
             failed = failed or bool(row["stack"]["errors"] or row["baseline"]["errors"] or row["stack"]["warmup_errors"] or row["baseline"]["warmup_errors"])
