@@ -220,6 +220,8 @@ class TurnCompleted(SessionEvent, frozen=True, kw_only=True):
     iterations: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    cost_usd: float | None = None
+    """What the turn's tokens cost, when the model's prices are configured (``pricing:``)."""
 
 
 class TurnFailed(SessionEvent, frozen=True, kw_only=True):

@@ -8,6 +8,9 @@ Sources, first match wins for each setting:
 - the environment, then ``HERMES_HOME/.env``: ``HERMES_MODEL``, ``OPENAI_BASE_URL``,
   ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``.
 
+Prices (for the cost of a turn) come from the top-level ``pricing:`` section only: model
+name -> ``{input, output}`` in USD per million tokens. A model without prices has no cost.
+
 A missing model, URL or key is a :class:`ConfigError` that says what to set and where.
 """
 
@@ -109,4 +112,23 @@ def load_model_settings(
     if not api_key:
         msg = f"no API key for {base_url}: set OPENAI_API_KEY (or OPENROUTER_API_KEY) in the environment or in {home / '.env'}, or model.api_key in {config}"
         raise ConfigError(msg)
-    return ModelSettings(model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider)
+    prices = read_prices(read_config(home).get("pricing"), config)
+    return ModelSettings(model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices)
+
+
+def read_prices(section: Any, where: Path) -> dict[str, tuple[float, float]]:
+    """``pricing:`` maps model names to ``{input: USD per million tokens, output: ...}``."""
+    if section is None:
+        return {}
+    example = "pricing:\n  gpt-4o: {input: 2.5, output: 10}"
+    if not isinstance(section, dict):
+        msg = f"{where}: 'pricing' must map model names to prices, for example\n{example}"
+        raise ConfigError(msg)
+    prices: dict[str, tuple[float, float]] = {}
+    for name, price in section.items():
+        values = (price.get("input"), price.get("output")) if isinstance(price, dict) else (None, None)
+        if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in values):
+            msg = f"{where}: pricing for {name!r} needs 'input' and 'output' in USD per million tokens (numbers >= 0), for example\n{example}"
+            raise ConfigError(msg)
+        prices[str(name)] = (float(values[0]), float(values[1]))  # type: ignore[arg-type]
+    return prices

@@ -67,6 +67,16 @@ class ModelSettings:
     api_key: str
     provider: str = "custom"
     extra_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    prices: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
+    """Model name -> (USD per million input tokens, per million output tokens), from the
+    configuration; a model without an entry has no known cost."""
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """What these tokens of :attr:`model` cost in USD, if its prices are known."""
+        price = self.prices.get(self.model)
+        if price is None:
+            return None
+        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

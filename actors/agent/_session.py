@@ -41,6 +41,7 @@ from protocols._session import (
     SessionRecovered,
     StartTurn,
     Subscribe,
+    TurnCompleted,
     TurnFailed,
     Unsubscribe,
 )
@@ -466,6 +467,8 @@ class SessionActor(Actor):
     def execute(self, effect: MachineEffect) -> None:
         match effect:
             case Emit(event=event):
+                if type(event) is TurnCompleted and self.model.prices:
+                    event = msgspec.structs.replace(event, cost_usd=self.model.cost(event.input_tokens, event.output_tokens))
                 self.hub.publish(event)
             case Persist(token=token, messages=messages):
                 self.write(

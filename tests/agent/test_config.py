@@ -48,3 +48,16 @@ def test_a_missing_key_and_broken_yaml_are_clear_errors(tmp_path: Path) -> None:
         load_model_settings(write(tmp_path, "model: m\n"), env={})
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_model_settings(write(tmp_path, "model: [unclosed\n"), env={})
+
+
+def test_pricing_gives_a_turns_cost_and_bad_prices_say_how_to_write_them(tmp_path: Path) -> None:
+    config = "model: gpt-x\npricing:\n  gpt-x: {input: 2.5, output: 10}\n  other: {input: 0, output: 1}\n"
+    settings = load_model_settings(write(tmp_path, config), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://h/v1"})
+    assert settings.prices == {"gpt-x": (2.5, 10.0), "other": (0.0, 1.0)}
+    assert settings.cost(1_000, 500) == pytest.approx(0.0075)
+    unpriced = load_model_settings(write(tmp_path, "model: gpt-x\n"), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://h/v1"})
+    assert unpriced.cost(1_000, 500) is None
+    for bad in ("pricing: [1, 2]\n", "pricing:\n  gpt-x: {input: 2.5}\n", "pricing:\n  gpt-x: {input: -1, output: 2}\n", "pricing:\n  gpt-x: {input: yes, output: 2}\n"):
+        with pytest.raises(ConfigError, match="per million tokens|must map model names") as info:
+            load_model_settings(write(tmp_path, "model: gpt-x\n" + bad), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://h/v1"})
+        assert "gpt-4o: {input: 2.5, output: 10}" in str(info.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from pathlib import Path
 
 import pytest
 from textual.pilot import Pilot
@@ -272,3 +273,33 @@ def test_a_transcript_that_cannot_be_read_still_lets_the_app_follow_the_session(
         assert done.text == "live anyway"  # type: ignore[union-attr]
 
     drive(make_app(local, session_id="sess_unreadable", resume=True), scenario)
+
+
+def test_a_priced_model_shows_each_turns_cost_in_the_status_bar_and_usage(tmp_path: Path, model_server: ModelServer) -> None:
+    from actors.agent import ModelSettings
+    from tests.tui.tui_kit import local_session
+
+    # The test model counts words as tokens: "one two three" in, "four five" out.
+    prices = {"test-model": (2_000.0, 10_000.0)}  # USD per million tokens, large enough to read
+    handle = local_session(tmp_path, model_server, model=ModelSettings(model="test-model", base_url=model_server.base_url, api_key="k", prices=prices))
+    model_server.script([TextReply(content="four five"), TextReply(content="six")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        done = []
+        for question in ("one two three", "again"):
+            mark = len(app.seen)
+            await type_text(pilot, question)
+            done.append(await app.wait_for_event(kind(TurnCompleted), start=mark))
+        costs = [d.cost_usd for d in done]  # type: ignore[union-attr]
+        usage = [(d.input_tokens, d.output_tokens) for d in done]  # type: ignore[union-attr]
+        assert costs == [pytest.approx((i * 2_000 + o * 10_000) / 1e6) for i, o in usage] and all(costs)
+        await pilot.pause()
+        status = str(app.query_one("#status").render())
+        assert f"${sum(costs):.2f}" in status  # type: ignore[arg-type]
+        await run_command(pilot, app, "/usage")
+        assert f"(${costs[-1]:.2f})" in texts(app, ".notice")[-1]
+
+    try:
+        drive(make_app(handle), scenario)
+    finally:
+        assert handle.close()

@@ -35,17 +35,17 @@ def local_session(tmp_path: Path, server: ModelServer, **overrides: Any) -> Loca
     """A started local runtime (store + sessions) calling ``server``, with the test tools."""
     store = tmp_path / "state.db"
     tools = {**make_tools(Intervals()), "guarded": guarded_tool(tmp_path / "marker"), **REGISTRY.specs(["clarify"])}
-    deps = SessionDeps(
-        hubs=HubRegistry(),
-        open_reader=reader_opener(store),
-        model=ModelSettings(model="test-model", base_url=server.base_url, api_key="test-key"),
-        clients=ModelClients(),
-        tools=tools,
-        config=MachineConfig(traits={n: t.traits for n, t in tools.items()}, retry_base=0.01, turn_timeout=60.0),
-        idle_timeout=0,
-        home=tmp_path / "home",
-        **overrides,
-    )
+    settings: dict[str, Any] = {
+        "hubs": HubRegistry(),
+        "open_reader": reader_opener(store),
+        "model": ModelSettings(model="test-model", base_url=server.base_url, api_key="test-key"),
+        "clients": ModelClients(),
+        "tools": tools,
+        "config": MachineConfig(traits={n: t.traits for n, t in tools.items()}, retry_base=0.01, turn_timeout=60.0),
+        "idle_timeout": 0,
+        "home": tmp_path / "home",
+    }
+    deps = SessionDeps(**{**settings, **overrides})
     return LocalSession.start(deps, store)
 
 

@@ -119,6 +119,9 @@ class ChatApp(App[int]):
         """The last message sent (for /retry)."""
         self.last_usage: tuple[int, int] | None = None
         self.total_usage = (0, 0)
+        self.last_cost: float | None = None
+        self.total_cost: float | None = None
+        """USD, when the session reports costs (``pricing:`` in config.yaml)."""
         self.session_model: str | None = None
         """The model this session chose (``/model``, or stored with it); None: the runtime's."""
         self._attachment: Attachment | None = None
@@ -185,7 +188,9 @@ class ChatApp(App[int]):
             state = f"running {self.clock() - self._turn_started:.1f}s"
         label = self.handle.label if self.handle else "..."
         model = self.model_name
-        self.query_one(StatusBar).show(label=label, model=model, session_id=self.session_id, state=state, last=self.last_usage, total=self.total_usage)
+        self.query_one(StatusBar).show(
+            label=label, model=model, session_id=self.session_id, state=state, last=self.last_usage, total=self.total_usage, cost=(self.last_cost, self.total_cost)
+        )
 
     def _tick(self) -> None:
         self.conversation.tick()
@@ -246,6 +251,7 @@ class ChatApp(App[int]):
         self._fresh = True
         self._questions.clear()
         self.last_usage, self.total_usage = None, (0, 0)
+        self.last_cost = self.total_cost = None
         self.session_model = None
         self.state, self._cancelling = "idle", False
         await self.conversation.clear()
@@ -302,9 +308,12 @@ class ChatApp(App[int]):
                 await self.push_screen(question, lambda answer: self._answered(item, answer))
             case ApprovalResolved(request_id=request_id):
                 self._withdraw(request_id)
-            case TurnCompleted(input_tokens=tokens_in, output_tokens=tokens_out):
+            case TurnCompleted(input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost):
                 self.last_usage = (tokens_in, tokens_out)
                 self.total_usage = (self.total_usage[0] + tokens_in, self.total_usage[1] + tokens_out)
+                self.last_cost = cost
+                if cost is not None:
+                    self.total_cost = (self.total_cost or 0.0) + cost
                 self._turn_ended(item)
             case TurnFailed() | TurnCancelled():
                 self._turn_ended(item)

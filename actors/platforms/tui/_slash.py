@@ -10,6 +10,7 @@ from ._commands import Parsed, did_you_mean, help_text
 from ._handle import SessionHandle, TuiError
 from ._modals import SessionsScreen
 from ._prompt import PromptArea
+from ._widgets import usd
 
 if TYPE_CHECKING:
     from ._app import ChatApp
@@ -95,12 +96,15 @@ class SlashCommands:
     async def usage(self, handle: SessionHandle) -> None:
         app = self.app
         last = f"last turn: {app.last_usage[0]} in, {app.last_usage[1]} out" if app.last_usage else "no turn finished yet"
+        if app.last_usage and app.last_cost is not None:
+            last += f" ({usd(app.last_cost)})"
         record = await handle.get_session(app.session_id)
         stored = ""
         if record is not None:
             tokens = f", {record.input_tokens} in, {record.output_tokens} out" if record.input_tokens or record.output_tokens else ""
             stored = f"; the session in the store: {record.message_count} messages{tokens}"
-        await app.say(f"{last}; this session here: {app.total_usage[0]} in, {app.total_usage[1]} out{stored}")
+        spent = f" ({usd(app.total_cost)})" if app.total_cost is not None else ""
+        await app.say(f"{last}; this session here: {app.total_usage[0]} in, {app.total_usage[1]} out{spent}{stored}")
 
     async def resume(self, handle: SessionHandle, wanted: str) -> None:
         """Resume by id; else by title (exact, any case), id prefix, or words of the title."""

@@ -197,10 +197,26 @@ class ToolLine(Vertical):
 class StatusBar(Static):
     """One line: where, which model, which session, what is happening, tokens."""
 
-    def show(self, *, label: str, model: str, session_id: str, state: str, last: tuple[int, int] | None, total: tuple[int, int]) -> None:
+    def show(
+        self,
+        *,
+        label: str,
+        model: str,
+        session_id: str,
+        state: str,
+        last: tuple[int, int] | None,
+        total: tuple[int, int],
+        cost: tuple[float | None, float | None] = (None, None),
+    ) -> None:
+        """``cost``: (last turn, this session) in USD; None where the model has no prices."""
         parts: list[str | tuple[str, str]] = [(state, "bold"), "  ", model, "  ", (session_id, "dim"), "  ", (label, "dim")]
         if last is not None:
-            parts += ["  ", f"last turn ↑{last[0]} ↓{last[1]}"]
+            parts += ["  ", f"last turn ↑{last[0]} ↓{last[1]}" + (f" {usd(cost[0])}" if cost[0] is not None else "")]
         if total != (0, 0):
-            parts += ["  ", (f"session ↑{total[0]} ↓{total[1]}", "dim")]
+            parts += ["  ", (f"session ↑{total[0]} ↓{total[1]}" + (f" {usd(cost[1])}" if cost[1] is not None else ""), "dim")]
         self.update(Content.assemble(*parts))
+
+
+def usd(amount: float) -> str:
+    """A cost for people: cents and up to 2 decimals, smaller amounts to 4."""
+    return f"${amount:.2f}" if amount >= 0.01 else f"${amount:.4f}"
