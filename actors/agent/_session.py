@@ -137,6 +137,8 @@ class SessionDeps:
     yolo: bool = False
     """Skip approvals (never the hardline blocklist)."""
     approval_timeout: float = 300.0
+    store_ack_timeout: float = 30.0
+    """Seconds a write may stay unanswered before the session reloads from the store."""
 
 
 class _Timer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
@@ -148,10 +150,10 @@ class _Idle(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 
 
 class _AckCheck(msgspec.Struct, frozen=True, kw_only=True, tag=True):
-    """Time to check that the store answered every write sent ``STORE_ACK_TIMEOUT`` ago."""
+    """Time to check that the store answered every write sent ``store_ack_timeout`` ago."""
 
 
-STORE_ACK_TIMEOUT = 30.0
+STORE_ACK_TIMEOUT = SessionDeps.store_ack_timeout
 """Seconds a write may stay unanswered before the session stops trusting its memory and
 reloads from the store (a lost reply, a wedged writer). Far above any commit: the writer's
 busy timeout is 2 s."""
@@ -333,7 +335,7 @@ class SessionActor(Actor):
         self.store.tell(command)
         if not self.ack_check_armed:
             self.ack_check_armed = True
-            self.send_after(STORE_ACK_TIMEOUT, _AckCheck())
+            self.send_after(self.deps.store_ack_timeout, _AckCheck())
 
     def acknowledged(self, token: str) -> None:
         writes = self.writes
@@ -351,13 +353,13 @@ class SessionActor(Actor):
         if not self.writes:
             return
         sent, token = self.writes[0]
-        age = time.monotonic() - sent
-        if age >= STORE_ACK_TIMEOUT:
+        age, limit = time.monotonic() - sent, self.deps.store_ack_timeout
+        if age >= limit:
             # Lost or stuck: either way this memory may hold what the store does not.
-            msg = f"session {self.session_id}: the store did not answer write {token!r} within {STORE_ACK_TIMEOUT:g} s; reloading from the store"
+            msg = f"session {self.session_id}: the store did not answer write {token!r} within {limit:g} s; reloading from the store"
             raise StoreDiverged(msg)
         self.ack_check_armed = True
-        self.send_after(max(STORE_ACK_TIMEOUT - age, 1.0), _AckCheck())  # at most one check a second
+        self.send_after(max(limit - age, limit / 30), _AckCheck())  # at most 30 checks a timeout
 
     # -- commands that change the stored session --------------------------------------------------
 

@@ -298,7 +298,7 @@ class SimSession:
         incarnation = self.current
         assert incarnation is not None
         self.ack_check_armed = True
-        self.world.send_after(incarnation, max(STORE_ACK_TIMEOUT - age, 1.0), TimerMessage(token=ACK_CHECK))
+        self.world.send_after(incarnation, max(STORE_ACK_TIMEOUT - age, STORE_ACK_TIMEOUT / 30), TimerMessage(token=ACK_CHECK))
 
     def publish(self, event: SessionEvent) -> None:
         world = self.world

@@ -419,3 +419,38 @@ def test_undo_is_refused_while_a_turn_runs_and_when_there_is_nothing_to_undo(age
     agent.session("u2").tell(CancelTurn())
     until(probe, TurnCancelled)
     assert [m.role for m in agent.transcript("u2")] == ["user", "assistant", "tool"]
+
+
+def test_a_write_the_store_leaves_unanswered_past_the_deadline_restarts_the_session_from_the_store(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    import apsw
+
+    from protocols import ChildRestarted
+    from tests.agent.session_kit import start_kit
+
+    # The store's answer can be late (a wedged writer) or lost: here an outside program holds
+    # the database's write lock, so the writer waits its 2 s busy timeout, far past the
+    # session's acknowledgement deadline.
+    kit = start_kit(tmp_path / "state.db", model_server, store_ack_timeout=0.2)
+    try:
+        events = Probe()
+        kit.runtime.subscribe(events.put)
+        model_server.script([TextReply(content="first"), TextReply(content="after")], session="wedged")
+        probe = kit.subscribe("wedged")
+        kit.start_turn("wedged", "one")
+        until(probe, TurnCompleted)
+        outsider = apsw.Connection(str(kit.store_file))
+        outsider.execute("BEGIN EXCLUSIVE")
+        try:
+            kit.start_turn("wedged", "two")
+            failed = until(probe, TurnFailed)[-1]
+            assert failed.kind == "restarted"  # the deadline passed: reloaded, not left waiting
+            restarted = events.get_matching(lambda e: isinstance(e, ChildRestarted) and e.path == "/sessions/wedged")
+            assert restarted.restarts == 1
+        finally:
+            outsider.execute("ROLLBACK")
+            outsider.close()
+        kit.start_turn("wedged", "three")
+        assert until(probe, TurnCompleted)[-1].text == "after"
+        assert [m.content for m in kit.transcript("wedged") if m.role == "user"][-1] == "three"
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
