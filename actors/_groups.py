@@ -12,8 +12,10 @@ a recycled pid is never taken for the original: a leader whose start time differ
 killed. (Linux does not reuse a pid while a process group with that id has members, so
 members of a group whose leader has exited are still the original group's.)
 
-Invariant: a record exists while its group may be running; it is written before
-``run_process`` waits on the group and removed after the group is gone.
+Invariant: a record exists while its group may be running; it is written (atomically)
+right after the group starts, before ``run_process`` feeds it or waits on it, and removed
+after the group is gone. Between the spawn and the write (microseconds) a SIGKILL of the
+owner leaves the group unrecorded: the pid is known only once the process exists.
 """
 
 from __future__ import annotations
@@ -72,8 +74,12 @@ def record(pgid: int, argv: Sequence[str]) -> None:
     leader = start_time(pgid)
     owner = os.getpid()
     entry = GroupRecord(pgid=pgid, leader_start=leader or 0, owner=owner, owner_start=start_time(owner) or 0, argv=tuple(argv)[:8])
+    path = directory / str(pgid)
+    staged = directory / f".{pgid}.new"
     try:
-        (directory / str(pgid)).write_bytes(_encoder.encode(entry))
+        # Whole or absent, never half: a successor reads it after a SIGKILL at any moment.
+        staged.write_bytes(_encoder.encode(entry))
+        os.replace(staged, path)
     except OSError as exc:
         log.warning("could not record process group %d in %s: %s", pgid, directory, exc)
 
@@ -98,6 +104,10 @@ def reap_orphan_groups(directory: Path) -> list[GroupRecord]:
         return reaped
     for name in names:
         path = directory / name
+        if name.startswith("."):
+            with contextlib.suppress(OSError):
+                path.unlink()  # a record its owner was still writing: its group has none yet
+            continue
         try:
             entry = _decoder.decode(path.read_bytes())
         except (OSError, msgspec.DecodeError) as exc:

@@ -74,6 +74,7 @@ def test_a_recycled_pid_or_a_live_owner_is_left_alone(tmp_path: Path, group: sub
 def test_an_unreadable_record_is_removed_and_a_missing_ledger_is_empty(tmp_path: Path) -> None:
     assert reap_orphan_groups(tmp_path / "none") == []
     (tmp_path / "123").write_text("not json")
+    (tmp_path / ".124.new").write_text('{"pgid": 1')  # an owner killed while writing it
     assert reap_orphan_groups(tmp_path) == []
     assert list(tmp_path.iterdir()) == []
 
@@ -84,8 +85,9 @@ async def test_run_process_keeps_a_record_while_its_group_runs(tmp_path: Path) -
     ledger = tmp_path / "groups"
     use_group_ledger(ledger)
     try:
-        # From inside: $$ is the shell's pid, which is its group's id.
-        result = await run_process(["bash", "-c", f'echo $$; cat "{ledger}/$$"'])
+        # From inside: $$ is the shell's pid, which is its group's id. The shell reads its
+        # input first, and run_process feeds it only once the record is written.
+        result = await run_process(["bash", "-c", f'read -r _; echo $$; cat "{ledger}/$$"'], stdin=b"go\n")
     finally:
         use_group_ledger(None)
     pid, record = result.stdout.decode().split("\n", 1)
