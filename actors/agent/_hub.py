@@ -100,6 +100,20 @@ class SessionHub:
                 self._subscribers.remove(subscriber)
             self._observers.discard(id(subscriber))
 
+    def release(self) -> int:
+        """Drop the replay buffer if nobody follows and no turn is open; returns how many events went.
+
+        Called when the session's actor stops (passivation): an idle session then costs its
+        hub object, not its last 2,048 events. A subscriber that comes back later learns
+        what it missed (``subscribe`` returns it) and reloads the transcript from the store.
+        """
+        with self._lock:
+            if self._subscribers or self.open_turns.snapshot():
+                return 0
+            dropped = len(self._buffer)
+            self._buffer.clear()
+            return dropped
+
     def events_after(self, after_seq: int) -> list[SessionEvent]:
         with self._lock:
             return [e for e in self._buffer if e.seq > after_seq]

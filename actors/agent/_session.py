@@ -315,6 +315,8 @@ class SessionActor(Actor):
         return None
 
     def terminated(self, kind: str) -> None:
+        if kind == "normal":
+            self.hub.release()  # passivated: keep the numbering, not the events
         # Whatever tools left running (background commands) ends with the session.
         try:
             self.reactor.call_soon(self.workspace.close)

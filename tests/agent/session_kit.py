@@ -79,8 +79,10 @@ def make_tools(intervals: Intervals) -> dict[str, ToolSpec]:
 
 
 class AgentKit:
-    def __init__(self, runtime: Runtime, server: ModelServer, store_file: Path, intervals: Intervals) -> None:
+    def __init__(self, runtime: Runtime, server: ModelServer, store_file: Path, intervals: Intervals, hubs: HubRegistry | None = None) -> None:
         self.runtime = runtime
+        self.hubs = hubs or HubRegistry()
+        """The sessions' hubs (they outlive the session actors)."""
         self.server = server
         self.store_file = store_file
         self.intervals = intervals
@@ -130,7 +132,7 @@ def start_kit(store_file: Path, server: ModelServer, **overrides: Any) -> AgentK
         idle_timeout=0,
     )
     deps = dataclasses.replace(deps, **overrides)
-    return AgentKit(start_agent_runtime(store_file, deps), server, store_file, intervals)
+    return AgentKit(start_agent_runtime(store_file, deps), server, store_file, intervals, deps.hubs)
 
 
 @pytest.fixture

@@ -213,6 +213,8 @@ def test_an_idle_session_is_passivated_and_rehydrated_with_its_history(tmp_path:
         assert until(probe, TurnCompleted)[-1].text == "first answer"
         exited = events.get_matching(lambda e: isinstance(e, __import__("protocols").ChildExited) and e.path == "/sessions/p1")
         assert exited.kind == "normal"  # passivated: the actor is gone, its state is in the store
+        hub = kit.hubs.get("p1")
+        assert hub.events_after(0) != []  # someone follows it (probe): its events stay
         kit.start_turn("p1", "second question")  # rehydrates from the store
         assert until(probe, TurnCompleted)[-1].text == "second answer"
         sent = [m["content"] for m in model_server.requests[-1].body["messages"]]
@@ -452,5 +454,28 @@ def test_a_write_the_store_leaves_unanswered_past_the_deadline_restarts_the_sess
         kit.start_turn("wedged", "three")
         assert until(probe, TurnCompleted)[-1].text == "after"
         assert [m.content for m in kit.transcript("wedged") if m.role == "user"][-1] == "three"
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_a_passivated_session_nobody_follows_keeps_its_numbering_but_not_its_events(tmp_path: Path, model_server) -> None:  # type: ignore[no-untyped-def]
+    from protocols import ChildExited, Unsubscribe
+    from tests.agent.session_kit import start_kit
+
+    kit = start_kit(tmp_path / "state.db", model_server, idle_timeout=0.05)
+    try:
+        events = Probe()
+        kit.runtime.subscribe(events.put)
+        model_server.script([TextReply(content="answer")], session="quiet")
+        probe = kit.subscribe("quiet")
+        kit.start_turn("quiet", "question")
+        until(probe, TurnCompleted)
+        kit.session("quiet").tell(Unsubscribe(subscriber=probe))
+        events.get_matching(lambda e: isinstance(e, ChildExited) and e.path == "/sessions/quiet")
+        hub = kit.hubs.get("quiet")
+        last = hub.last_seq
+        assert last > 0 and hub.events_after(0) == []  # the events went with the actor
+        late = Probe()
+        assert hub.subscribe(late, after_seq=2) == last - 2  # a returning client learns what it missed
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
