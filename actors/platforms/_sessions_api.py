@@ -46,14 +46,17 @@ async def _read(ctx: ApiContext, work: Callable[[Any], T]) -> T:
         with StoreReader(ctx.store_file) as reader:  # type: ignore[arg-type]
             return work(reader)
 
-    # Right after start the writer may not have created the file yet: wait for it a little.
-    for _ in range(40):
+    # Right after start the writer may not have created the file yet: wait for it (bounded).
+    deadline = trio.current_time() + STORE_TIMEOUT
+    delay = 0.01
+    while trio.current_time() < deadline:
         try:
             return await trio.to_thread.run_sync(run)
         except StoreError as exc:
             if "start the store writer first" not in str(exc) and "no schema_version" not in str(exc):
                 raise HttpError(503, f"the session store cannot be read: {exc}", type="server_error", code="store_unavailable") from None
-            await trio.sleep(0.05)
+            await trio.sleep(delay)
+            delay = min(0.2, delay * 2)
     raise HttpError(503, "the session store is not ready yet; retry in a moment", type="server_error", code="store_starting", headers={"retry-after": "1"})
 
 
