@@ -5,8 +5,8 @@ how the bench watches them (CPU, memory, listen overflows). Split out of ``bench
 from __future__ import annotations
 
 import contextlib
-import gc
 import cProfile
+import gc
 import json
 import logging
 import os
@@ -26,20 +26,13 @@ sys.path.insert(0, str(ROOT))
 
 
 KEY = "hk-bench-key-0123456789abcdef"
+"""The API key of the server under test."""
 MODEL_LATENCY = 0.2
 """Seconds the model waits before each reply."""
-MODEL_TIME = 2 * MODEL_LATENCY
-"""The model's own time per turn: two round trips."""
 TEXT = "ok: the noop tool answered."
-SESSION_HEADER = "X-Hermes-Session-Id"
-ADDED_P99_TARGET_MS = 100.0
-"""At C = 100."""
-THROUGHPUT_RATIO_TARGET = 0.8
-"""At C = 1,000, against the baseline."""
-TURN_TIMEOUT = 120.0
+"""The scripted answer of every turn's second round trip."""
 START_TIMEOUT = 60.0
 NOOP_SCHEMA = {"type": "object", "properties": {}}
-TOOLS = [{"type": "function", "function": {"name": "noop", "description": "Do nothing and answer ok.", "parameters": NOOP_SCHEMA}}]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 

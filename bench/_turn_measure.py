@@ -14,31 +14,19 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import importlib.metadata
-import json
-import os
-import platform
-
 import httpx  # noqa: E402
 import msgspec  # noqa: E402
 import openai  # noqa: E402
 import trio  # noqa: E402
+from _common import print_json  # noqa: E402 - beside this script
+
 from actors import run_process  # noqa: E402
 from actors.agent import ToolCall, ToolOutput, ToolSpec, ToolTraits  # noqa: E402
 from actors.chaos import Reply, ScriptedCall, TextReply, ToolCallsReply  # noqa: E402
 
-
-OVERHEAD_TARGET_US = 1_000.0
-CANCEL_P99_TARGET_US = 50_000.0
-HERMES_TOOL_TURN_CPU_MS = (280, 500)
 DEADLINE = 15.0
 """Seconds any wait gives up after (the bench fails instead of hanging)."""
-SETTLE = 0.005
-"""Untimed pause after each sample, inside its CPU window: the work a side still does after
-its last byte or event (trio finalizing the SDK's abandoned async generators, the store
-commit of the reply...) is charged to it and does not run during the next sample."""
 SESSION_HEADER = "X-Hermes-Session-Id"
-USER_TEXT = "Please answer this benchmark message number {i:04d}; it is about one hundred characters long."
 
 
 # -- CPU accounting ----------------------------------------------------------------------------
@@ -193,29 +181,22 @@ TOOL_SCRIPT: tuple[Reply, ...] = (ToolCallsReply(calls=(ScriptedCall(name="noop"
 LONG_SCRIPT: tuple[Reply, ...] = (TextReply(content=" ".join(["word"] * 600)),)
 """A 2,999-character answer: the server streams it as ~500 content chunks."""
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
 
-def versions() -> dict[str, str]:
-    info = {"python": platform.python_version()}
-    for package in ("pykka", "trio", "msgspec", "openai", "httpx", "apsw"):
-        info[package] = importlib.metadata.version(package)
-    info["platform"] = platform.platform()
-    info["cpus"] = str(os.cpu_count())
-    return info
+# -- output -----------------------------------------------------------------------------------
+
 
 def us(seconds: float) -> float:
     return round(seconds * 1e6, 1)
+
 
 def per_turn_us(meter: CpuMeter, n: int) -> dict[str, float]:
     ordered = sorted(meter.by_group.items(), key=lambda item: -item[1])
     return {group: us(seconds / n) for group, seconds in ordered if seconds / n >= 1e-6}
 
+
 def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
-        for item in rows:
-            print(json.dumps(item), flush=True)
+        print_json(rows)
         return
     turns = [r for r in rows if r["metric"].startswith("turn_")]
     cancels = [r for r in rows if r["metric"].startswith("cancel_")]

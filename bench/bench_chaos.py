@@ -23,12 +23,6 @@ Run from the repository root: ``python bench/bench_chaos.py [--quick] [--json]``
 
 from __future__ import annotations
 
-import argparse
-import importlib.metadata
-import json
-import logging
-import os
-import platform
 import statistics
 import sys
 import time
@@ -36,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import parse_options, print_header, print_json, versions  # noqa: E402 - beside this script
 
 from actors.agent import _machine  # noqa: E402
 from actors.chaos import _sim_session  # noqa: E402
@@ -46,20 +42,9 @@ from actors.chaos._sim import sweep  # noqa: E402
 GOAL_SESSIONS_PER_CPU_S = 1_000
 
 
-def versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "msgspec": importlib.metadata.version("msgspec"),
-        "pykka": importlib.metadata.version("pykka"),
-        "trio": importlib.metadata.version("trio"),
-        "platform": platform.platform(),
-        "cpus": str(os.cpu_count()),
-    }
-
-
 def emit(row: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(row), flush=True)
+        print_json([row])
         return
     name = row.get("metric", "")
     rest = ", ".join(f"{k} {v}" for k, v in row.items() if k not in ("bench", "metric"))
@@ -153,19 +138,10 @@ def bench_real(as_json: bool) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="a much shorter run (smoke test)")
-    options = parser.parse_args()
-    for name in ("actors", "supervisor", "pykka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    options = parse_options(__doc__)
     seeds, rounds = (300, 3) if options.quick else (2_000, 5)
-    info = versions()
-    if options.json:
-        print(json.dumps({"bench": "chaos", "versions": info}), flush=True)
-    else:
-        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-        print(f"simulator: {rounds} rounds of {seeds:,} seeds per plan\n")
+    text = f"simulator: {rounds} rounds of {seeds:,} seeds per plan\n"
+    print_header("chaos", versions("msgspec", "pykka", "trio"), options.json, text)
     sweep(range(50), PRESETS["default"]())  # warm-up: imports, caches
     for plan_name in ("calm", "default", "crash"):
         bench_sim(plan_name, seeds, rounds, options.json)

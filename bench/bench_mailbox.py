@@ -20,12 +20,6 @@ Run from the repository root: ``python bench/bench_mailbox.py [--quick] [--json]
 
 from __future__ import annotations
 
-import argparse
-import importlib.metadata
-import json
-import logging
-import os
-import platform
 import statistics
 import sys
 import threading
@@ -37,6 +31,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec  # noqa: E402
 import pykka  # noqa: E402
+from _common import (  # noqa: E402 - beside this script
+    can_pin,
+    parse_options,
+    percentile,
+    pinned,
+    print_header,
+    print_json,
+    versions,
+)
 
 from actors import Actor  # noqa: E402
 from supervisor import ChildSpec, Runtime  # noqa: E402
@@ -155,55 +158,12 @@ def paired_ask_samples(ask: Any, raw_ask: Any, n: int) -> tuple[list[float], lis
     return samples, raw_samples
 
 
-class Pinned:
-    """Pin the calling thread and the given native thread ids to one CPU, then restore."""
-
-    def __init__(self, thread_ids: list[int]) -> None:
-        self.thread_ids = [0, *thread_ids]  # 0 is the calling thread
-        self.saved: list[set[int]] = []
-
-    @staticmethod
-    def available() -> bool:
-        return hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1
-
-    def __enter__(self) -> int:
-        cpu = min(os.sched_getaffinity(0))
-        self.saved = [os.sched_getaffinity(tid) for tid in self.thread_ids]
-        for tid in self.thread_ids:
-            os.sched_setaffinity(tid, {cpu})
-        return cpu
-
-    def __exit__(self, *_exc: object) -> None:
-        for tid, cpus in zip(self.thread_ids, self.saved, strict=True):
-            try:
-                os.sched_setaffinity(tid, cpus)
-            except OSError:
-                pass  # the thread has ended
-
-
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 # -- output -----------------------------------------------------------------------------------
-
-
-def versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "pykka": importlib.metadata.version("pykka"),
-        "trio": importlib.metadata.version("trio"),
-        "msgspec": importlib.metadata.version("msgspec"),
-        "platform": platform.platform(),
-        "cpus": str(os.cpu_count()),
-    }
 
 
 def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
-        for row in rows:
-            print(json.dumps(row), flush=True)
+        print_json(rows)
         return
     print(f"{'metric':<12} {'unit':<8} {'address':>12} {'raw pykka':>12} {'ratio':>7} {'n':>8}  note")
     for row in rows:
@@ -242,23 +202,14 @@ def ask_row(metric: str, rtts: list[float], raw_rtts: list[float], note: str) ->
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="a much shorter run (smoke test)")
-    options = parser.parse_args()
-    for name in ("actors", "supervisor", "pykka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    options = parse_options(__doc__)
 
     rounds = 3 if options.quick else 9
     tells = 5_000 if options.quick else 30_000
     asks = 200 if options.quick else 1_000
 
-    info = versions()
-    if options.json:
-        print(json.dumps({"bench": "mailbox", "versions": info}), flush=True)
-    else:
-        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-        print(f"rounds {rounds} (fresh actors each), tells/round {tells}, asks/round {asks} per side\n")
+    text = f"rounds {rounds} (fresh actors each), tells/round {tells}, asks/round {asks} per side\n"
+    print_header("mailbox", versions("pykka", "trio", "msgspec"), options.json, text)
 
     tell_rates: list[tuple[float, float]] = []
     raw_tell_rates: list[tuple[float, float]] = []
@@ -289,9 +240,9 @@ def main() -> int:
             rtts.extend(address_rtts)
             raw_rtts.extend(pykka_rtts)
 
-            if Pinned.available():
+            if can_pin():
                 thread_ids = [echo.ask(WhichThread()), raw_echo.ask(WhichThread())]
-                with Pinned(thread_ids):
+                with pinned(thread_ids):
                     address_rtts, pykka_rtts = paired_ask_samples(echo.ask, raw_echo.ask, asks // 2)
                 pinned_rtts.extend(address_rtts)
                 pinned_raw_rtts.extend(pykka_rtts)

@@ -29,14 +29,8 @@ Run from the repository root: ``python bench/bench_reactor.py [--quick] [--json]
 
 from __future__ import annotations
 
-import argparse
 import contextlib
-import importlib.metadata
-import json
-import logging
 import os
-import platform
-import select
 import signal
 import statistics
 import subprocess
@@ -44,13 +38,23 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import trio  # noqa: E402
+from _common import (  # noqa: E402 - beside this script
+    can_pin,
+    fifo_reader,
+    group_survivors,
+    latency_row,
+    parse_options,
+    pinned,
+    print_header,
+    print_json,
+    versions,
+)
 
 from actors import Actor, WaitHandle  # noqa: E402
 from protocols import WaitFinished  # noqa: E402
@@ -278,7 +282,7 @@ class TrioThread:
                             await stream.aclose()
                 done.set()
 
-        with fifo_reader(fifo) as wait_running:
+        with fifo_reader(fifo, DEADLINE) as wait_running:
             self.token.run_sync_soon(self.nursery.start_soon, child)
             pgid = wait_running()
         start = time.perf_counter()
@@ -296,63 +300,7 @@ def process_argv(fifo: str) -> list[str]:
     return ["bash", "-c", 'echo $$ > "$0"; sleep 30; echo', fifo]
 
 
-@contextlib.contextmanager
-def fifo_reader(fifo: str) -> Iterator[Callable[[], int]]:
-    """Open ``fifo`` for reading (without blocking); yield a function that waits for the pid."""
-    fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
-    try:
-
-        def wait_running() -> int:
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            if not poller.poll(DEADLINE * 1000):
-                msg = f"the subprocess did not write to {fifo} within {DEADLINE} s"
-                raise AssertionError(msg)
-            return int(os.read(fd, 64).split()[0])
-
-        yield wait_running
-    finally:
-        os.close(fd)
-
-
-def survivors(pgid: int) -> int:
-    """Live (non-zombie) processes still in group ``pgid`` (none may outlive a cancel)."""
-    count = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as file:
-                fields = file.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        state, pgrp = fields[0], int(fields[2])
-        if pgrp == pgid and state not in "ZX":
-            count += 1
-    return count
-
-
 # -- runs -----------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def pinned(thread_ids: list[int]) -> Iterator[None]:
-    """Pin the calling thread and ``thread_ids`` to one CPU for the block."""
-    ids = [0, *thread_ids]
-    saved = [os.sched_getaffinity(tid) for tid in ids]
-    cpu = min(saved[0])
-    for tid in ids:
-        os.sched_setaffinity(tid, {cpu})
-    try:
-        yield
-    finally:
-        for tid, cpus in zip(ids, saved, strict=True):
-            with contextlib.suppress(OSError):
-                os.sched_setaffinity(tid, cpus)
-
-
-def can_pin() -> bool:
-    return hasattr(os, "sched_setaffinity") and len(os.sched_getaffinity(0)) > 1
 
 
 def actor_round_trips(prober: Any, n: int) -> list[float]:
@@ -371,7 +319,7 @@ def actor_cancel(prober: Any, argv: list[str] | None, fifo: str | None) -> tuple
         wait_for(running, "the long sleep start")
     else:
         assert fifo is not None
-        with fifo_reader(fifo) as wait_running:
+        with fifo_reader(fifo, DEADLINE) as wait_running:
             prober.tell(StartLong(running, argv))
             pgid = wait_running()
     cancel = CancelLong()
@@ -427,10 +375,10 @@ def one_round(results: Results, *, trips: int, sleeps: int, processes: int, work
                 latency, status, pgid = actor_cancel(prober, process_argv(fifo), fifo)
                 results.add("cancel_process", latency)
                 results.statuses.append(status)
-                results.leftovers += survivors(pgid)
+                results.leftovers += group_survivors(pgid)
                 latency, pgid = baseline.cancel_process(process_argv(fifo), fifo)
                 results.add("cancel_process_base", latency)
-                results.base_leftovers += survivors(pgid)
+                results.base_leftovers += group_survivors(pgid)
                 os.unlink(fifo)
         results.lag_max_ms = max(results.lag_max_ms, runtime.reactor.statistics().lag_max_ms)
     finally:
@@ -440,47 +388,9 @@ def one_round(results: Results, *, trips: int, sleeps: int, processes: int, work
 # -- output -----------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "pykka": importlib.metadata.version("pykka"),
-        "trio": importlib.metadata.version("trio"),
-        "msgspec": importlib.metadata.version("msgspec"),
-        "platform": platform.platform(),
-        "cpus": str(os.cpu_count()),
-    }
-
-
-def row(
-    metric: str, values: list[float], baseline: list[float], *, target_us: float | None, note: str
-) -> dict[str, Any]:
-    median, base = statistics.median(values), statistics.median(baseline)
-    result: dict[str, Any] = {
-        "bench": "reactor",
-        "metric": metric,
-        "median_us": round(median, 1),
-        "p90_us": round(percentile(values, 90), 1),
-        "p99_us": round(percentile(values, 99), 1),
-        "baseline_median_us": round(base, 1),
-        "ratio": round(median / base, 2),
-        "n": len(values),
-    }
-    if target_us is not None:
-        result["target_median_us"] = target_us
-        result["meets_target"] = median <= target_us
-    result["note"] = note
-    return result
-
-
 def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
-        for item in rows:
-            print(json.dumps(item), flush=True)
+        print_json(rows)
         return
     header = f"{'metric':<16} {'median us':>10} {'p90 us':>10} {'p99 us':>10} {'base us':>9} {'ratio':>7} {'target':>8} {'n':>6}"
     print(header + "  note")
@@ -494,27 +404,18 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="a much shorter run (smoke test)")
-    options = parser.parse_args()
-    for name in ("actors", "supervisor", "pykka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    options = parse_options(__doc__)
 
     rounds = 2 if options.quick else 5
     trips = 300 if options.quick else 2_000
     sleeps = 5 if options.quick else 20
     processes = 2 if options.quick else 5
 
-    info = versions()
-    if options.json:
-        print(json.dumps({"bench": "reactor", "versions": info}), flush=True)
-    else:
-        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-        print(
-            f"rounds {rounds} (fresh runtime each); per round: {trips} round trips, "
-            f"{sleeps} sleep cancels, {processes} process cancels\n"
-        )
+    text = (
+        f"rounds {rounds} (fresh runtime each); per round: {trips} round trips, "
+        f"{sleeps} sleep cancels, {processes} process cancels\n"
+    )
+    print_header("reactor", versions("pykka", "trio", "msgspec"), options.json, text)
 
     results = Results()
     with tempfile.TemporaryDirectory(prefix="bench-reactor-") as workdir:
@@ -527,16 +428,16 @@ def main() -> int:
                          ("_1cpu", "same, all threads pinned to one CPU")):
         if "wait_rtt" + suffix not in s:
             continue
-        rtt_row = row("wait_rtt" + suffix, s["wait_rtt" + suffix], s["hop" + suffix], target_us=RTT_TARGET_US, note=note)
+        rtt_row = latency_row("reactor", "wait_rtt" + suffix, s["wait_rtt" + suffix], s["hop" + suffix], target_us=RTT_TARGET_US, note=note)
         task = statistics.median(s["task" + suffix])
         rtt_row["baseline_task_median_us"] = round(task, 1)
         rtt_row["ratio_to_task"] = round(statistics.median(s["wait_rtt" + suffix]) / task, 2)
         rows.append(rtt_row)
     rtt = rows[0]
     note = "cancel_wait -> WaitFinished(cancelled), trio.sleep(30)"
-    rows.append(row("cancel_sleep", s["cancel_sleep"], s["cancel_sleep_base"], target_us=None, note=note))
+    rows.append(latency_row("reactor", "cancel_sleep", s["cancel_sleep"], s["cancel_sleep_base"], target_us=None, note=note))
     note = "cancel_wait -> WaitFinished(cancelled), bash+sleep group"
-    process_row = row("cancel_process", s["cancel_process"], s["cancel_process_base"], target_us=CANCEL_TARGET_US, note=note)
+    process_row = latency_row("reactor", "cancel_process", s["cancel_process"], s["cancel_process_base"], target_us=CANCEL_TARGET_US, note=note)
     process_row["leftover_processes"] = results.leftovers
     process_row["baseline_leftover_processes"] = results.base_leftovers
     process_row["reactor_lag_max_ms"] = round(results.lag_max_ms, 2)

@@ -81,10 +81,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib.metadata
 import json
-import os
-import platform
 import ssl
 import statistics
 import sys
@@ -102,28 +99,32 @@ import httpx
 import msgspec
 import openai
 import trio
+from _common import bench_parser, percentile, print_header, print_json, versions  # noqa: E402 - beside this script
+from _server_procs import (  # noqa: E402 - beside this script
+    KEY,
+    MODEL_LATENCY,
+    NOOP_SCHEMA,
+    TEXT,
+    Child,
+    listen_overflows,
+    model_main,
+    proc_cpu,
+    proc_status,
+    raise_nofile,
+    sut_main,
+)
 
-KEY = "hk-bench-key-0123456789abcdef"
-MODEL_LATENCY = 0.2
-"""Seconds the model waits before each reply."""
+from actors.agent._http1 import Endpoint, Pool  # noqa: E402 - after the path insert
+
 MODEL_TIME = 2 * MODEL_LATENCY
 """The model's own time per turn: two round trips."""
-TEXT = "ok: the noop tool answered."
 SESSION_HEADER = "X-Hermes-Session-Id"
 ADDED_P99_TARGET_MS = 100.0
 """At C = 100."""
 THROUGHPUT_RATIO_TARGET = 0.8
 """At C = 1,000, against the baseline."""
 TURN_TIMEOUT = 120.0
-START_TIMEOUT = 60.0
-NOOP_SCHEMA = {"type": "object", "properties": {}}
 TOOLS = [{"type": "function", "function": {"name": "noop", "description": "Do nothing and answer ok.", "parameters": NOOP_SCHEMA}}]
-CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-from actors.agent._http1 import Endpoint, Pool  # noqa: E402 - after the path insert
-
-from _server_procs import raise_nofile, model_main, sut_main, Child, proc_cpu, proc_status, listen_overflows  # noqa: E402 - beside this script
 
 
 # -- one turn on each side ---------------------------------------------------------------------
@@ -427,11 +428,6 @@ def run_level(level: Level, model: Child, model_url: str, workdir: Path, backlog
 # -- output -----------------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))] if ordered else float("nan")
-
-
 def ms(seconds: float) -> float:
     return round(seconds * 1000, 1)
 
@@ -530,15 +526,6 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         print(f"      model requests: {model}")
 
 
-def versions() -> dict[str, str]:
-    info = {"python": platform.python_version()}
-    for package in ("pykka", "trio", "msgspec", "hypercorn", "h11", "httpx", "httpcore", "openai"):
-        info[package] = importlib.metadata.version(package)
-    info["platform"] = platform.platform()
-    info["cpus"] = str(os.cpu_count())
-    return info
-
-
 @contextlib.contextmanager
 def model_process(workdir: Path) -> Iterator[tuple[Child, str]]:
     model = Child(["--model-server"], workdir / "model.log")
@@ -549,9 +536,7 @@ def model_process(workdir: Path) -> Iterator[tuple[Child, str]]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="C = 10 and 100, fewer turns (about 25 s)")
+    parser = bench_parser(__doc__, quick_help="C = 10 and 100, fewer turns (about 25 s)")
     parser.add_argument("--client", choices=("h11", "httpx"), default="h11", help="the stack side's HTTP client (default: h11, the runtime's own; httpx: one AsyncClient per user)")
     parser.add_argument("--burst", action="store_true", help="start all C clients of a round at once (default: spread over 0.4 s)")
     parser.add_argument("--levels", type=lambda text: [int(x) for x in text.split(",")], help="concurrency levels, e.g. 10,100,1000")
@@ -570,12 +555,9 @@ def main() -> int:
     # (turns per client per round, rounds) by concurrency level
     plan = {10: (2, 2), 100: (1, 2)} if options.quick else {1: (10, 2), 10: (5, 4), 100: (2, 3), 1000: (1, 3)}
     levels = options.levels or list(plan)
-    info = versions()
-    if options.json:
-        print(json.dumps({"bench": "server", "versions": info}), flush=True)
-    else:
-        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-        print(f"levels {levels}; each turn = 2 model round trips of {MODEL_LATENCY * 1000:.0f} ms; server and model in their own processes\n")
+    info = versions("pykka", "trio", "msgspec", "hypercorn", "h11", "httpx", "httpcore", "openai")
+    text = f"levels {levels}; each turn = 2 model round trips of {MODEL_LATENCY * 1000:.0f} ms; server and model in their own processes\n"
+    print_header("server", info, options.json, text)
 
     rows: dict[int, dict[str, Any]] = {}
     failed = False
@@ -587,7 +569,7 @@ def main() -> int:
             row = rows[c] = level_row(level)
             failed = failed or bool(row["stack"]["errors"] or row["baseline"]["errors"] or row["stack"]["warmup_errors"] or row["baseline"]["warmup_errors"])
             if options.json:
-                print(json.dumps(row), flush=True)
+                print_json([row])
             else:
                 print_table([row])
                 for line in level.server_errors_logged[:5]:
@@ -597,9 +579,7 @@ def main() -> int:
     goals = goal_rows(rows)
     summary = {"bench": "server", "model_server": stats, "model_errors_logged": len(model_errors)}
     if options.json:
-        for goal in goals:
-            print(json.dumps(goal), flush=True)
-        print(json.dumps(summary), flush=True)
+        print_json([*goals, summary])
     else:
         print()
         for goal in goals:

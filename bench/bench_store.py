@@ -25,12 +25,6 @@ Bounded run time: well under a minute (a few seconds with ``--quick``).
 
 from __future__ import annotations
 
-import argparse
-import importlib.metadata
-import json
-import logging
-import os
-import platform
 import random
 import statistics
 import sys
@@ -43,10 +37,16 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import apsw  # noqa: E402
+from _common import parse_options, percentile, print_header, print_json, versions  # noqa: E402 - beside this script
 
 from actors.store import StoreReader, StoreWriter, open_writer  # noqa: E402
 from protocols import ChatMessage  # noqa: E402
-from protocols._store import AppendMessages, CreateSession, GetStoreStatistics, StoreFailed  # noqa: E402
+from protocols._store import (  # noqa: E402
+    AppendMessages,
+    CreateSession,
+    GetStoreStatistics,
+    StoreFailed,
+)
 from supervisor import ChildSpec, Runtime  # noqa: E402
 
 APPEND_GOAL_PER_S = 20_000
@@ -177,29 +177,12 @@ def time_searches(path: Path, queries: list[tuple[str, str | None]]) -> tuple[li
     return timings, hits
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
 # -- output ----------------------------------------------------------------------------------------
-
-
-def versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "sqlite": apsw.sqlite_lib_version(),
-        "apsw": apsw.apsw_version(),
-        "pykka": importlib.metadata.version("pykka"),
-        "msgspec": importlib.metadata.version("msgspec"),
-        "platform": platform.platform(),
-        "cpus": str(os.cpu_count()),
-    }
 
 
 def emit(row: dict[str, Any], as_json: bool) -> None:
     if as_json:
-        print(json.dumps(row), flush=True)
+        print_json([row])
     elif row["metric"] == "append_rate":
         print(
             f"append_rate  per_command={row['per_command']:<3} writer {row['median_per_s']:>9,.0f} msg/s   "
@@ -217,24 +200,16 @@ def emit(row: dict[str, Any], as_json: bool) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="a much shorter run (smoke test)")
-    options = parser.parse_args()
-    for name in ("actors", "supervisor", "pykka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    options = parse_options(__doc__)
 
     rounds = 2 if options.quick else 3
     append_count = 10_000 if options.quick else 30_000
     search_count = 10_000 if options.quick else 100_000
     query_count = 100 if options.quick else 300
 
-    info = versions()
-    if options.json:
-        print(json.dumps({"bench": "store", "versions": info}), flush=True)
-    else:
-        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-        print(f"rounds {rounds}, messages/round {append_count:,}, search store {search_count:,} messages\n")
+    info = versions(("sqlite", apsw.sqlite_lib_version()), ("apsw", apsw.apsw_version()), "pykka", "msgspec")
+    text = f"rounds {rounds}, messages/round {append_count:,}, search store {search_count:,} messages\n"
+    print_header("store", info, options.json, text)
 
     rng = random.Random(1234)
     words = vocabulary(rng)

@@ -24,11 +24,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import json
-import logging
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -41,6 +37,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec  # noqa: E402
 import pykka  # noqa: E402
+from _common import (  # noqa: E402 - beside this script
+    bench_parser,
+    latency_row,
+    print_header,
+    print_json,
+    quiet_loggers,
+    versions,
+)
 
 from actors import Actor  # noqa: E402
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime  # noqa: E402
@@ -231,46 +235,9 @@ def run_rss_worker(side: str, count: int) -> dict[str, Any]:
 # -- output -----------------------------------------------------------------------------------
 
 
-def percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
-
-
-def versions() -> dict[str, str]:
-    return {
-        "python": platform.python_version(),
-        "pykka": importlib.metadata.version("pykka"),
-        "trio": importlib.metadata.version("trio"),
-        "msgspec": importlib.metadata.version("msgspec"),
-        "platform": platform.platform(),
-        "cpus": str(os.cpu_count()),
-    }
-
-
-def latency_row(metric: str, values: list[float], baseline: list[float], target_us: float | None, note: str) -> dict[str, Any]:
-    median, base = statistics.median(values), statistics.median(baseline)
-    row: dict[str, Any] = {
-        "bench": "supervision",
-        "metric": metric,
-        "median_us": round(median, 1),
-        "p90_us": round(percentile(values, 90), 1),
-        "p99_us": round(percentile(values, 99), 1),
-        "baseline_median_us": round(base, 1),
-        "baseline_p90_us": round(percentile(baseline, 90), 1),
-        "ratio": round(median / base, 2),
-        "n": len(values),
-    }
-    if target_us is not None:
-        row["target_median_us"] = target_us
-        row["meets_target"] = median <= target_us
-    row["note"] = note
-    return row
-
-
 def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
-        for row in rows:
-            print(json.dumps(row), flush=True)
+        print_json(rows)
         return
     print(f"{'metric':<10} {'median us':>10} {'p90 us':>9} {'p99 us':>9} {'base us':>9} {'base p90':>9} {'ratio':>6} {'n':>5}  note")
     latency = [r for r in rows if "median_us" in r]
@@ -297,14 +264,11 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="a much shorter run (smoke test)")
+    parser = bench_parser(__doc__)
     parser.add_argument("--rss-worker", choices=("runtime", "raw"), help=argparse.SUPPRESS)
     parser.add_argument("--count", type=int, default=1000, help="idle actors per side (default 1000)")
     options = parser.parse_args()
-    for name in ("actors", "supervisor", "pykka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet_loggers()
 
     if options.rss_worker:
         print(json.dumps(rss_worker(options.rss_worker, options.count)))
@@ -315,12 +279,8 @@ def main() -> int:
     rss_runs = 1 if options.quick else 3
     count = min(options.count, 250) if options.quick else options.count
 
-    info = versions()
-    if options.json:
-        print(json.dumps({"bench": "supervision", "versions": info}), flush=True)
-    else:
-        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-        print(f"spawns {spawns}, restarts {restarts} per side; idle actors {count} x {rss_runs} runs per side\n")
+    text = f"spawns {spawns}, restarts {restarts} per side; idle actors {count} x {rss_runs} runs per side\n"
+    print_header("supervision", versions("pykka", "trio", "msgspec"), options.json, text)
 
     runtime = Runtime(runtime_children(), intensity=NO_ESCALATION).start()
     raw_refs: list[Any] = []
@@ -344,8 +304,14 @@ def main() -> int:
         return float(statistics.median(run[key] for run in runs))
 
     rows = [
-        latency_row("spawn", spawn, raw_spawn, None, "start_child + ask / ThreadingActor.start + ask"),
-        latency_row("restart", restart, raw_restart, RESTART_TARGET_US, "crash -> next incarnation answers ask"),
+        latency_row(
+            "supervision", "spawn", spawn, raw_spawn,
+            target_us=None, note="start_child + ask / ThreadingActor.start + ask", baseline_p90=True,
+        ),
+        latency_row(
+            "supervision", "restart", restart, raw_restart,
+            target_us=RESTART_TARGET_US, note="crash -> next incarnation answers ask", baseline_p90=True,
+        ),
         {
             "bench": "supervision",
             "metric": "idle_rss",

@@ -31,13 +31,7 @@ intended, a turn did not complete, or a tool failed.
 
 from __future__ import annotations
 
-import argparse
 import functools
-import importlib.metadata
-import json
-import logging
-import os
-import platform
 import queue
 import shutil
 import statistics
@@ -53,13 +47,20 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec  # noqa: E402
 import trio  # noqa: E402
+from _common import parse_options, print_json, versions, versions_line  # noqa: E402 - beside this script
 
 import actors.tools._patch  # noqa: E402,F401  (registers patch)
 from actors.agent import MachineConfig, ToolCall, ToolTraits, Workspace  # noqa: E402
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply  # noqa: E402
 from actors.tools import REGISTRY, Registry, tool  # noqa: E402
 from actors.tools._replace import PatchRefused, fuzzy_replace  # noqa: E402
-from protocols._session import Subscribe, ToolFinished, ToolStarted, TurnCompleted, TurnFailed  # noqa: E402
+from protocols._session import (  # noqa: E402
+    Subscribe,
+    ToolFinished,
+    ToolStarted,
+    TurnCompleted,
+    TurnFailed,
+)
 
 FUZZY_TARGET_MS = 50.0
 BATCH_TARGET_S = 1.2
@@ -258,7 +259,9 @@ class Subscriber:
 
 
 def bench_batch(rounds: int) -> tuple[dict[str, Any], int]:
-    from tests.agent.session_kit import start_kit  # the test kit: store + sessions against a model server
+    from tests.agent.session_kit import (
+        start_kit,  # the test kit: store + sessions against a model server
+    )
 
     spec = sleep_tool_registry().get("sleep_1s").spec()
     batch, turns, failures = [], [], 0
@@ -316,21 +319,14 @@ def bench_batch(rounds: int) -> tuple[dict[str, Any], int]:
 # -- output ----------------------------------------------------------------------------------------
 
 
-def versions() -> dict[str, str]:
-    info = {"python": platform.python_version()}
-    for package in ("trio", "msgspec", "pykka"):
-        info[package] = importlib.metadata.version(package)
+def ripgrep_version() -> str:
     rg = shutil.which("rg")
-    info["ripgrep"] = subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0] if rg else "not installed"
-    info["platform"] = platform.platform()
-    info["cpus"] = str(os.cpu_count())
-    return info
+    return subprocess.run([rg, "--version"], capture_output=True, text=True).stdout.split("\n")[0] if rg else "not installed"
 
 
 def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
-        for row in rows:
-            print(json.dumps(row), flush=True)
+        print_json(rows)
         return
     print(f"{'patch_fuzzy strategy':<24} {'median ms':>10} {'p90 ms':>8} {'str.replace ms':>15} {'ratio':>8}  target")
     for r in rows:
@@ -356,17 +352,13 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="a much shorter run (smoke test)")
-    options = parser.parse_args()
-    for name in ("actors", "supervisor", "pykka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    options = parse_options(__doc__)
     repeat = 5 if options.quick else 31
     rounds = 1 if options.quick else 3
-    rows: list[dict[str, Any]] = [{"bench": "tools", "versions": versions(), "quick": options.quick}]
+    info = versions("trio", "msgspec", "pykka", ("ripgrep", ripgrep_version()))
+    rows: list[dict[str, Any]] = [{"bench": "tools", "versions": info, "quick": options.quick}]
     if not options.json:
-        print(", ".join(f"{k} {v}" for k, v in rows[0]["versions"].items()), flush=True)
+        print(versions_line(info), flush=True)
     fuzzy, fuzzy_failures = bench_fuzzy(repeat)
     tool_row, tool_failures = bench_tool(max(3, repeat // 3))
     batch_row, batch_failures = bench_batch(rounds)

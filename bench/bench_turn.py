@@ -63,9 +63,7 @@ Run from the repository root: ``python bench/bench_turn.py [--quick] [--json]``
 
 from __future__ import annotations
 
-import argparse
 import json
-import logging
 import os
 import queue
 import select
@@ -79,6 +77,26 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import (  # noqa: E402 - beside this script
+    fifo_reader,
+    group_survivors,
+    parse_options,
+    percentile,
+    print_header,
+    versions,
+)
+from _turn_measure import (  # noqa: E402 - beside this script
+    DEADLINE,
+    ECHO_SCRIPT,
+    LONG_SCRIPT,
+    TOOL_SCRIPT,
+    Baseline,
+    CpuMeter,
+    emit,
+    make_tools,
+    per_turn_us,
+    us,
+)
 
 from actors import Address  # noqa: E402
 from actors.agent import (  # noqa: E402
@@ -109,13 +127,10 @@ from supervisor import Runtime  # noqa: E402
 OVERHEAD_TARGET_US = 1_000.0
 CANCEL_P99_TARGET_US = 50_000.0
 HERMES_TOOL_TURN_CPU_MS = (280, 500)
-DEADLINE = 15.0
-"""Seconds any wait gives up after (the bench fails instead of hanging)."""
 SETTLE = 0.005
 """Untimed pause after each sample, inside its CPU window: the work a side still does after
 its last byte or event (trio finalizing the SDK's abandoned async generators, the store
 commit of the reply...) is charged to it and does not run during the next sample."""
-SESSION_HEADER = "X-Hermes-Session-Id"
 USER_TEXT = "Please answer this benchmark message number {i:04d}; it is about one hundred characters long."
 
 
@@ -200,9 +215,6 @@ class Stack:
             return self.runtime.stop(timeout=DEADLINE)
         finally:
             self.server.stop(timeout=DEADLINE)
-
-
-from _turn_measure import ECHO_SCRIPT, LONG_SCRIPT, TOOL_SCRIPT, make_tools, percentile, versions, us, per_turn_us, emit, CpuMeter, Baseline  # noqa: E402 - beside this script
 
 
 # -- turns through the stack, each followed by its baselines ---------------------------------------
@@ -293,21 +305,6 @@ def processes_with(marker: str) -> list[int]:
     return found
 
 
-def group_survivors(pgid: int) -> int:
-    count = 0
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat") as file:
-                fields = file.read().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[2]) == pgid and fields[0] not in "ZX":
-            count += 1
-    return count
-
-
 def settle(check: Any, *, within: float = 3.0) -> int:
     """Poll ``check()`` (a count) until it is 0 or ``within`` s passed; return the last count."""
     deadline = time.monotonic() + within
@@ -394,17 +391,11 @@ def cancel_tool_running(stack: Stack, count: int, results: CancelResults, workdi
         os.mkfifo(fifo)
         marker = f"30.{os.getpid()}{i:03d}2"
         stack.server.script([terminal_call(f"echo $$ > {fifo}; sleep {marker}; echo never")], session=session_id)
-        fd = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)
         try:
-            address.tell(StartTurn(text=USER_TEXT.format(i=i)))
-            poller = select.poll()
-            poller.register(fd, select.POLLIN)
-            if not poller.poll(DEADLINE * 1000):
-                msg = f"the terminal tool did not write to {fifo} within {DEADLINE} s"
-                raise AssertionError(msg)
-            pgid = int(os.read(fd, 64).split()[0])
+            with fifo_reader(fifo, DEADLINE, "the terminal tool") as wait_running:
+                address.tell(StartTurn(text=USER_TEXT.format(i=i)))
+                pgid = wait_running()
         finally:
-            os.close(fd)
             os.unlink(fifo)
         pidfd = os.pidfd_open(pgid)
         try:
@@ -504,12 +495,7 @@ def cancel_row(metric: str, results: CancelResults, note: str) -> dict[str, Any]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--json", action="store_true", help="one JSON object per line")
-    parser.add_argument("--quick", action="store_true", help="a much shorter run (smoke test)")
-    options = parser.parse_args()
-    for name in ("actors", "supervisor", "pykka"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    options = parse_options(__doc__)
 
     rounds = 3 if options.quick else 30
     echo_turns = 5 if options.quick else 10
@@ -517,21 +503,18 @@ def main() -> int:
     long_every = 3 if options.quick else 2  # every this many rounds, a session with two long-answer turns
     cancels = 10 if options.quick else 30
 
-    info = versions()
     setup = (
         "the test model server runs in this process (its own thread and trio.run): its CPU is part of every "
         "side's process CPU and is shown as the test-model-server thread"
     )
-    if options.json:
-        print(json.dumps({"bench": "turn", "versions": info, "setup": setup}), flush=True)
-    else:
-        print("versions: " + ", ".join(f"{k} {v}" for k, v in info.items()))
-        print(f"note: {setup}")
-        print(
-            f"{rounds} rounds, each a new session per kind (one untimed warm-up turn, then {echo_turns} echo turns "
-            f"or {tool_turns} tool turns in a row; every {long_every} rounds 2 long-answer turns), each followed by "
-            f"its two baseline replays; {cancels} cancels per kind\n"
-        )
+    text = (
+        f"note: {setup}\n"
+        f"{rounds} rounds, each a new session per kind (one untimed warm-up turn, then {echo_turns} echo turns "
+        f"or {tool_turns} tool turns in a row; every {long_every} rounds 2 long-answer turns), each followed by "
+        f"its two baseline replays; {cancels} cancels per kind\n"
+    )
+    info = versions("pykka", "trio", "msgspec", "openai", "httpx", "apsw")
+    print_header("turn", info, options.json, text, setup=setup)
 
     echo, tool, long = Sides(), Sides(), Sides()
     cancel = CancelResults()
