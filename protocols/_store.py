@@ -38,7 +38,11 @@ class CreateSession(Message, frozen=True, kw_only=True):
     parent_session_id: str | None = None
     """The session this one continues (compression split) or was delegated from; must exist."""
     title: str | None = None
-    """Unique among sessions when set (as in Hermes); a clash answers ``StoreFailed``."""
+    """Unique among sessions when set (as in Hermes); a clash answers ``StoreFailed``, unless
+    ``number_taken_title``."""
+    number_taken_title: bool = False
+    """On a clash, take the first free ``"<title> (2)"``, ``"<title> (3)"``... instead of failing:
+    a session must not fail to start because its automatic title is taken."""
     started_at: float | None = None
     """Unix time; None means the time of the write."""
     token: str = ""

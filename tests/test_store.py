@@ -301,6 +301,11 @@ def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start
     assert isinstance(dup, StoreFailed) and "exists already" in dup.error
     store.tell(CreateSession(session_id="s2", source="cli", title="taken", token="t", reply_to=replies))
     assert "title 'taken'" in replies.get().error
+    for session_id in ("auto1", "auto2"):  # an automatic title must not stop a session from starting
+        store.tell(CreateSession(session_id=session_id, source="cli", title="taken", number_taken_title=True, reply_to=replies))
+        assert isinstance(replies.get(), SessionCreated)
+    with StoreReader(path) as reader:
+        assert [reader.get_session(i).title for i in ("s1", "auto1", "auto2")] == ["taken", "taken (2)", "taken (3)"]  # type: ignore[union-attr]
     store.tell(CreateSession(session_id="s3", source="cli", parent_session_id="nobody", token="p", reply_to=replies))
     assert "parent session 'nobody' does not exist" in replies.get().error
     store.tell(AppendMessages(session_id="s1", messages=(user("a"),), timestamps=(1.0, 2.0), reply_to=replies))

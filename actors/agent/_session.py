@@ -410,6 +410,7 @@ class SessionActor(Actor):
                     model=self.deps.model.model,
                     system_prompt=prompt,
                     title=title,
+                    number_taken_title=True,
                     parent_session_id=self.overrides.parent_session_id if self.overrides else None,
                     started_at=now,
                     token="create",

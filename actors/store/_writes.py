@@ -46,6 +46,9 @@ class Rejected(Exception):
 
 
 def create_session(db: apsw.Connection, c: CreateSession) -> tuple[Message, int]:
+    title = c.title
+    if title is not None and c.number_taken_title:
+        title = _free_title(db, title)
     db.execute(
         "INSERT INTO sessions (id, source, user_id, model, model_config, system_prompt, parent_session_id, "
         "started_at, title) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -58,10 +61,19 @@ def create_session(db: apsw.Connection, c: CreateSession) -> tuple[Message, int]
             c.system_prompt,
             c.parent_session_id,
             time.time() if c.started_at is None else c.started_at,
-            c.title,
+            title,
         ),
     )
     return SessionCreated(session_id=c.session_id, token=c.token), 0
+
+
+def _free_title(db: apsw.Connection, title: str) -> str | None:
+    """``title``, or the first of ``title (2)``, ``title (3)``... that no session has (None after 1,000)."""
+    for n in range(1, 1001):
+        candidate = title if n == 1 else f"{title} ({n})"
+        if not list(db.execute("SELECT 1 FROM sessions WHERE title = ?", (candidate,))):
+            return candidate
+    return None
 
 def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, int]:
     count = len(c.messages)

@@ -63,3 +63,15 @@ def test_a_client_can_undo_the_last_exchange_and_switch_the_model_of_a_session(a
         bad = http.patch(f"/v1/sessions/{session_id}", json={"model": "bad\nname"})
         assert bad.status_code == 400 and bad.json()["error"]["param"] == "model"
         assert http.post("/v1/sessions/nope/undo").status_code == 404
+
+
+def test_a_taken_title_is_numbered_instead_of_stopping_the_session(api: ServerKit) -> None:
+    with api.http() as http:
+        first = http.post("/v1/sessions", json={"title": "Planning"})
+        second = http.post("/v1/sessions", json={"title": "Planning"})
+        assert (first.status_code, second.status_code) == (201, 201)
+        assert (first.json()["title"], second.json()["title"]) == ("Planning", "Planning (2)")
+        session_id = second.json()["id"]
+        api.model.script([TextReply(content="ready")], session=session_id)
+        chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "go"}]}, headers={"X-Hermes-Session-Id": session_id})
+        assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"] == "ready"
