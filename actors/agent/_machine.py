@@ -386,13 +386,7 @@ class _Step:
             reasoning=reply.reasoning,
             finish_reason=reply.finish_reason,
         )
-        self.append(assistant)
         reply_token = f"{turn.token}/reply"
-        # Write-ahead: tools run only once the calls are durable, so a crash can never
-        # leave a tool that ran without a record of its call.
-        # The answer too: a turn completes only once its answer is durable, so a client that
-        # saw it can read it back at once and a crash cannot take it away.
-        self.effects.append(Persist(token=reply_token, messages=(assistant,), acked=True))
         reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
         turn = msgspec.structs.replace(
             turn,
@@ -402,14 +396,26 @@ class _Step:
             output_tokens=turn.output_tokens + reply.output_tokens,
             reasoning=reasoning,
         )
+        limit = self.config.max_iterations
+        not_run = ""
+        if calls and turn.grace:  # a model that calls tools in the grace call: answer them, run nothing
+            not_run = "[not run] The turn's tool budget was used up."
+        elif calls and turn.iteration >= limit:
+            not_run = f"[not run] The turn reached its limit of {limit} model calls."
+        results = tuple(synthetic_result(c.id, c.name, not_run) for c in calls) if not_run else ()
+        self.append(assistant, *results)
+        # Write-ahead: tools run only once the calls are durable, so a crash can never
+        # leave a tool that ran without a record of its call. The answer too: a turn
+        # completes only once its answer is durable, so a client that saw it can read it
+        # back at once and a crash cannot take it away. Calls answered without running go in
+        # the same write as the message that makes them: both land, or neither.
+        self.effects.append(Persist(token=reply_token, messages=(assistant, *results), acked=True))
+        if results:
+            turn = msgspec.structs.replace(turn, answered=tuple(c.id for c in calls))
         if not calls or turn.grace:
-            if calls:  # a model that calls tools in the grace call: answer them, run nothing
-                turn = self.settle(turn, "[not run] The turn's tool budget was used up.")
             self.set_turn(msgspec.structs.replace(turn, phase="persist_answer", token=reply_token, answer=reply.content))
             return
-        if turn.iteration >= self.config.max_iterations:
-            limit = self.config.max_iterations
-            turn = self.settle(turn, f"[not run] The turn reached its limit of {limit} model calls.")
+        if results:  # the limit: one last call, without tools, to sum up
             self.call_model(turn, reply.now, grace=True)
             return
         self.set_turn(msgspec.structs.replace(turn, phase="persist_calls", token=reply_token))

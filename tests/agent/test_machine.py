@@ -188,6 +188,8 @@ def test_the_iteration_budget_ends_with_one_tool_less_grace_call() -> None:
     # The budget is used up: the calls are answered without running, no need to wait for the store.
     effects = driver.feed(ModelReplied(token=second.token, content="", tool_calls=(call("b", "read_file", '{"path": "y"}'),)))
     assert driver.of(RunTool, effects) == []
+    (persist,) = driver.of(Persist, effects)  # the call and its "not run" result: one write, both or neither
+    assert [(m.role, m.tool_call_id) for m in persist.messages] == [("assistant", None), ("tool", "b")]
     grace = driver.of(CallModel, effects)[0]
     assert not grace.use_tools
     assert grace.messages[-1].content == GRACE_INSTRUCTION
