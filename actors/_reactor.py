@@ -142,7 +142,7 @@ class Reactor:
         self._stop = trio.Event()
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
-            nursery.start_soon(self._heartbeat)
+            await nursery.start(self._heartbeat)  # measuring before anyone can block the loop
             self._ready.set()
             await self._stop.wait()
             nursery.cancel_scope.cancel()
@@ -154,13 +154,15 @@ class Reactor:
                 except Exception:
                     log.exception("a reactor cleanup raised")
 
-    async def _heartbeat(self) -> None:
+    async def _heartbeat(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        before = trio.current_time()
+        task_status.started()
         while True:
-            before = trio.current_time()
             await trio.sleep(self._interval)
             lag = max(0.0, trio.current_time() - before - self._interval)
             self._lag = lag
             self._lag_max = max(self._lag_max, lag)
+            before = trio.current_time()
 
     # -- thread-safe entry points ----------------------------------------------------
 

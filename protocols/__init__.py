@@ -57,6 +57,7 @@ from ._store import GetStoreStatistics as GetStoreStatistics
 from ._store import MessagesPersisted as MessagesPersisted
 from ._store import PutResponse as PutResponse
 from ._store import RemoveLastTurn as RemoveLastTurn
+from ._store import ReopenWrites as ReopenWrites
 from ._store import ResponseDeleted as ResponseDeleted
 from ._store import ResponseStored as ResponseStored
 from ._store import SearchHit as SearchHit
@@ -127,6 +128,7 @@ __all__ = [
     "PutResponse",
     "ReasoningDelta",
     "RemoveLastTurn",
+    "ReopenWrites",
     "ResolveApproval",
     "ResponseDeleted",
     "ResponseStored",

@@ -115,6 +115,20 @@ class DeleteSession(Message, frozen=True, kw_only=True):
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
 
+class ReopenWrites(Message, frozen=True, kw_only=True):
+    """Lift the fence on a session's transcript writes (no reply).
+
+    The writer fences a session when one of its transcript writes (``CreateSession``,
+    ``AppendMessages``, ``RemoveLastTurn``) is refused: later ``AppendMessages`` and
+    ``RemoveLastTurn`` of that session are refused too, since they were built on a memory
+    the store does not match (results of calls whose message was refused, say). A session
+    sends this when it starts (before it reads the store) and after it handled a refusal in
+    place; the writer answers in order, so everything its dead incarnation sent is behind it.
+    """
+
+    session_id: str
+
+
 class RemoveLastTurn(Message, frozen=True, kw_only=True):
     """Delete a session's last user message and every message after it (its search index
     follows, its counters too). Answered with :class:`TurnRemoved` or :class:`StoreFailed`."""
@@ -168,6 +182,7 @@ StoreCommand = (
     | UpdateSessionTotals
     | DeleteSession
     | RemoveLastTurn
+    | ReopenWrites
     | PutResponse
     | DeleteResponse
     | GetStoreStatistics

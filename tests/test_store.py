@@ -37,6 +37,7 @@ from protocols._store import (
     EndSession,
     GetStoreStatistics,
     MessagesPersisted,
+    ReopenWrites,
     SessionCreated,
     SessionEnded,
     SessionTotalsUpdated,
@@ -299,6 +300,7 @@ def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start
     store.tell(CreateSession(session_id="s1", source="cli", token="dup", reply_to=replies))
     dup = replies.get()
     assert isinstance(dup, StoreFailed) and "exists already" in dup.error
+    store.tell(ReopenWrites(session_id="s1"))  # a refusal fences the session: as a reloaded session does
     store.tell(CreateSession(session_id="s2", source="cli", title="taken", token="t", reply_to=replies))
     assert "title 'taken'" in replies.get().error
     for session_id in ("auto1", "auto2"):  # an automatic title must not stop a session from starting
@@ -310,6 +312,7 @@ def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start
     assert "parent session 'nobody' does not exist" in replies.get().error
     store.tell(AppendMessages(session_id="s1", messages=(user("a"),), timestamps=(1.0, 2.0), reply_to=replies))
     assert "timestamps has 2 entries for 1 messages" in replies.get().error
+    store.tell(ReopenWrites(session_id="s1"))
     store.tell(EndSession(session_id="ghost", end_reason="x", reply_to=replies))
     assert isinstance(replies.get(), StoreFailed)
 
@@ -320,6 +323,7 @@ def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start
     half = (user("halfway"), user("bad \ud800 surrogate"), user("never"))
     store.tell(AppendMessages(session_id="s1", messages=half, token="2", reply_to=replies))
     store.tell(AppendMessages(session_id="ghost", messages=(user("lost"),), token="3", reply_to=replies))
+    store.tell(ReopenWrites(session_id="s1"))
     store.tell(AppendMessages(session_id="s1", messages=(user("after"),), token="4", reply_to=replies))
     gate.release.set()
     in_order = [replies.get() for _ in range(4)]
@@ -362,6 +366,7 @@ def test_a_database_locked_by_another_process_answers_a_retryable_failure_and_th
     finally:
         intruder.execute("ROLLBACK")
         intruder.close()
+    store.tell(ReopenWrites(session_id="s1"))  # the session reloads, then writes again
     assert isinstance(append(store, replies, "s1", user("unblocked")), MessagesPersisted)
     with StoreReader(path) as reader:
         assert [m.content for m in reader.load_messages("s1")] == ["unblocked"]
@@ -528,3 +533,21 @@ def test_the_store_package_has_a_sorted_door_and_imports_no_upper_layer() -> Non
                 continue
             offenders += [f"{path.name}: {n}" for n in names if n.startswith(upper)]
     assert offenders == []
+
+
+def test_after_a_refused_transcript_write_the_session_is_fenced_until_it_reopens(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    runtime, store = start_store(start_runtime, path)
+    replies = Replies()
+    create(store, replies, "s1")
+    create(store, replies, "s2")
+    store.tell(AppendMessages(session_id="s1", messages=(user("a"),), timestamps=(1.0, 2.0), token="bad", reply_to=replies))
+    assert isinstance(replies.get(), StoreFailed)
+    # Built on a memory the store does not match: refused, though valid on its own.
+    fenced = append(store, replies, "s1", user("results of the refused calls"), token="next")
+    assert isinstance(fenced, StoreFailed) and "an earlier write of this session was refused" in fenced.error
+    assert isinstance(append(store, replies, "s2", user("other sessions write on")), MessagesPersisted)
+    store.tell(ReopenWrites(session_id="s1"))  # the session reloaded from the store
+    assert isinstance(append(store, replies, "s1", user("after the reload")), MessagesPersisted)
+    with StoreReader(path) as reader:
+        assert [m.content for m in reader.load_messages("s1")] == ["after the reload"]

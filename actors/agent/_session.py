@@ -51,6 +51,7 @@ from protocols._store import (
     GetStoreStatistics,
     MessagesPersisted,
     RemoveLastTurn,
+    ReopenWrites,
     SessionCreated,
     SessionTotalsUpdated,
     StoreFailed,
@@ -212,7 +213,9 @@ class SessionActor(Actor):
         self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth)
         # Load only after the writer has committed everything sent before now: writes of a
         # dead incarnation may still be in its inbox (otherwise a tool result landing after
-        # the reload would get a second, synthetic result).
+        # the reload would get a second, synthetic result). Those that build on a refused
+        # one are refused (the fence); what this incarnation writes is not.
+        self.store.tell(ReopenWrites(session_id=self.session_id))
         self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
 
     def load(self) -> None:
@@ -295,8 +298,10 @@ class SessionActor(Actor):
             case StoreFailed(token=token, error=error):
                 turn = self.state.turn
                 if turn is not None and turn.phase == "persist_user" and token == turn.token:
-                    # Nothing of this turn is stored: take the message back and say so.
+                    # Nothing of this turn is stored: take the message back and say so. Nothing
+                    # was sent after it (the model waits for it), so the session writes on.
                     self.feed(PersistFailed(token=token, error=error, now=time.monotonic()))
+                    self.store.tell(ReopenWrites(session_id=self.session_id))
                 else:
                     # Memory and the store now disagree (a message the session holds is not
                     # stored). The store is the truth: restart from it, which settles the turn.

@@ -182,7 +182,9 @@ class SimSession:
         if restarted:
             # The kernel publishes the exit that caused a restart after the restart itself.
             world.checker.supervision(ChildExited(path=self.path, child_id=self.session_id, incarnation=self.starts - 1, kind="crashed"), world.now)
-        # As SessionActor: load only after the store committed what was sent before (a barrier).
+        # As SessionActor: lift the fence, and load only after the store committed what was
+        # sent before (a barrier).
+        world.store.reopen(self.session_id)
         world.at(max(world.now, world.store.free_at) + world.dice.uniform("session", 0.0005, self.load_s), self._load_done, incarnation)
         while self.mailbox and self.current is incarnation:
             self.handle(incarnation, self.mailbox.popleft(), from_address=True)
@@ -253,6 +255,7 @@ class SimSession:
                     self.crash(f"write {token!r} was not stored")
                     return
                 self.feed(PersistFailed(token=token, error=error, now=now))
+                self.world.store.reopen(self.session_id)  # as SessionActor: handled in place
                 # (A failed CreateSession fails the running turn too: it is the session's write.)
                 if turn is not None and self.state.turn is not turn and token != "create" and not token.startswith(f"{turn.turn_id}/"):
                     self.world.checker.violate(

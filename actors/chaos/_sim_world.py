@@ -258,6 +258,8 @@ class SimStore:
         self.records: dict[str, str] = {}
         """session id -> stored system prompt."""
         self.free_at = 0.0
+        self.fenced: set[str] = set()
+        """As StoreWriter: sessions whose transcript write was refused (until ``reopen``)."""
         self.writes = 0
         self.ack_before_commit = False
         """A planted bug (tests only): acknowledge on arrival, commit later."""
@@ -279,12 +281,18 @@ class SimStore:
             reply_to = None
         world.at(done, self._commit, session_id, messages, token, reply_to, prompt)
 
+    def reopen(self, session_id: str) -> None:
+        """``ReopenWrites``: taken in order with the writes (after every one submitted before)."""
+        self.world.at(max(self.world.now, self.free_at), self.fenced.discard, session_id)
+
     def _commit(self, session_id: str, messages: tuple[ChatMessage, ...] | None, token: str, reply_to: Incarnation | None, prompt: str) -> None:
         world = self.world
         faults = world.plan.store
         self.writes += 1
         reply: Any
-        if world.dice.fault("store", "busy", faults.busy):
+        if messages is not None and session_id in self.fenced:
+            reply = StoreFailed(token=token, error="an earlier write of this session was refused", session_id=session_id)
+        elif world.dice.fault("store", "busy", faults.busy):
             world.note(f"fault: store busy, write {token!r} of {session_id} failed")
             reply = StoreFailed(token=token, error="database is locked", session_id=session_id, retryable=True)
         elif messages is None:
@@ -299,6 +307,8 @@ class SimStore:
                 world.note(f"fault: store crashed after committing {token!r} of {session_id}")
                 reply = StoreFailed(token=token, error="the store writer stopped before committing it; send it again", session_id=session_id, retryable=True)
                 self.free_at = max(self.free_at, world.now + 0.005)  # the writer restarts
+        if type(reply) is StoreFailed:
+            self.fenced.add(session_id)
         if reply_to is not None:
             self._reply(reply_to, reply)
 

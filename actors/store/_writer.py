@@ -41,6 +41,7 @@ from protocols._store import (
     DeleteResponse,
     DeleteSession,
     RemoveLastTurn,
+    ReopenWrites,
     EndSession,
     GetStoreStatistics,
     MessagesPersisted,
@@ -50,6 +51,7 @@ from protocols._store import (
     SessionTotalsUpdated,
     StoreFailed,
     StoreStatistics,
+    TurnRemoved,
     UpdateSessionTotals,
 )
 
@@ -71,6 +73,9 @@ from ._writes import (
 
 log = logging.getLogger(__name__)
 
+FENCING = (CreateSession, AppendMessages, RemoveLastTurn)
+"""A refusal of one of these fences the session (``ReopenWrites``)."""
+FENCING_NAMES = frozenset(c.__name__ for c in FENCING)
 Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | RemoveLastTurn | PutResponse | DeleteResponse
 W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession, RemoveLastTurn, PutResponse, DeleteResponse)
 
@@ -135,6 +140,8 @@ class StoreWriter(Actor):
         self._failures = 0
         self._messages = 0
         self._largest_batch = 0
+        self._fenced: set[str] = set()
+        """Sessions whose transcript write was refused: their next ones are refused too (see ReopenWrites)."""
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -156,6 +163,8 @@ class StoreWriter(Actor):
                 self._write(message, delete_session)
             case RemoveLastTurn():
                 self._write(message, remove_last_turn)
+            case ReopenWrites(session_id=session_id):
+                self._fenced.discard(session_id)
             case PutResponse():
                 self._write(message, put_response)
             case DeleteResponse():
@@ -204,6 +213,9 @@ class StoreWriter(Actor):
     # -- group commit ------------------------------------------------------------------
 
     def _write(self, command: W, apply: Callable[[apsw.Connection, W], tuple[Message, int]]) -> None:
+        if isinstance(command, AppendMessages | RemoveLastTurn) and command.session_id in self._fenced:
+            self._write_failed(command, Rejected("an earlier write of this session was refused, and this one may build on it; the session reloads from the store first"))
+            return
         db = self._connection()
         self._batch_writes += 1
         try:
@@ -260,6 +272,8 @@ class StoreWriter(Actor):
         broken = broken or isinstance(exc, (*_BROKEN, StoreConnectionBroken))
         text, retryable = _explain(command, exc, self.database, self._busy_timeout, broken=broken)
         self._failures += 1
+        if isinstance(command, FENCING):
+            self._fenced.add(command.session_id)
         failed = StoreFailed(
             token=command.token, error=text, command=type(command).__name__, session_id=getattr(command, "session_id", None), retryable=retryable
         )
@@ -276,6 +290,8 @@ class StoreWriter(Actor):
                 self._failures += 1
                 session_id = getattr(reply, "session_id", None)
                 command = _command_of(reply)
+                if session_id is not None and command in FENCING_NAMES:
+                    self._fenced.add(session_id)
                 reply = StoreFailed(
                     token=getattr(reply, "token", ""),
                     error=f"{command} for session {session_id!r} was not stored: {why}",
@@ -325,6 +341,7 @@ def _command_of(reply: Message) -> str:
         MessagesPersisted: "AppendMessages",
         SessionEnded: "EndSession",
         SessionTotalsUpdated: "UpdateSessionTotals",
+        TurnRemoved: "RemoveLastTurn",
     }.get(type(reply), type(reply).__name__)
 
 

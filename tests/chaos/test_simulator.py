@@ -11,7 +11,6 @@ from __future__ import annotations
 import functools
 
 import msgspec
-import pytest
 
 from actors.agent import _machine
 from actors.chaos import _sim_session
@@ -132,16 +131,10 @@ def test_a_failed_store_write_never_leaves_a_call_unpaired_in_the_store() -> Non
     assert _broken(_swept(STORE_BUSY, 1000), "durable_unpaired") == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="finding: a write that depends on one the store refused can still land. The assistant "
-    "message asking for two calls is refused (store busy), the refusal arrives late, and the "
-    "settle write of the same turn (results of those calls) is committed: the store keeps two "
-    "results without their call (the reload drops them in memory; they stay on disk). Needs the "
-    "store to refuse a session's writes after a refused one until it reloads (a fence). "
-    "Seeds 10542, 10638, 10841 of the store-busy plan.",
-)
 def test_a_write_that_depends_on_a_refused_one_is_never_stored() -> None:
+    # Was a finding (seeds 10542, 10638, 10841): the assistant message asking for two calls
+    # was refused, the refusal arrived late, and the settle write with their results landed.
+    # Now the store fences the session after a refused transcript write until it reloads.
     assert _broken(sweep(range(10_500, 10_900), STORE_BUSY), "durable_unpaired") == []
 
 
