@@ -99,6 +99,9 @@ class UpdateSessionTotals(Message, frozen=True, kw_only=True):
     """Set the session's title too (None leaves it unchanged)."""
     model: str | None = None
     """Set the session's model (None leaves it unchanged)."""
+    title_if_untitled: bool = False
+    """Set ``title`` only if the session has none, numbered if another session has it
+    (``"Planning (2)"``), never failing over it."""
     token: str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""

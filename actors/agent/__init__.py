@@ -14,8 +14,8 @@ from ._plan import ToolTraits as ToolTraits
 from ._session import SessionActor as SessionActor
 from ._session import SessionDeps as SessionDeps
 from ._loading import build_system_prompt as build_system_prompt
-from ._session import session_address as session_address
-from ._session import tell_session as tell_session
+from ._address import session_address as session_address
+from ._address import tell_session as tell_session
 from ._tools import ToolCall as ToolCall
 from ._tools import ToolOutput as ToolOutput
 from ._tools import ToolSpec as ToolSpec

@@ -5,7 +5,7 @@ whose outcomes come back as messages; writes go to the store writer, whose ackno
 comes back as a message. Events go to the session's hub.
 
 Invariant: one session actor per session id: sessions are children of a dynamic supervisor
-and are reached through :func:`session_address`, which reserves the address atomically.
+and are reached through ``session_address`` (``_address.py``), which reserves the address atomically.
 Invariant: after a restart the transcript is reloaded from the store and sanitized;
 unfinished tool calls get an "outcome unknown" result and are never re-run.
 """
@@ -25,9 +25,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from actors import Actor, Address, AddressClosed, HermesError, Registry, WaitHandle
+from actors import Actor, HermesError, WaitHandle
 from protocols import ChatMessage, WaitFinished
-from supervisor import start_child
 from protocols._session import (
     AnswerClarification,
     CancelTurn,
@@ -194,6 +193,8 @@ class SessionActor(Actor):
         """True once the session's row is known to be committed."""
         self.waiting_ready: list[Any] = []
         self.serial = 0
+        self.titling: dict[str, Any] = {}
+        """title write token -> who waits for SessionReady."""
         self.writes: collections.deque[tuple[float, str]] = collections.deque()
         """Writes told to the store and not answered yet: (monotonic time sent, token), oldest first."""
         self.ack_check_armed = False
@@ -262,11 +263,23 @@ class SessionActor(Actor):
                 )
             case CancelTurn(reason=reason, turn_id=turn_id):
                 self.feed(Cancel(reason=reason, turn_id=turn_id, now=time.monotonic()))
-            case EnsureSession(reply_to=reply_to):
-                if self.durable:
+            case EnsureSession(reply_to=reply_to, title=title):
+                if self.durable and title:
+                    # It exists (made by a model switch, say) but may have no title yet: give it
+                    # this one, and answer once that is stored.
+                    self.serial += 1
+                    token = f"title/{self.serial}"
+                    self.titling[token] = reply_to
+                    self.write(UpdateSessionTotals(session_id=self.session_id, title=title, title_if_untitled=True, token=token, reply_to=self.actor_ref))
+                elif self.durable:
                     reply_to.tell(SessionReady(session_id=self.session_id, created=False))
                 else:
                     self.waiting_ready.append(reply_to)
+            case SessionTotalsUpdated(token=token) if token in self.titling:
+                _answer(self.titling.pop(token), SessionReady(session_id=self.session_id, created=False))
+            case StoreFailed(token=token, error=error) if token in self.titling:
+                log.warning("session %s: its title was not stored: %s", self.session_id, error)  # cosmetic: no reload
+                _answer(self.titling.pop(token), SessionReady(session_id=self.session_id, created=False))
             case SwitchModel(model=model, reply_to=reply_to):
                 self.switch_model(model, reply_to)
             case UndoTurn(reply_to=reply_to):
@@ -571,21 +584,3 @@ class SessionActor(Actor):
 def _answer(reply_to: Any, message: Any) -> None:
     if reply_to is not None:
         reply_to.tell(message)
-
-
-def session_address(registry: Registry, sessions: Address[Any], session_id: str) -> Address[Any]:
-    """The address of a session's actor, starting (or rehydrating) it if needed."""
-    return start_child(registry, sessions, session_id, session_id)
-
-
-def tell_session(registry: Registry, sessions: Address[Any], session_id: str, message: Any) -> Address[Any]:
-    """Tell a session, restarting it if it was just passivated; returns its address."""
-    for _ in range(3):
-        address = session_address(registry, sessions, session_id)
-        try:
-            address.tell(message)
-            return address
-        except AddressClosed:
-            continue  # passivated between lookup and tell: the next lookup starts it again
-    msg = f"session {session_id} could not be reached after 3 attempts"
-    raise AddressClosed(msg)

@@ -113,6 +113,10 @@ def end_session(db: apsw.Connection, c: EndSession) -> tuple[Message, int]:
     return SessionEnded(session_id=c.session_id, token=c.token), 0
 
 def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message, int]:
+    title = c.title
+    if title is not None and c.title_if_untitled:
+        current = list(db.execute("SELECT title FROM sessions WHERE id = ?", (c.session_id,)))
+        title = _free_title(db, title) if current and current[0][0] is None else None
     db.execute(
         "UPDATE sessions SET input_tokens = coalesce(input_tokens, 0) + ?, "
         "output_tokens = coalesce(output_tokens, 0) + ?, cache_read_tokens = coalesce(cache_read_tokens, 0) + ?, "
@@ -124,7 +128,7 @@ def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message,
             c.cache_read_tokens,
             c.cache_write_tokens,
             c.reasoning_tokens,
-            c.title,
+            title,
             c.model,
             c.session_id,
         ),

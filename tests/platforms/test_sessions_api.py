@@ -75,3 +75,12 @@ def test_a_taken_title_is_numbered_instead_of_stopping_the_session(api: ServerKi
         api.model.script([TextReply(content="ready")], session=session_id)
         chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "go"}]}, headers={"X-Hermes-Session-Id": session_id})
         assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"] == "ready"
+
+
+def test_an_untitled_session_takes_the_title_of_its_next_create_and_a_titled_one_keeps_its_own(api: ServerKit) -> None:
+    with api.http() as http:
+        session_id = http.post("/v1/sessions", json={}).json()["id"]  # made without one (a model switch does that)
+        named = http.post("/v1/sessions", json={"id": session_id, "title": "Named later"})
+        assert named.status_code == 200 and named.json()["title"] == "Named later"
+        again = http.post("/v1/sessions", json={"id": session_id, "title": "Another name"})
+        assert again.json()["title"] == "Named later"  # renaming is PATCH's job

@@ -303,3 +303,17 @@ def test_a_priced_model_shows_each_turns_cost_in_the_status_bar_and_usage(tmp_pa
         drive(make_app(handle), scenario)
     finally:
         assert handle.close()
+
+
+def test_a_model_chosen_before_the_first_message_keeps_the_automatic_title(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content="hi")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await run_command(pilot, app, "/model bigger-model")  # creates the session, untitled
+        await type_text(pilot, "plan the week")
+        await app.wait_for_event(kind(TurnCompleted))
+        record = await local.get_session(app.session_id)
+        assert record is not None and (record.title, record.model) == ("plan the week", "bigger-model")
+
+    drive(make_app(local), scenario)
+    assert model_server.requests[-1].body["model"] == "bigger-model"
