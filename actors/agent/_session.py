@@ -138,7 +138,9 @@ class SessionDeps:
     """Skip approvals (never the hardline blocklist)."""
     approval_timeout: float = 300.0
     store_ack_timeout: float = 30.0
-    """Seconds a write may stay unanswered before the session reloads from the store."""
+    """Seconds a write may stay unanswered before the session stops trusting its memory and
+    reloads from the store (a lost reply, a wedged writer); far above any commit (the
+    writer's busy timeout is 2 s)."""
 
 
 class _Timer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
@@ -151,12 +153,6 @@ class _Idle(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 
 class _AckCheck(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """Time to check that the store answered every write sent ``store_ack_timeout`` ago."""
-
-
-STORE_ACK_TIMEOUT = SessionDeps.store_ack_timeout
-"""Seconds a write may stay unanswered before the session stops trusting its memory and
-reloads from the store (a lost reply, a wedged writer). Far above any commit: the writer's
-busy timeout is 2 s."""
 
 
 async def _run_tool(tool: ToolSpec, arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
@@ -193,13 +189,11 @@ class SessionActor(Actor):
         """True once the session's row is known to be committed."""
         self.waiting_ready: list[Any] = []
         self.serial = 0
-        self.titling: dict[str, Any] = {}
-        """title write token -> who waits for SessionReady."""
         self.writes: collections.deque[tuple[float, str]] = collections.deque()
         """Writes told to the store and not answered yet: (monotonic time sent, token), oldest first."""
         self.ack_check_armed = False
-        self.replies: dict[str, tuple[Any, str | None]] = {}
-        """store token -> (reply_to, model): requests answered once the store committed."""
+        self.answers: dict[str, _Answer] = {}
+        """store token -> a request answered once the store committed (or refused) its write."""
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
         self.workspace = Workspace(
             deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo, timeout=deps.approval_timeout), Clarifier(self.hub)
@@ -266,30 +260,21 @@ class SessionActor(Actor):
             case EnsureSession(reply_to=reply_to, title=title):
                 if self.durable and title:
                     # It exists (made by a model switch, say) but may have no title yet: give it
-                    # this one, and answer once that is stored.
-                    self.serial += 1
-                    token = f"title/{self.serial}"
-                    self.titling[token] = reply_to
-                    self.write(UpdateSessionTotals(session_id=self.session_id, title=title, title_if_untitled=True, token=token, reply_to=self.actor_ref))
+                    # this one, and answer once that is stored. A refused title is cosmetic.
+                    ready = SessionReady(session_id=self.session_id, created=False)
+                    update = UpdateSessionTotals(session_id=self.session_id, title=title, title_if_untitled=True)
+                    self.write_answered(update, _Answer(reply_to, lambda _: ready, lambda _: ready, reload=False))
                 elif self.durable:
                     reply_to.tell(SessionReady(session_id=self.session_id, created=False))
                 else:
                     self.waiting_ready.append(reply_to)
-            case SessionTotalsUpdated(token=token) if token in self.titling:
-                _answer(self.titling.pop(token), SessionReady(session_id=self.session_id, created=False))
-            case StoreFailed(token=token, error=error) if token in self.titling:
-                log.warning("session %s: its title was not stored: %s", self.session_id, error)  # cosmetic: no reload
-                _answer(self.titling.pop(token), SessionReady(session_id=self.session_id, created=False))
             case SwitchModel(model=model, reply_to=reply_to):
                 self.switch_model(model, reply_to)
             case UndoTurn(reply_to=reply_to):
                 self.undo(reply_to)
-            case TurnRemoved(token=token) if token in self.replies:
-                reply_to, _ = self.replies.pop(token)
-                _answer(reply_to, TurnUndone(session_id=self.session_id, removed=message.removed, text=message.text))
-            case SessionTotalsUpdated(token=token) if token in self.replies:
-                reply_to, chosen = self.replies.pop(token)
-                _answer(reply_to, ModelSwitched(session_id=self.session_id, model=chosen or ""))
+            case TurnRemoved(token=token) | SessionTotalsUpdated(token=token) if token in self.answers:
+                pending = self.answers.pop(token)
+                _answer(pending.reply_to, pending.done(message))
             case AnswerClarification(request_id=request_id, answer=answer):
                 clarifier = self.workspace.clarifier
                 if clarifier is not None:
@@ -302,12 +287,12 @@ class SessionActor(Actor):
                 self.on_wait(message)
             case MessagesPersisted(token=token):
                 self.feed(Persisted(token=token, now=time.monotonic()))
-            case StoreFailed(token=token, error=error) if token in self.replies:
-                reply_to, chosen = self.replies.pop(token)
-                why = f"the store refused it ({error})"
-                refused = ModelSwitched(session_id=self.session_id, model=chosen, error=why) if chosen else TurnUndone(session_id=self.session_id, error=why)
-                _answer(reply_to, refused)
-                raise StoreDiverged(f"session {self.session_id}: write {token!r} was not stored ({error}); reloading from the store")
+            case StoreFailed(token=token, error=error) if token in self.answers:
+                pending = self.answers.pop(token)
+                _answer(pending.reply_to, pending.refused(f"the store refused it ({error})"))
+                if pending.reload:  # memory changed first: the store is the truth
+                    raise StoreDiverged(f"session {self.session_id}: write {token!r} was not stored ({error}); reloading from the store")
+                log.warning("session %s: write %r was not stored: %s", self.session_id, token, error)
             case StoreFailed(token=token, error=error):
                 turn = self.state.turn
                 if turn is not None and turn.phase == "persist_user" and token == turn.token:
@@ -387,11 +372,16 @@ class SessionActor(Actor):
         if not model.strip():
             _answer(reply_to, ModelSwitched(session_id=self.session_id, model=model, error="the model name is empty"))
             return
-        self.model = dataclasses.replace(self.model, model=model.strip())
-        self.serial += 1
-        token = f"model/{self.serial}"
-        self.replies[token] = (reply_to, self.model.model)
-        self.write(UpdateSessionTotals(session_id=self.session_id, model=self.model.model, token=token, reply_to=self.actor_ref))
+        chosen = model.strip()
+        self.model = dataclasses.replace(self.model, model=chosen)
+        self.write_answered(
+            UpdateSessionTotals(session_id=self.session_id, model=chosen),
+            _Answer(
+                reply_to,
+                lambda _: ModelSwitched(session_id=self.session_id, model=chosen),
+                lambda why: ModelSwitched(session_id=self.session_id, model=chosen, error=why),
+            ),
+        )
 
     def undo(self, reply_to: Any) -> None:
         """Take back the last exchange: trimmed here now, answered once the store removed it too."""
@@ -406,10 +396,21 @@ class SessionActor(Actor):
             return
         # The store answers in order: a message sent after this lands after the removal.
         self.state = msgspec.structs.replace(self.state, transcript=transcript[:last])
+        self.write_answered(
+            RemoveLastTurn(session_id=self.session_id),
+            _Answer(
+                reply_to,
+                lambda removed: TurnUndone(session_id=self.session_id, removed=removed.removed, text=removed.text),
+                lambda why: TurnUndone(session_id=self.session_id, error=why),
+            ),
+        )
+
+    def write_answered(self, command: Any, pending: _Answer) -> None:
+        """Write ``command`` and answer ``pending`` once the store committed or refused it."""
         self.serial += 1
-        token = f"undo/{self.serial}"
-        self.replies[token] = (reply_to, None)
-        self.write(RemoveLastTurn(session_id=self.session_id, token=token, reply_to=self.actor_ref))
+        token = f"{type(command).__name__}/{self.serial}"
+        self.answers[token] = pending
+        self.write(msgspec.structs.replace(command, token=token, reply_to=self.actor_ref))
 
     # -- loading and recovery -----------------------------------------------------------------------
 
@@ -579,6 +580,17 @@ class SessionActor(Actor):
         self.idle_generation += 1
         if self.deps.idle_timeout > 0:
             self.send_after(self.deps.idle_timeout, _Idle(generation=self.idle_generation))
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Answer:
+    """A request answered after its write: ``done(store reply)`` or ``refused(why)``."""
+
+    reply_to: Any
+    done: Callable[[Any], Any]
+    refused: Callable[[str], Any]
+    reload: bool = True
+    """On a refusal, reload from the store (the session changed its memory first)."""
 
 
 def _answer(reply_to: Any, message: Any) -> None:

@@ -58,7 +58,7 @@ from ..agent._machine import (
 )
 from ..agent._model import ModelFailure, ModelReply
 from ..agent._recovery import OpenTurns, plan_recovery
-from ..agent._session import STORE_ACK_TIMEOUT
+from ..agent._session import SessionDeps
 from ..agent._sanitize import sanitize
 from ._sim_trace import show
 from ._sim_world import Loaded, Outcome, TimerMessage, World
@@ -79,6 +79,8 @@ RESTART_FAILED = (
     "the session restarted while a turn was running; unfinished tools were not re-run "
     "(their results say 'outcome unknown'); send a message to continue"
 )
+STORE_ACK_TIMEOUT = SessionDeps.store_ack_timeout
+"""As a session with the default ``SessionDeps``."""
 ACK_CHECK = "store-ack-check"
 """The timer token of SessionActor's ``_AckCheck``."""
 MAX_RESTARTS = 50

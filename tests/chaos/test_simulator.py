@@ -126,7 +126,7 @@ def test_a_recovery_never_gives_a_call_a_second_result() -> None:
 def test_a_failed_store_write_never_leaves_a_call_unpaired_in_the_store() -> None:
     # Was a finding (seeds 230 and 467 of this plan): a lost store reply went unnoticed, and
     # a recovery stored results after the next user message, where they were not found.
-    # Now an unanswered write restarts the session after STORE_ACK_TIMEOUT, and the
+    # Now an unanswered write restarts the session after store_ack_timeout, and the
     # sanitizer finds a result up to the next message that calls the same id.
     assert _broken(_swept(STORE_BUSY, 1000), "durable_unpaired") == []
 
