@@ -72,6 +72,14 @@ async def _write(ctx: ApiContext, command: Any) -> Any:
     return reply
 
 
+async def _ask(ctx: ApiContext, session_id: str, command: Any) -> Any:
+    """Tell the session ``command``; return its answer (sent once the store committed)."""
+    reply_to = TrioSubscriber(ctx.reactor)
+    ctx.tell(session_id, msgspec.structs.replace(command, reply_to=reply_to))
+    with trio.fail_after(STORE_TIMEOUT):
+        return await reply_to.get()
+
+
 def _view(record: SessionRecord) -> dict[str, Any]:
     out: dict[str, Any] = msgspec.to_builtins(record)
     out.pop("type", None)
@@ -112,10 +120,7 @@ async def create_session(ctx: ApiContext, request: Request, send: Send, params: 
     if title is not None and (not isinstance(title, str) or len(title) > 200):
         raise HttpError(400, "title must be a string of at most 200 characters", param="title", code="invalid_title")
     session_id = check_session_id(body["id"], "id") if "id" in body else new_id("sess_")
-    reply_to = TrioSubscriber(ctx.reactor)
-    ctx.tell(session_id, EnsureSession(title=title, reply_to=reply_to))
-    with trio.fail_after(STORE_TIMEOUT):
-        ready = await reply_to.get()
+    ready = await _ask(ctx, session_id, EnsureSession(title=title))
     record = await _record(ctx, session_id)
     await send_json(send, 201 if ready.created else 200, _view(record))
 
@@ -140,10 +145,7 @@ async def patch_session(ctx: ApiContext, request: Request, send: Send, params: d
         await _write(ctx, UpdateSessionTotals(session_id=session_id, title=title.strip()))
     if model is not None:
         # Through the session, so its next model call uses it; answered once it is saved.
-        reply_to = TrioSubscriber(ctx.reactor)
-        ctx.tell(session_id, SwitchModel(model=model.strip(), reply_to=reply_to))
-        with trio.fail_after(STORE_TIMEOUT):
-            switched = await reply_to.get()
+        switched = await _ask(ctx, session_id, SwitchModel(model=model.strip()))
         if switched.error:
             raise HttpError(503, f"the model was not switched: {switched.error}; try again", type="server_error", code="store_refused")
     await send_json(send, 200, _view(await _record(ctx, session_id)))
@@ -153,10 +155,7 @@ async def undo_turn(ctx: ApiContext, request: Request, send: Send, params: dict[
     """Take back the session's last exchange (its last user message and everything after it)."""
     session_id = params["session_id"]
     await _record(ctx, session_id)
-    reply_to = TrioSubscriber(ctx.reactor)
-    ctx.tell(session_id, UndoTurn(reply_to=reply_to))
-    with trio.fail_after(STORE_TIMEOUT):
-        undone = await reply_to.get()
+    undone = await _ask(ctx, session_id, UndoTurn())
     if undone.error:
         raise HttpError(409, undone.error, code="nothing_to_undo" if "nothing" in undone.error else "session_busy")
     await send_json(send, 200, {"object": "hermes.session.undo", "session_id": session_id, "removed": undone.removed, "text": undone.text})
