@@ -114,6 +114,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=None, help="port (default 8642, or api_server.port); 0 picks a free one")
     serve.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
+    serve.add_argument("--yolo", action="store_true", help="run dangerous commands without asking (the hardline blocklist still applies)")
     serve.set_defaults(handler=_serve)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
@@ -128,7 +129,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
 def _serve(args: argparse.Namespace) -> int:
     from actors.platforms._serve import run_serve
 
-    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout)
+    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

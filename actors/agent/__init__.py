@@ -1,5 +1,7 @@
 """agent: sessions and their turn machine, model calls, the session event stream."""
 
+from ._approval_settings import ApprovalSettings as ApprovalSettings
+from ._approval_settings import load_approval_settings as load_approval_settings
 from ._approvals import ALLOWING as ALLOWING
 from ._approvals import ApprovalGate as ApprovalGate
 from ._config import ConfigError as ConfigError
@@ -27,6 +29,7 @@ from ._tree import start_agent_runtime as start_agent_runtime
 __all__ = [
     "ALLOWING",
     "ApprovalGate",
+    "ApprovalSettings",
     "ConfigError",
     "HubRegistry",
     "MachineConfig",
@@ -43,6 +46,7 @@ __all__ = [
     "agent_specs",
     "build_system_prompt",
     "hermes_home",
+    "load_approval_settings",
     "load_model_settings",
     "reader_opener",
     "session_address",

@@ -23,6 +23,8 @@ import trio
 
 from protocols._session import ApprovalRequested, ApprovalResolved, SessionEvent
 
+from ._approval_settings import ApprovalSettings
+
 log = logging.getLogger(__name__)
 
 Decision = Literal["once", "session", "always", "deny", "timeout", "cancelled", "yolo"]
@@ -40,12 +42,25 @@ class _Pending:
 class ApprovalGate:
     """One per session; touched only in the reactor thread."""
 
-    def __init__(self, publish: Callable[[SessionEvent], object], *, home: Path, yolo: bool = False, timeout: float = 300.0) -> None:
+    def __init__(
+        self,
+        publish: Callable[[SessionEvent], object],
+        *,
+        home: Path,
+        settings: ApprovalSettings | None = None,
+        yolo: bool = False,
+        timeout: float | None = None,
+    ) -> None:
+        settings = settings or ApprovalSettings()
         self._publish = publish
         self._home = home
-        self.yolo = yolo
-        self.timeout = timeout
+        self.yolo = yolo or settings.yolo
+        self.timeout = timeout if timeout is not None else settings.timeout
         """Seconds a request waits for an answer before it is denied."""
+        self.allowlist = settings.allowlist
+        """Keys approved for good in config.yaml (``command_allowlist``)."""
+        self.deny_globs = settings.deny
+        """Globs that block a command outright (``approvals.deny``): the terminal reads them."""
         self._ids = itertools.count(1)
         self._pending: dict[str, _Pending] = {}
         self._session_allowed: set[str] = set()
@@ -77,7 +92,7 @@ class ApprovalGate:
             return "yolo"
         if keys and all(k in self._session_allowed for k in keys):
             return "session"
-        if keys and all(k in self._always_allowed() for k in keys):
+        if keys and all(k in self._session_allowed or k in self.allowlist or k in self._always_allowed() for k in keys):
             return "always"
         request_id = f"{call_id}:{next(self._ids)}"
         pending = self._pending[request_id] = _Pending(trio.Event())

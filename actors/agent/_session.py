@@ -59,6 +59,7 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 
+from ._approval_settings import ApprovalSettings
 from ._approvals import ApprovalGate
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
@@ -134,9 +135,8 @@ class SessionDeps:
     """Where a session's working directory starts."""
     store_file: Path | None = None
     """The store's file, handed to tools that search past sessions."""
-    yolo: bool = False
-    """Skip approvals (never the hardline blocklist)."""
-    approval_timeout: float = 300.0
+    approvals: ApprovalSettings = ApprovalSettings()
+    """Approval mode, timeout, allowlist and deny globs (``off`` never skips the hardline list)."""
     store_ack_timeout: float = 30.0
     """Seconds a write may stay unanswered before the session stops trusting its memory and
     reloads from the store (a lost reply, a wedged writer); far above any commit (the
@@ -196,7 +196,7 @@ class SessionActor(Actor):
         """store token -> a request answered once the store committed (or refused) its write."""
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
         self.workspace = Workspace(
-            deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, yolo=deps.yolo, timeout=deps.approval_timeout), Clarifier(self.hub)
+            deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, settings=deps.approvals), Clarifier(self.hub)
         )
 
     # -- lifecycle ----------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from actors.agent import (
     SessionDeps,
     agent_specs,
     hermes_home,
+    load_approval_settings,
     load_model_settings,
     reader_opener,
 )
@@ -55,11 +56,14 @@ def _tools() -> dict[str, Any]:
     return tools_package.REGISTRY.specs(names)
 
 
-def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None) -> int:
+def run_serve(
+    *, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False
+) -> int:
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     try:
         model = load_model_settings(home, env=env)
+        approvals = load_approval_settings(home, env=env, yolo=yolo)
         key, created = load_or_create_key(home, env)
         section = read_config(home).get("api_server") or {}
     except (ConfigError, KeyError_) as exc:
@@ -90,6 +94,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         platform_hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.",
         home=home,
         store_file=store,
+        approvals=approvals,
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     children = [*agent_specs(store, deps), ChildSpec(id="platforms", actor=Supervisor, args=((api,),))]
@@ -127,6 +132,12 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         gc.freeze()
         url = f"http://{settings.host}:{bound}/v1"
         print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
+        if approvals.yolo:
+            print(
+                f"hermes serve: WARNING: approvals are off ({approvals.source}): dangerous commands run without asking anyone; "
+                "the hardline list still never runs",
+                flush=True,
+            )
         if created:
             print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
         print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)

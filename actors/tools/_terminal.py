@@ -164,8 +164,11 @@ async def run_foreground(call: ToolCall, command: str, cwd: Path, timeout: float
 
 
 def _deny_globs(workspace: Workspace) -> Sequence[str]:
+    """The user's deny globs: ``approvals.deny`` in config.yaml, plus any a caller put in ``extras``."""
     globs = workspace.extras.get(DENY_GLOBS_KEY, ())
-    return [g for g in globs if isinstance(g, str)] if isinstance(globs, (list, tuple)) else ()
+    extra = [g for g in globs if isinstance(g, str)] if isinstance(globs, (list, tuple)) else []
+    configured = workspace.approvals.deny_globs if workspace.approvals is not None else ()
+    return [*configured, *extra]
 
 
 @tool(

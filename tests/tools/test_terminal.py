@@ -18,7 +18,7 @@ import trio
 import trio.testing
 
 import actors.tools._terminal as terminal_module
-from actors.agent import ApprovalGate, ToolCall, ToolOutput, Workspace
+from actors.agent import ApprovalGate, ApprovalSettings, ToolCall, ToolOutput, Workspace
 from actors.agent._plan import PlannedCall, plan_batches
 from actors.tools import REGISTRY
 from actors.tools._terminal_background import close_processes, table_of
@@ -386,6 +386,15 @@ async def test_the_sessions_deny_globs_block_a_command(tmp_path: Path) -> None:
     assert result.content.startswith("[blocked] This command was not run: matches your deny list: 'touch *'")
     assert not (tmp_path / "ran").exists()
 
+
+
+async def test_deny_globs_from_config_block_a_command_even_with_approvals_off(tmp_path: Path) -> None:
+    settings = ApprovalSettings(mode="off", deny=("touch *",))
+    call = make_call(tmp_path, ApprovalGate(lambda event: None, home=tmp_path, settings=settings))
+    result = await run(call, f"touch {tmp_path / 'ran'}")
+    assert result.content.startswith("[blocked] This command was not run: matches your deny list: 'touch *'")
+    assert not (tmp_path / "ran").exists()
+    assert (await run(call, "echo fine")).ok
 
 # -- declaration ----------------------------------------------------------------------------------------------
 

@@ -32,6 +32,7 @@ from actors.agent import (
     SessionHub,
     ToolSpec,
     agent_specs,
+    load_approval_settings,
     load_model_settings,
     reader_opener,
     tell_session,
@@ -259,6 +260,7 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
     home = home or hermes_home(env)
     try:
         model = load_model_settings(home, env=env)
+        approvals = load_approval_settings(home, env=env, yolo=yolo)
     except ConfigError as exc:
         raise SetupFailed(str(exc)) from None
     try:
@@ -280,6 +282,6 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         platform_hint=PLATFORM_HINT,
         home=home,
         store_file=store,
-        yolo=yolo,
+        approvals=approvals,
     )
     return LocalSession.start(deps, store)
