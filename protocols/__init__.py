@@ -31,7 +31,9 @@ from ._session import ResolveApproval as ResolveApproval
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionReady as SessionReady
 from ._session import SessionRecovered as SessionRecovered
+from ._session import ClientTool as ClientTool
 from ._session import StartTurn as StartTurn
+from ._session import TurnOptions as TurnOptions
 from ._session import Subscribe as Subscribe
 from ._session import SwitchModel as SwitchModel
 from ._session import TERMINAL_EVENTS as TERMINAL_EVENTS
@@ -105,6 +107,7 @@ __all__ = [
     "ChildRestarted",
     "ChildStarted",
     "ClarificationRequested",
+    "ClientTool",
     "CrashFaults",
     "CreateSession",
     "DeleteResponse",
@@ -166,6 +169,7 @@ __all__ = [
     "TurnCancelled",
     "TurnCompleted",
     "TurnFailed",
+    "TurnOptions",
     "TurnQueued",
     "TurnRejected",
     "TurnRemoved",

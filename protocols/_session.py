@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+import msgspec
+
 from ._base import Message
-from ._transcript import ChatMessage
+from ._transcript import ChatMessage, ToolCall
 
 BusyPolicy = Literal["interrupt", "queue", "reject"]
 
@@ -19,10 +21,40 @@ BusyPolicy = Literal["interrupt", "queue", "reject"]
 # -- commands ---------------------------------------------------------------------------
 
 
+class ClientTool(Message, frozen=True, kw_only=True):
+    """A function tool an API client offers for one turn: the client runs it, not the server."""
+
+    name: str
+    schema: dict[str, Any]
+    """The OpenAI tool object as the client sent it (``{"type": "function", "function": {...}}``)."""
+
+
+class TurnOptions(Message, frozen=True, kw_only=True):
+    """What an API client asked of one turn's model calls (OpenAI request fields)."""
+
+    client_tools: tuple[ClientTool, ...] = ()
+    """Offered to the model beside the server's tools; a call to one pauses the turn."""
+    tool_choice: str | dict[str, Any] | None = None
+    sampling: dict[str, Any] = msgspec.field(default_factory=dict)
+    """Passed to the model as given: ``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, penalties."""
+    response_format: dict[str, Any] | None = None
+    """``json_object`` or ``json_schema``: the final answer must parse (and match the schema)."""
+
+    @property
+    def client_tool_names(self) -> frozenset[str]:
+        return frozenset(t.name for t in self.client_tools)
+
+
 class StartTurn(Message, frozen=True, kw_only=True):
     """A user message for the session: starts a turn (or follows the busy policy)."""
 
     text: str
+    tool_results: tuple[ChatMessage, ...] = ()
+    """Instead of a user message: the client's results for the client tools the last turn paused on."""
+    options: TurnOptions | None = None
+    branched_from: str | None = None
+    """The session this conversation branched from (a chat client's regenerate or edit); it
+    becomes the new session's parent when the session is created."""
     turn_id: str = ""
     """Caller-chosen id (for idempotent retries); the session makes one when empty."""
     policy: BusyPolicy | None = None
@@ -216,6 +248,8 @@ class ClarificationRequested(SessionEvent, frozen=True, kw_only=True):
 
 class TurnCompleted(SessionEvent, frozen=True, kw_only=True):
     text: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    """Calls to client tools: the turn paused for the client to run them and send the results."""
     reasoning: str | None = None
     iterations: int = 0
     input_tokens: int = 0

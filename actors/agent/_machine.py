@@ -23,6 +23,7 @@ import msgspec
 from protocols import ChatMessage, ToolCall
 from protocols._session import (
     BusyPolicy,
+    TurnOptions,
     ModelRetrying,
     SessionEvent,
     ToolFinished,
@@ -36,6 +37,7 @@ from protocols._session import (
     UserMessageSaved,
 )
 
+from ._answer_format import answer_problem
 from ._plan import PlannedCall, ToolTraits, plan_batches
 from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
@@ -43,6 +45,10 @@ from ._sanitize import CANCELLED, sanitize, synthetic_result
 GRACE_INSTRUCTION = (
     "You have used all tool calls this turn allows. Do not call tools. Summarise what you did, "
     "what you found, and what is left to do."
+)
+FORMAT_INSTRUCTION = (
+    "Your answer was not accepted: {why}. Reply again with only the JSON the requested response format asks for, "
+    "nothing before or after it."
 )
 PREVIEW_CHARS = 300
 RECENT_TURNS = 256
@@ -79,6 +85,9 @@ class UserInput(Input, frozen=True, kw_only=True):
     text: str
     policy: BusyPolicy | None = None
     instructions: str | None = None
+    tool_results: tuple[ChatMessage, ...] = ()
+    """Instead of a user message: a client's results for the client tools the last turn paused on."""
+    options: TurnOptions | None = None
 
 
 class Persisted(Input, frozen=True, kw_only=True):
@@ -152,6 +161,8 @@ class CallModel(Effect, frozen=True, kw_only=True):
     messages: tuple[ChatMessage, ...]
     use_tools: bool
     timeout: float
+    options: TurnOptions | None = None
+    """The client's tools and sampling parameters for this turn (API clients only)."""
 
 
 class RunTool(Effect, frozen=True, kw_only=True):
@@ -213,6 +224,14 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """This turn's ephemeral system prompt."""
     answer: str = ""
     """The final text, held until its message is durable (phase ``persist_answer``)."""
+    options: TurnOptions | None = None
+    """What the client asked of this turn's model calls; its client tools pause the turn."""
+    opened: int = 1
+    """Messages the turn's opening appended (a user message, or a client's tool results)."""
+    rejected: tuple[str, str] | None = None
+    """(answer, why): a final answer that broke the client's response_format, shown to the next model call."""
+    format_retried: bool = False
+    """The turn already asked again once for a well-formed answer."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -331,8 +350,9 @@ class _Step:
     def start_turn(self, event: UserInput) -> None:
         turn_id = event.turn_id
         token = f"{turn_id}/user"
-        user = ChatMessage(role="user", content=event.text)
-        self.append(user)
+        # A client's tool results take the place of the user message: the paused turn goes on.
+        opening = event.tool_results or (ChatMessage(role="user", content=event.text),)
+        self.append(*opening)
         self.set_turn(
             Turn(
                 turn_id=turn_id,
@@ -340,11 +360,13 @@ class _Step:
                 deadline=event.now + self.config.turn_timeout,
                 token=token,
                 instructions=event.instructions,
+                options=event.options,
+                opened=len(opening),
             )
         )
         self.emit(TurnStarted(turn_id=turn_id, text=event.text))
         self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
-        self.effects.append(Persist(token=token, messages=(user,), acked=True))
+        self.effects.append(Persist(token=token, messages=opening, acked=True))
 
     def on_persist_failed(self, turn: Turn, token: str, error: str, now: float) -> None:
         if not token.startswith(f"{turn.turn_id}/"):
@@ -353,7 +375,7 @@ class _Step:
             return
         if turn.phase == "persist_user" and token == turn.token:
             # The user message never became durable: take it back and say so.
-            self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[:-1])
+            self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[: -turn.opened])
             message = f"your message could not be saved ({error}); nothing was sent to the model, send it again"
         else:
             message = f"the transcript could not be saved ({error}); the turn was stopped to avoid losing more"
@@ -374,10 +396,27 @@ class _Step:
         prompt += messages
         if grace:
             prompt += (ChatMessage(role="user", content=GRACE_INSTRUCTION),)
+        if turn.rejected is not None:  # shown to the model once, never stored
+            answer, why = turn.rejected
+            prompt += (ChatMessage(role="assistant", content=answer), ChatMessage(role="user", content=FORMAT_INSTRUCTION.format(why=why)))
         timeout = max(0.001, min(self.config.model_timeout, turn.deadline - now))
-        self.effects.append(CallModel(token=token, messages=prompt, use_tools=not grace and bool(self.config.traits), timeout=timeout))
+        use_tools = not grace and (bool(self.config.traits) or bool(turn.options and turn.options.client_tools))
+        self.effects.append(CallModel(token=token, messages=prompt, use_tools=use_tools, timeout=timeout, options=turn.options))
 
     def on_reply(self, turn: Turn, reply: ModelReplied) -> None:
+        form = turn.options.response_format if turn.options is not None else None
+        problem = answer_problem(reply.content, form) if form is not None and not reply.tool_calls else None
+        if problem is not None:
+            turn = msgspec.structs.replace(
+                turn, input_tokens=turn.input_tokens + reply.input_tokens, output_tokens=turn.output_tokens + reply.output_tokens
+            )
+            if not turn.format_retried:
+                self.call_model(msgspec.structs.replace(turn, rejected=(reply.content, problem), format_retried=True), reply.now)
+            else:
+                error = f"the model's answer broke the requested response_format twice: {problem}; simplify the schema or ask again"
+                self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="format"), reply.now)
+            return
+        turn = msgspec.structs.replace(turn, rejected=None)
         calls = _normalise_ids(reply.tool_calls, turn.turn_id, turn.iteration)
         assistant = ChatMessage(
             role="assistant",
@@ -444,11 +483,14 @@ class _Step:
 
     def start_tools(self, turn: Turn, now: float) -> None:
         traits = self.config.traits
+        client = _client_tools(turn)
         planned: list[PlannedCall] = []
         answered: list[str] = []
         for call in turn.calls:
             problem: str | None = None
             arguments: Any = None
+            if call.name in client:
+                continue  # the client runs it: the turn pauses for its result (next_group)
             if call.name not in traits:
                 available = ", ".join(sorted(traits)) or "none"
                 problem = f"[error] unknown tool {call.name!r}; available tools: {available}"
@@ -480,6 +522,10 @@ class _Step:
 
     def next_group(self, turn: Turn, now: float) -> None:
         if not turn.groups:
+            waiting = tuple(c for c in turn.calls if c.id not in turn.answered and c.name in _client_tools(turn))
+            if waiting:
+                self.pause_for_client(turn, waiting, now)
+                return
             self.set_turn(turn)
             self.call_model(turn, now)
             return
@@ -538,6 +584,28 @@ class _Step:
         self.set_turn(None)
         self.dequeue(now)
 
+    def pause_for_client(self, turn: Turn, calls: tuple[ToolCall, ...], now: float) -> None:
+        """The model called client tools: the turn ends with those calls for the client to run.
+
+        Their results come back as the next turn's opening (``UserInput.tool_results``); until
+        then the calls have no result in the transcript, and a model call sees them settled.
+        """
+        self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
+        assistant = next((m for m in reversed(self.state.transcript) if m.role == "assistant"), None)
+        self.emit(
+            TurnCompleted(
+                turn_id=turn.turn_id,
+                text=assistant.content or "" if assistant is not None else "",
+                tool_calls=calls,
+                reasoning=turn.reasoning,
+                iterations=turn.iteration,
+                input_tokens=turn.input_tokens,
+                output_tokens=turn.output_tokens,
+            )
+        )
+        self.set_turn(None)
+        self.dequeue(now)
+
     def end_turn(self, turn: Turn, terminal: SessionEvent, now: float, *, dequeue: bool = True) -> None:
         """Stop all work of ``turn``, settle its calls, and emit its terminal event."""
         if turn.phase == "model":
@@ -558,6 +626,10 @@ class _Step:
             head, rest = self.state.queued[0], self.state.queued[1:]
             self.state = msgspec.structs.replace(self.state, queued=rest)
             self.start_turn(msgspec.structs.replace(head, now=now))
+
+
+def _client_tools(turn: Turn) -> frozenset[str]:
+    return turn.options.client_tool_names if turn.options is not None else frozenset()
 
 
 def _deadline_token(turn_id: str) -> str:

@@ -42,7 +42,7 @@ import msgspec
 import trio
 
 from protocols import ChatMessage, ToolCall
-from protocols._session import ReasoningDelta, TextDelta
+from protocols._session import ReasoningDelta, TextDelta, TurnOptions
 
 from ._http1 import Endpoint, Exchange, Pool, TransportError
 from ._hub import SessionHub
@@ -381,8 +381,13 @@ async def call_model(
     hub: SessionHub | None,
     turn_id: str,
     session_id: str,
+    options: TurnOptions | None = None,
 ) -> ModelReply | ModelFailure:
-    """Stream one completion; never raises for provider errors (they come back classified)."""
+    """Stream one completion; never raises for provider errors (they come back classified).
+
+    ``options`` (an API client's request fields) add sampling parameters, ``tool_choice`` and
+    ``response_format``; they never replace the model, the messages or the stream settings.
+    """
     route = clients.get(settings)
     body: dict[str, Any] = {
         "model": settings.model,
@@ -392,6 +397,12 @@ async def call_model(
     }
     if tools:
         body["tools"] = list(tools)
+    if options is not None:
+        body.update({k: v for k, v in options.sampling.items() if k not in body})
+        if options.tool_choice is not None and tools:
+            body["tool_choice"] = options.tool_choice
+        if options.response_format is not None:
+            body["response_format"] = options.response_format
     headers = {"X-Hermes-Session-Id": session_id, **settings.extra_headers}
     text: list[str] = []
     reasoning: list[str] = []

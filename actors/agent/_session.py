@@ -245,13 +245,15 @@ class SessionActor(Actor):
                 self.stash.append(message)
             case StartTurn(text=text, turn_id=turn_id, policy=policy, instructions=instructions, history=history):
                 if history and not self.state.transcript and self.state.turn is None:
-                    self.seed(history)
+                    self.seed(history, answered=frozenset(m.tool_call_id or "" for m in message.tool_results))
                 self.feed(
                     UserInput(
                         turn_id=turn_id or f"turn_{uuid.uuid4().hex[:12]}",
                         text=text,
                         policy=policy,
                         instructions=instructions,
+                        tool_results=message.tool_results,
+                        options=message.options,
                         now=time.monotonic(),
                     )
                 )
@@ -430,7 +432,7 @@ class SessionActor(Actor):
                     system_prompt=prompt,
                     title=title,
                     number_taken_title=True,
-                    parent_session_id=self.overrides.parent_session_id if self.overrides else None,
+                    parent_session_id=self.overrides.parent_session_id if self.overrides else self.branched_from(),
                     started_at=now,
                     token="create",
                     reply_to=self.actor_ref,
@@ -470,10 +472,23 @@ class SessionActor(Actor):
         if plan.resume is not None:
             self.feed(Resume(turn_id=plan.resume or f"turn_{uuid.uuid4().hex[:12]}", now=time.monotonic()))
 
-    def seed(self, history: tuple[ChatMessage, ...]) -> None:
-        """Start an empty session from the history a client sent (system messages excluded)."""
+    def branched_from(self) -> str | None:
+        """The session a waiting chat request says this conversation branched from."""
+        return next((m.branched_from for m in self.stash if isinstance(m, StartTurn) and m.branched_from), None)
+
+    def seed(self, history: tuple[ChatMessage, ...], *, answered: frozenset[str] = frozenset()) -> None:
+        """Start an empty session from the history a client sent (system messages excluded).
+
+        Calls of the last assistant message whose results come with the turn (``answered``:
+        a client's tool results) are left open for them; every other call is settled.
+        """
         assert self.state is not None
-        messages, _ = sanitize(tuple(m for m in history if m.role != "system"))
+        history = tuple(m for m in history if m.role != "system")
+        last = history[-1] if history else None
+        if last is not None and last.role == "assistant" and any(c.id in answered for c in last.tool_calls):
+            messages = sanitize(history[:-1])[0] + (last,)
+        else:
+            messages, _ = sanitize(history)
         if messages:
             self.state = msgspec.structs.replace(self.state, transcript=messages)
             self.write(AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token="seed", reply_to=self.actor_ref))
@@ -498,17 +513,24 @@ class SessionActor(Actor):
                 self.write(
                     AppendMessages(session_id=self.session_id, messages=messages, timestamp=time.time(), token=token, reply_to=self.actor_ref)
                 )
-            case CallModel(token=token, messages=messages, use_tools=use_tools, timeout=timeout):
+            case CallModel(token=token, messages=messages, use_tools=use_tools, timeout=timeout, options=options):
                 turn_id = token.split("/", 1)[0]
+                tools = self.tools_schema if use_tools else []
+                if options is not None and use_tools and options.client_tools:
+                    # A client's tool shadows a server tool of the same name for its turn.
+                    shadowed = options.client_tool_names
+                    tools = [t for t in tools if t.get("function", {}).get("name") not in shadowed]
+                    tools += [t.schema for t in options.client_tools]
                 call = functools.partial(
                     call_model,
                     self.deps.clients,
                     self.model,
                     messages,
-                    self.tools_schema if use_tools else [],
+                    tools,
                     hub=self.hub,
                     turn_id=turn_id,
                     session_id=self.session_id,
+                    options=options,
                 )
                 handle = self.start_wait(call, tag="model", timeout=timeout)
                 self.track(handle, "model", token)

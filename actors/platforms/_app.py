@@ -7,14 +7,13 @@ Everything here runs in the reactor (hypercorn on trio): handlers only await.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import logging
 import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -22,9 +21,14 @@ from actors import Reactor, Registry
 from actors.agent import HubRegistry, tell_session
 from protocols import TreeSnapshot, to_json
 
+from ._access import REQUEST_ID_HEADER, AccessRecord, log_access, request_id_for, serve_request, served
 from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
 from ._keys import authorized
+from ._conversations import ConversationIndex
 from ._idempotency import Idempotency
+
+if TYPE_CHECKING:
+    from actors.agent import ModelClients, ModelSettings
 
 log = logging.getLogger(__name__)
 Handler = Callable[["ApiContext", Request, Send, dict[str, str]], Awaitable[None]]
@@ -50,6 +54,17 @@ class ApiContext:
     draining: bool = False
     runs: dict[str, Any] = dataclasses.field(default_factory=dict)
     idempotency: Idempotency = dataclasses.field(default_factory=Idempotency)
+    conversations: ConversationIndex = dataclasses.field(default_factory=ConversationIndex)
+    """Which session a chat completion without a session header continues."""
+    tool_progress: bool = False
+    """Chat-completion streams carry tool progress as SSE comments unless a request says
+    otherwise (``X-Hermes-Tool-Progress``); ``api_server.tool_progress`` in config.yaml."""
+    plain_model_name: str | None = None
+    """The advertised id of plain completions (no tools, nothing stored); None: not offered."""
+    upstream: ModelSettings | None = None
+    """The configured model that plain completions are forwarded to."""
+    clients: ModelClients | None = None
+    """The reactor's model HTTP clients (shared with the sessions)."""
 
     def tell(self, session_id: str, message: object) -> None:
         tell_session(self.registry, self.registry.lookup("/sessions"), session_id, message)
@@ -64,15 +79,6 @@ class ApiContext:
 
     def release(self) -> None:
         self.active -= 1
-
-
-def session_id_from(request: Request, system: str | None, first_user: str) -> str:
-    """``X-Hermes-Session-Id`` if sent (validated), else a stable hash of the conversation's start."""
-    given = request.headers.get("x-hermes-session-id")
-    if given is not None:
-        return check_session_id(given, "X-Hermes-Session-Id")
-    digest = hashlib.sha256(f"{system or ''}\n\x00{first_user}".encode()).hexdigest()[:24]
-    return f"api-{digest}"
 
 
 def check_session_id(value: object, param: str) -> str:
@@ -113,7 +119,8 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
 
 
 async def models(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
-    await send_json(send, 200, {"object": "list", "data": [{"id": ctx.model_name, "object": "model", "created": 0, "owned_by": "hermes"}]})
+    names = [ctx.model_name, *([ctx.plain_model_name] if ctx.plain_model_name else [])]
+    await send_json(send, 200, {"object": "list", "data": [{"id": name, "object": "model", "created": 0, "owned_by": "hermes"} for name in names]})
 
 
 PUBLIC = frozenset({"/health", "/v1/health", "/openapi.json"})
@@ -124,7 +131,7 @@ class App:
 
     def __init__(self, ctx: ApiContext, routes: list[tuple[str, str, Handler]]) -> None:
         self.ctx = ctx
-        self.routes = [(method, re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern) + "$"), handler) for method, pattern, handler in routes]
+        self.routes = [(method, pattern, re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern) + "$"), handler) for method, pattern, handler in routes]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -138,6 +145,15 @@ class App:
         if scope["type"] != "http":
             return
         request = Request.from_scope(scope, receive)
+        record = AccessRecord(request_id=request_id_for(request), method=request.method, started=time.monotonic())
+        token = serve_request(request)
+        try:
+            await self._serve(request, _counted(send, record), record)
+        finally:
+            served(token)
+            log_access(record, request)
+
+    async def _serve(self, request: Request, send: Send, record: AccessRecord) -> None:
         cors: dict[str, str] = {}
         started = False
 
@@ -155,11 +171,11 @@ class App:
                     raise HttpError(403, f"origin {origin!r} is not allowed; add it to api_server.cors_origins in config.yaml", type="permission_error", code="origin_not_allowed")
                 cors = {"access-control-allow-origin": origin, "vary": "Origin"}
                 if request.method == "OPTIONS":
-                    await send_json(send, 204, None, {**cors, "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS", "access-control-allow-headers": "authorization, content-type, x-hermes-session-id, idempotency-key, last-event-id", "access-control-max-age": "600"})
+                    await send_json(send, 204, None, {**cors, "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS", "access-control-allow-headers": "authorization, content-type, x-hermes-session-id, x-hermes-tool-progress, x-request-id, idempotency-key, last-event-id", "access-control-max-age": "600"})
                     return
             if request.path not in PUBLIC and not authorized(request.headers.get("authorization"), self.ctx.key):
                 raise HttpError(401, "missing or wrong API key: send 'Authorization: Bearer <key>' (the key is API_SERVER_KEY in HERMES_HOME/.env)", type="authentication_error", code="invalid_api_key")
-            handler, params, allowed = self._match(request)
+            handler, params, allowed = self._match(request, record)
             if handler is None:
                 if allowed:
                     raise HttpError(405, f"{request.method} is not allowed on {request.path}; use {', '.join(sorted(allowed))}", code="method_not_allowed")
@@ -174,16 +190,41 @@ class App:
             if not started:
                 await send_error(send, error, cors)
         except Exception:
-            log.exception("%s %s failed", request.method, request.path)
+            log.exception("%s %s failed (request %s)", request.method, request.path, record.request_id)
             if not started:
                 await send_error(send, HttpError(500, "the server failed on this request; it is logged", type="server_error", code="internal_error"), cors)
 
-    def _match(self, request: Request) -> tuple[Handler | None, dict[str, str], set[str]]:
+    def _match(self, request: Request, record: AccessRecord) -> tuple[Handler | None, dict[str, str], set[str]]:
         allowed: set[str] = set()
-        for method, pattern, handler in self.routes:
+        for method, template, pattern, handler in self.routes:
             found = pattern.match(request.path)
             if found:
                 if method == request.method:
-                    return handler, found.groupdict(), allowed
+                    record.route = template
+                    params = found.groupdict()
+                    record.session_id = params.get("session_id")
+                    return handler, params, allowed
                 allowed.add(method)
         return None, {}, allowed
+
+
+_SESSION_HEADER = b"x-hermes-session-id"
+
+
+def _counted(send: Send, record: AccessRecord) -> Send:
+    """``send`` that notes the status, session header and body bytes, and adds ``X-Request-Id``."""
+    request_id = (REQUEST_ID_HEADER.encode(), record.request_id.encode())
+
+    async def counted(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            record.status = message["status"]
+            headers = message.get("headers") or []
+            session = next((value for name, value in headers if name == _SESSION_HEADER), None)
+            if session is not None:
+                record.session_id = session.decode("latin-1")
+            message = {**message, "headers": [*headers, request_id]}
+        elif message["type"] == "http.response.body":
+            record.bytes_out += len(message.get("body", b""))
+        await send(message)
+
+    return counted

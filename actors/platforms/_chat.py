@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from protocols import (
@@ -20,21 +20,25 @@ from protocols import (
     TurnRejected,
 )
 
-from ._app import ApiContext, new_id, now, session_id_from
+from ._app import ApiContext, new_id, now
+from ._chat_request import parse_messages, parse_options, split_conversation
+from ._chat_session import place, remember
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
+from ._plain_chat import serve_plain
+from ._progress import tool_progress_comment
 from ._turns import follow_turn, watch_disconnect
 
-_ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
 FAILURE_STATUS = {"store": 500, "deadline": 504, "restarted": 500}
 
 
 def _text(content: Any) -> str:
+    """Text of a message content (Responses input items): the text parts of a list."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # content parts: keep the text ones
+    if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text"))
     raise HttpError(400, "message content must be a string or a list of content parts", param="messages", code="invalid_content")
 
@@ -49,62 +53,64 @@ def _bool(value: Any, name: str) -> bool:
     raise HttpError(400, f"{name} must be true or false", param=name, code="invalid_type")
 
 
-def parse_messages(raw: Any) -> list[ChatMessage]:
-    if not isinstance(raw, list) or not raw:
-        raise HttpError(400, "'messages' is required: a non-empty list of {role, content}", param="messages", code="missing_field")
-    out = []
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict) or item.get("role") not in ("system", "developer", "user", "assistant", "tool"):
-            raise HttpError(400, f"messages[{index}] needs a role of system, user, assistant or tool", param=f"messages[{index}].role", code="invalid_role")
-        role: Role = _ROLES[item["role"]]
-        calls = tuple(
-            ToolCall(id=str(c.get("id", "")), name=str(c.get("function", {}).get("name", "")), arguments=str(c.get("function", {}).get("arguments", "")))
-            for c in item.get("tool_calls") or ()
-            if isinstance(c, dict)
-        )
-        out.append(ChatMessage(role=role, content=_text(item.get("content")), tool_calls=calls, tool_call_id=item.get("tool_call_id"), name=item.get("name")))
-    return out
-
-
-def split_conversation(messages: Sequence[ChatMessage]) -> tuple[str | None, tuple[ChatMessage, ...], str]:
-    """``(ephemeral system prompt, history, new user text)``: the last user message is the turn."""
-    system = "\n\n".join(m.content or "" for m in messages if m.role == "system") or None
-    users = [i for i, m in enumerate(messages) if m.role == "user"]
-    if not users:
-        raise HttpError(400, "'messages' has no user message to answer", param="messages", code="missing_user_message")
-    last = users[-1]
-    history = tuple(m for m in messages[:last] if m.role != "system")
-    return system, history, messages[last].content or ""
-
-
 async def chat_completions(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    if await serve_plain(ctx, request, send):  # the plain model id: forwarded upstream, no session
+        return
     body = await request.json()
-    messages = parse_messages(body.get("messages"))
+    conversation = split_conversation(parse_messages(body.get("messages")))
+    options = parse_options(body)
     stream = _bool(body.get("stream"), "stream")
-    system, history, text = split_conversation(messages)
-    first_user = next(m.content or "" for m in messages if m.role == "user")
-    session_id = session_id_from(request, system, first_user)
+    usage_chunk = stream and _bool((body.get("stream_options") or {}).get("include_usage") if isinstance(body.get("stream_options"), dict) else None, "stream_options.include_usage")
+    placement = await place(ctx, request, conversation)
+    session_id = placement.session_id
     model = str(body.get("model") or ctx.model_name)
     turn_id = new_id("chatcmpl-")
     headers = {"x-hermes-session-id": session_id}
+
+    def done(event: TurnCompleted) -> None:
+        remember(ctx, placement, conversation, event.text, event.tool_calls)
+
     ctx.admit()
     try:
         subscriber = TrioSubscriber(ctx.reactor, turn_id=turn_id)
         hub = ctx.hubs.get(session_id)
         hub.subscribe(subscriber, after_seq=hub.last_seq)
         try:
-            ctx.tell(session_id, StartTurn(text=text, turn_id=turn_id, instructions=system, history=history, policy="queue"))
+            start = StartTurn(
+                text=conversation.text,
+                turn_id=turn_id,
+                instructions=conversation.system,
+                history=conversation.history if placement.seed else (),
+                tool_results=conversation.tool_results,
+                options=options,
+                branched_from=placement.branched_from,
+                policy="queue",
+            )
+            ctx.tell(session_id, start)
             async with watch_disconnect(request) as gone:
                 if stream:
-                    await _stream(ctx, send, subscriber, turn_id, model, headers)
+                    await _stream(ctx, send, subscriber, turn_id, model, headers, done=done, usage_chunk=usage_chunk)
                 else:
-                    await _reply(send, subscriber, turn_id, model, headers)
+                    await _reply(send, subscriber, turn_id, model, headers, done=done)
             if gone.cancelled_caught:
                 ctx.tell(session_id, CancelTurn(turn_id=turn_id, reason="the client disconnected"))
         finally:
             hub.unsubscribe(subscriber)
     finally:
         ctx.release()
+
+
+def _completion_chunks(chunk: Callable[..., bytes], frame: Callable[..., bytes], event: TurnCompleted, usage_chunk: bool) -> bytes:
+    """The stream's end: client tool calls (if any), the finish reason, usage, ``[DONE]``."""
+    out = b""
+    if event.tool_calls:
+        out += chunk({"tool_calls": [{"index": i, **call} for i, call in enumerate(_wire_calls(event.tool_calls))]})
+    finish = "tool_calls" if event.tool_calls else "stop"
+    if usage_chunk:  # OpenAI's shape for stream_options.include_usage: a last chunk without choices
+        out += chunk({}, finish) + frame(choices=[], usage=_usage(event))
+    else:
+        out += chunk({}, finish, usage=_usage(event))
+    return out + b"data: [DONE]\n\n"
 
 
 def _usage(done: TurnCompleted) -> dict[str, int]:
@@ -120,17 +126,27 @@ def _failure(event: Any) -> HttpError:
     return HttpError(409, f"the turn was cancelled: {event.reason}", type="invalid_request_error", code="cancelled")
 
 
-async def _reply(send: Send, subscriber: TrioSubscriber, turn_id: str, model: str, headers: dict[str, str]) -> None:
+def _wire_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    return [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
+
+
+async def _reply(
+    send: Send, subscriber: TrioSubscriber, turn_id: str, model: str, headers: dict[str, str], *, done: Callable[[TurnCompleted], None]
+) -> None:
     follower = follow_turn(subscriber)
     while True:
         event = await follower.next()
         if isinstance(event, TurnCompleted):
+            done(event)
+            message: dict[str, Any] = {"role": "assistant", "content": event.text}
+            if event.tool_calls:  # the model called the client's tools: the client runs them
+                message = {"role": "assistant", "content": event.text or None, "tool_calls": _wire_calls(event.tool_calls)}
             payload = {
                 "id": turn_id,
                 "object": "chat.completion",
                 "created": now(),
                 "model": model,
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": event.text}, "finish_reason": "stop"}],
+                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if event.tool_calls else "stop"}],
                 "usage": _usage(event),
             }
             await send_json(send, 200, payload, headers)
@@ -141,11 +157,24 @@ async def _reply(send: Send, subscriber: TrioSubscriber, turn_id: str, model: st
             return
 
 
-async def _stream(ctx: ApiContext, send: Send, subscriber: TrioSubscriber, turn_id: str, model: str, headers: dict[str, str]) -> None:
+async def _stream(
+    ctx: ApiContext,
+    send: Send,
+    subscriber: TrioSubscriber,
+    turn_id: str,
+    model: str,
+    headers: dict[str, str],
+    *,
+    done: Callable[[TurnCompleted], None],
+    usage_chunk: bool,
+) -> None:
     created = now()
 
+    def frame(**fields: Any) -> bytes:
+        return sse({"id": turn_id, "object": "chat.completion.chunk", "created": created, "model": model, **fields})
+
     def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> bytes:
-        return sse({"id": turn_id, "object": "chat.completion.chunk", "created": created, "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra})
+        return frame(choices=[{"index": 0, "delta": delta, "finish_reason": finish}], **extra)
 
     await start_sse(send, headers)
     await send({"type": "http.response.body", "body": chunk({"role": "assistant", "content": ""}), "more_body": True})
@@ -156,12 +185,14 @@ async def _stream(ctx: ApiContext, send: Send, subscriber: TrioSubscriber, turn_
             out = b": keepalive\n\n"
         elif isinstance(event, TextDelta):
             out = chunk({"content": event.text})
-        elif isinstance(event, ToolStarted):
-            out = sse({"tool": event.name, "call_id": event.call_id, "status": "started", "arguments": event.arguments}, event="hermes.tool.progress")
-        elif isinstance(event, ToolFinished):
-            out = sse({"tool": event.name, "call_id": event.call_id, "status": "completed", "ok": event.ok, "preview": event.preview}, event="hermes.tool.progress")
+        elif isinstance(event, ToolStarted | ToolFinished):
+            progress = tool_progress_comment(ctx, event)  # SSE comments, and only when asked for
+            if progress is None:
+                continue
+            out = progress
         elif isinstance(event, TurnCompleted):
-            out = chunk({}, "stop", usage=_usage(event)) + b"data: [DONE]\n\n"
+            done(event)
+            out = _completion_chunks(chunk, frame, event, usage_chunk)
         elif isinstance(event, TurnFailed | TurnCancelled | TurnRejected):
             out = sse(_failure(event).body()) + b"data: [DONE]\n\n"
         else:

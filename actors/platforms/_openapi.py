@@ -13,12 +13,14 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
     ("GET", "/v1/health"): ("Liveness (no auth).", None, "200"),
     ("GET", "/health/detailed"): ("The live actor tree, active sessions and turns, reactor lag.", None, "200"),
     ("GET", "/openapi.json"): ("This document (no auth).", None, "200"),
-    ("GET", "/v1/models"): ("The advertised model, in OpenAI's list shape.", None, "200"),
+    ("GET", "/v1/models"): ("The advertised models in OpenAI's list shape: the agent, and the plain model (no tools, nothing stored).", None, "200"),
     (
         "POST",
         "/v1/chat/completions",
     ): (
-        "OpenAI chat completions over a session turn; stream true/false; X-Hermes-Session-Id continues a session.",
+        "OpenAI chat completions over a session turn; stream true/false; X-Hermes-Session-Id continues a session; "
+        "X-Hermes-Tool-Progress: true adds tool progress to a stream as SSE comments. The plain model id is forwarded "
+        "to the upstream model instead (no tools, no session).",
         {
             "type": "object",
             "required": ["messages"],
@@ -34,7 +36,8 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
         "POST",
         "/v1/responses",
     ): (
-        "OpenAI Responses: input string or items, instructions, previous_response_id or conversation, store, stream.",
+        "OpenAI Responses: input string or items, instructions, previous_response_id or conversation, store, stream. "
+        "Tools the server runs are mcp_call items (server_label hermes).",
         {
             "type": "object",
             "required": ["input"],

@@ -4,6 +4,11 @@ A response is one session turn. ``previous_response_id`` continues the session o
 response; ``conversation`` names a session; without either a response starts a session
 of its own. Stored responses live in the session store (``responses`` table, bounded:
 the oldest go first), so chains survive a restart of the server.
+
+The tools the server runs appear in ``output`` as ``mcp_call`` items (hosted calls:
+``server_label`` ``"hermes"``, ``output``, ``error``, ``status``), never as
+``function_call``, which a client would try to execute itself. A client that sends a
+previous response's output back as ``input`` may include them: they are skipped.
 """
 
 from __future__ import annotations
@@ -36,6 +41,12 @@ from ._chat import _bool, _failure, _text
 from ._sessions_api import _read, _write
 from ._turns import follow_turn, watch_disconnect
 
+SERVER_LABEL = "hermes"
+"""The ``server_label`` of the ``mcp_call`` items that stand for the tools the server runs."""
+SERVER_HISTORY = frozenset({"mcp_call", "mcp_list_tools", "reasoning"})
+"""Input item kinds that are earlier server output, accepted and skipped."""
+
+
 def _parse_input(value: Any) -> tuple[tuple[ChatMessage, ...], str]:
     """``(history, new user text)`` from a string or an array of input items."""
     if isinstance(value, str) and value:
@@ -54,6 +65,8 @@ def _parse_input(value: Any) -> tuple[tuple[ChatMessage, ...], str]:
             messages.append(ChatMessage(role="system" if role in ("system", "developer") else role, content=_text(item.get("content"))))
         elif kind == "function_call_output":
             messages.append(ChatMessage(role="tool", tool_call_id=str(item.get("call_id", "")), content=str(item.get("output", ""))))
+        elif isinstance(kind, str) and kind in SERVER_HISTORY:
+            continue  # an earlier response's output given back: what the server did, not new input
     users = [i for i, m in enumerate(messages) if m.role == "user"]
     if not users:
         raise HttpError(400, "'input' has no user message to answer", param="input", code="missing_user_message")
@@ -62,7 +75,8 @@ def _parse_input(value: Any) -> tuple[tuple[ChatMessage, ...], str]:
 
 
 def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
-    return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []}
+    content = [] if status == "in_progress" else [{"type": "output_text", "text": text, "annotations": []}]
+    return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
 
 
 def _base(response_id: str, model: str, created: int, previous: str | None, instructions: str | None) -> dict[str, Any]:
@@ -141,28 +155,101 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
         ctx.release()
 
 
-def _tool_items(event: Any, items: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if isinstance(event, ToolStarted):
-        item = {"type": "function_call", "id": f"fc_{event.call_id}", "call_id": event.call_id, "name": event.name, "arguments": event.arguments, "status": "completed"}
-        items.append(item)
-        return item
-    if isinstance(event, ToolFinished):
-        item = {"type": "function_call_output", "id": f"fco_{event.call_id}", "call_id": event.call_id, "output": event.preview, "status": "completed"}
-        items.append(item)
-        return item
-    return None
+class _Output:
+    """A response's output items, in order, built from its turn's events.
+
+    Tools the server runs become ``mcp_call`` items (``server_label`` ``"hermes"``): hosted
+    calls that clients show but never execute, unlike ``function_call``. Text streamed before
+    a tool call is a message item of its own; the answer after the last call is the final
+    message. :meth:`feed` returns the stream events an event causes, as ``(type, payload)``;
+    output indices are the items' places in :attr:`items`, in the order they were added.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+        self.calls: dict[str, int] = {}
+        """Call id -> index of its running ``mcp_call`` item."""
+        self.message: int | None = None
+        """Index of the message item that text deltas go to, while one is open."""
+        self.text: list[str] = []
+
+    def feed(self, event: Any) -> list[tuple[str, dict[str, Any]]]:
+        out: list[tuple[str, dict[str, Any]]] = []
+        if isinstance(event, TextDelta):
+            if self.message is None:
+                out += self._open_message()
+            self.text.append(event.text)
+            out.append(("response.output_text.delta", {**self._where(self.message), "content_index": 0, "delta": event.text}))
+        elif isinstance(event, ToolStarted):
+            out += self._close_message("".join(self.text), "completed")
+            index = self._add(_mcp_item(new_id("mcp_"), event.name, event.arguments), out)
+            self.calls[event.call_id] = index
+            out.append(("response.mcp_call_arguments.done", {**self._where(index), "arguments": event.arguments}))
+            out.append(("response.mcp_call.in_progress", self._where(index)))
+        elif isinstance(event, ToolFinished):
+            found = self.calls.pop(event.call_id, None)
+            if found is not None:
+                index = found
+            else:  # a finish without its start (the start fell out of a replay): the item whole
+                index = self._add(_mcp_item(new_id("mcp_"), event.name, ""), out)
+            item = self.items[index]
+            item.update(status="completed" if event.ok else "failed", output=event.preview, error=None if event.ok else event.preview)
+            out.append(("response.mcp_call.completed" if event.ok else "response.mcp_call.failed", self._where(index)))
+            out.append(("response.output_item.done", {"output_index": index, "item": item}))
+        elif isinstance(event, TurnCompleted):
+            if self.message is None:
+                out += self._open_message()
+            out += self._close_message(event.text, "completed")
+        elif isinstance(event, TurnFailed | TurnCancelled | TurnRejected):
+            out += self._close_message("".join(self.text), "incomplete")
+            for index in self.calls.values():  # calls the turn's end cut short
+                self.items[index]["status"] = "incomplete"
+                out.append(("response.output_item.done", {"output_index": index, "item": self.items[index]}))
+            self.calls.clear()
+        return out
+
+    def _where(self, index: int | None) -> dict[str, Any]:
+        assert index is not None
+        return {"item_id": self.items[index]["id"], "output_index": index}
+
+    def _add(self, item: dict[str, Any], out: list[tuple[str, dict[str, Any]]]) -> int:
+        self.items.append(item)
+        out.append(("response.output_item.added", {"output_index": len(self.items) - 1, "item": dict(item)}))
+        return len(self.items) - 1
+
+    def _open_message(self) -> list[tuple[str, dict[str, Any]]]:
+        out: list[tuple[str, dict[str, Any]]] = []
+        self.message = self._add(_message_item(new_id("msg_"), "", "in_progress"), out)
+        out.append(("response.content_part.added", {**self._where(self.message), "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}))
+        return out
+
+    def _close_message(self, text: str, status: str) -> list[tuple[str, dict[str, Any]]]:
+        index, self.message, self.text = self.message, None, []
+        if index is None:
+            return []
+        item = self.items[index] = _message_item(self.items[index]["id"], text, status)
+        part = item["content"][0]
+        where = self._where(index)
+        return [
+            ("response.output_text.done", {**where, "content_index": 0, "text": text}),
+            ("response.content_part.done", {**where, "content_index": 0, "part": part}),
+            ("response.output_item.done", {"output_index": index, "item": item}),
+        ]
 
 
-def _finish(base: dict[str, Any], items: list[dict[str, Any]], event: Any) -> dict[str, Any]:
+def _mcp_item(item_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"type": "mcp_call", "id": item_id, "server_label": SERVER_LABEL, "name": name, "arguments": arguments, "output": None, "error": None, "status": "in_progress"}
+
+
+def _finish(base: dict[str, Any], output: _Output, event: Any) -> dict[str, Any]:
     final = dict(base)
+    final["output"] = output.items
     if isinstance(event, TurnCompleted):
         final["status"] = "completed"
-        final["output"] = [*items, _message_item(new_id("msg_"), event.text, "completed")]
         final["usage"] = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens, "total_tokens": event.input_tokens + event.output_tokens}
     else:
         error = _failure(event)
         final["status"] = "failed"
-        final["output"] = items
         final["error"] = {"code": error.code or "server_error", "message": error.message}
         final["_error"] = error
     return final
@@ -170,12 +257,12 @@ def _finish(base: dict[str, Any], items: list[dict[str, Any]], event: Any) -> di
 
 async def _collect(subscriber: TrioSubscriber, base: dict[str, Any]) -> dict[str, Any]:
     follower = follow_turn(subscriber)
-    items: list[dict[str, Any]] = []
+    output = _Output()
     while True:
         event = await follower.next()
-        _tool_items(event, items)
+        output.feed(event)
         if isinstance(event, TurnCompleted | TurnFailed | TurnCancelled | TurnRejected):
-            return _finish(base, items, event)
+            return _finish(base, output, event)
 
 
 async def _stream(
@@ -195,42 +282,22 @@ async def _stream(
 
     await start_sse(send, headers)
     await emit("response.created", {"response": base})
-    items: list[dict[str, Any]] = []
-    message_id = new_id("msg_")
-    text: list[str] = []
-    opened = False
+    output = _Output()
     follower = follow_turn(subscriber, keepalive=ctx.keepalive)
     while True:
         event = await follower.next()
         if event is None:
             await send({"type": "http.response.body", "body": b": keepalive\n\n", "more_body": True})
             continue
-        tool_item = _tool_items(event, items)
-        if tool_item is not None:
-            await emit("response.output_item.added", {"output_index": len(items) - 1, "item": tool_item})
-            await emit("response.output_item.done", {"output_index": len(items) - 1, "item": tool_item})
-        elif isinstance(event, TextDelta):
-            if not opened:
-                opened = True
-                await emit("response.output_item.added", {"output_index": len(items), "item": _message_item(message_id, "", "in_progress")})
-                await emit("response.content_part.added", {"item_id": message_id, "output_index": len(items), "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
-            text.append(event.text)
-            await emit("response.output_text.delta", {"item_id": message_id, "output_index": len(items), "content_index": 0, "delta": event.text})
-        elif isinstance(event, TurnCompleted | TurnFailed | TurnCancelled | TurnRejected):
-            final = _finish(base, items, event)
+        for kind, payload in output.feed(event):
+            await emit(kind, payload)
+        if isinstance(event, TurnCompleted | TurnFailed | TurnCancelled | TurnRejected):
+            final = _finish(base, output, event)
+            await remember(final)  # stored before the client hears of it: a follow-up can chain at once
             if isinstance(event, TurnCompleted):
-                message = _message_item(message_id, event.text, "completed")
-                final["output"] = [*items, message]
-            await remember(final)
-            if isinstance(event, TurnCompleted):
-                if opened:
-                    await emit("response.output_text.done", {"item_id": message_id, "output_index": len(items), "content_index": 0, "text": event.text})
-                    await emit("response.content_part.done", {"item_id": message_id, "output_index": len(items), "content_index": 0, "part": message["content"][0]})
-                await emit("response.output_item.done", {"output_index": len(items), "item": message})
                 await emit("response.completed", {"response": final})
             else:
-                shown = {k: v for k, v in final.items() if k != "_error"}
-                await emit("response.failed", {"response": shown})
+                await emit("response.failed", {"response": {k: v for k, v in final.items() if k != "_error"}})
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
 

@@ -12,6 +12,7 @@ import importlib.metadata
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Mapping
@@ -37,6 +38,7 @@ from protocols import ChildExited, Message
 from supervisor import ChildSpec, Runtime, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
+from ._listen import Listener, ListenError, open_listener
 from ._server import ApiServer, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -56,6 +58,10 @@ def _tools() -> dict[str, Any]:
     return tools_package.REGISTRY.specs(names)
 
 
+def _yes(value: object) -> bool:
+    return str(value).strip().lower() in ("true", "1", "yes", "on")
+
+
 def run_serve(
     *, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False
 ) -> int:
@@ -70,15 +76,30 @@ def run_serve(
         print(f"hermes serve: {exc}", flush=True)
         return 2
     origins = frozenset(section.get("cors_origins") or ())
+    host = host or str(section.get("host") or "127.0.0.1")
+    port = port if port is not None else int(section.get("port") or 8642)
+    try:  # before anything starts: a taken port is one line, not a supervisor giving up
+        listener = Listener(open_listener(host, port))
+    except ListenError as exc:
+        print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
+        return 2
+    if _yes(section.get("access_log")):
+        logging.getLogger("hermes.access").setLevel(logging.INFO)
+    clients = ModelClients()
     settings = ServerSettings(
-        host=host or str(section.get("host") or "127.0.0.1"),
-        port=port if port is not None else int(section.get("port") or 8642),
+        host=host,
+        port=port,
         key=key,
         model_name=str(section.get("model_name") or "hermes-agent"),
         version=_version(),
         allowed_origins=origins,
         max_concurrent=int(section.get("max_concurrent") or 10_000),
         store_file=home / "state.db",
+        tool_progress=_yes(section.get("tool_progress")),
+        plain_model_name=str(section["plain_model_name"]) if section.get("plain_model_name") else None,
+        upstream=model,
+        clients=clients,
+        listener=listener,
     )
     store = home / "state.db"
     tools = _tools()
@@ -87,7 +108,7 @@ def run_serve(
         hubs=hubs,
         open_reader=reader_opener(store),
         model=model,
-        clients=ModelClients(),
+        clients=clients,
         tools=tools,
         config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}),
         source="api",
@@ -159,4 +180,5 @@ def run_serve(
             signal.signal(signum, handler)
         if not runtime.wait(0):
             runtime.stop(timeout=30)
+        listener.close()  # when no server took it
         use_group_ledger(None)

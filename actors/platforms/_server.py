@@ -1,9 +1,10 @@
 """The API server actor: hypercorn on trio, as one long wait in the reactor.
 
 The actor binds the listening socket itself (so the port is known at once, also port 0),
-then hands it to hypercorn. If the server task fails, the actor crashes and its supervisor
-restarts it; when the actor stops, its wait is cancelled and hypercorn closes every
-connection.
+or takes the one ``hermes serve`` bound before the runtime started (``settings.listener``,
+first incarnation only), then hands it to hypercorn. If the server task fails, the actor
+crashes and its supervisor restarts it; when the actor stops, its wait is cancelled and
+hypercorn closes every connection.
 """
 
 from __future__ import annotations
@@ -11,9 +12,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import hypercorn.config
 import hypercorn.trio
@@ -25,7 +25,11 @@ from actors.agent import HubRegistry
 from protocols import WaitFinished
 
 from ._app import ApiContext, App
+from ._listen import Listener, open_listener
 from ._routes import ROUTES
+
+if TYPE_CHECKING:
+    from actors.agent import ModelClients, ModelSettings
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +45,16 @@ class ServerSettings:
     max_concurrent: int = 10_000
     keepalive: float = 15.0
     store_file: Path | None = None
-
+    tool_progress: bool = False
+    """Tool progress in chat-completion streams by default (``api_server.tool_progress``)."""
+    plain_model_name: str | None = None
+    """The plain-completion model id; None: ``<model_name>-plain``. Offered only with ``upstream``."""
+    upstream: ModelSettings | None = None
+    """The model that plain completions go to (the sessions' configured model)."""
+    clients: ModelClients | None = None
+    """The model HTTP clients that plain completions use (the sessions' pool)."""
+    listener: Listener | None = None
+    """A socket bound before the runtime started, for the first incarnation."""
 
 
 async def _serve(app: App, fd: int) -> None:
@@ -66,15 +79,10 @@ class ApiServer(Actor):
 
     def started(self) -> None:
         context = self._context()
-        listener = socket.socket(socket.AF_INET6 if ":" in self.settings.host else socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            listener.bind((self.settings.host, self.settings.port))
-        except OSError as exc:
-            listener.close()
-            msg = f"cannot listen on {self.settings.host}:{self.settings.port} ({exc.strerror}); pick another port with --port"
-            raise OSError(exc.errno, msg) from None
-        listener.listen(1024)
+        settings = self.settings
+        listener = settings.listener.take() if settings.listener is not None else None
+        if listener is None:
+            listener = open_listener(settings.host, settings.listener.port if settings.listener is not None else settings.port)
         self.port = listener.getsockname()[1]
         self.api = ApiContext(
             registry=context.registry,
@@ -88,6 +96,10 @@ class ApiServer(Actor):
             store_file=self.settings.store_file,
             max_concurrent=self.settings.max_concurrent,
             keepalive=self.settings.keepalive,
+            tool_progress=settings.tool_progress,
+            plain_model_name=(settings.plain_model_name or f"{settings.model_name}-plain") if settings.upstream is not None else None,
+            upstream=settings.upstream,
+            clients=settings.clients,
         )
         self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
         log.info("API server listening on %s:%d", self.settings.host, self.port)

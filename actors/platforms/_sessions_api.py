@@ -166,6 +166,7 @@ async def delete_session(ctx: ApiContext, request: Request, send: Send, params: 
     await _record(ctx, session_id)
     # Stop its actor first, so nothing appends to a session that is going away.
     ctx.registry.lookup("/sessions").tell(TerminateChild(child_id=session_id))
+    ctx.conversations.forget(session_id)  # no chat continues or branches from it any more
     reply = await _write(ctx, DeleteSession(session_id=session_id))
     await send_json(send, 200, {"id": session_id, "object": "hermes.session", "deleted": True, "messages_deleted": reply.messages_deleted})
 

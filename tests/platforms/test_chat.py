@@ -12,7 +12,7 @@ from tests.platforms.server_kit import ServerKit
 def test_health_needs_no_key_and_models_lists_the_advertised_model(api: ServerKit) -> None:
     with api.http() as http:
         assert http.get("/health", headers={"Authorization": ""}).json()["status"] == "ok"
-    assert [m.id for m in api.client().models.list().data] == ["hermes-test"]
+    assert [m.id for m in api.client().models.list().data] == ["hermes-test", "hermes-test-plain"]
 
 
 def test_a_plain_chat_completion_runs_a_turn_with_tools_and_keeps_the_session(api: ServerKit) -> None:
@@ -45,7 +45,9 @@ def test_a_streamed_chat_completion_sends_deltas_tool_progress_usage_and_done(ap
     chunks = list(stream)
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == "one two three four"
-    assert chunks[-1].choices[0].finish_reason == "stop"
+    assert chunks[-2].choices[0].finish_reason == "stop"
+    assert chunks[-1].choices == [] and chunks[-1].usage is not None  # OpenAI's include_usage shape
+    assert all(c.usage is None for c in chunks[:-1])
 
 
 def test_string_booleans_are_accepted_and_bad_requests_get_the_openai_error_envelope(api: ServerKit) -> None:

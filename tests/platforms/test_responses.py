@@ -38,7 +38,7 @@ def test_a_streamed_response_sends_named_events_with_sequence_numbers(api: Serve
     text = "".join(e.delta for e in events if e.type == "response.output_text.delta")
     assert text == "streamed words here"
     final = events[-1].response
-    assert [item.type for item in final.output] == ["function_call", "function_call_output", "message"]
+    assert [item.type for item in final.output] == ["mcp_call", "message"]
 
 
 def test_conversation_and_previous_response_id_together_are_refused(api: ServerKit) -> None:

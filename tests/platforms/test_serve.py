@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -59,3 +60,19 @@ def test_serve_without_a_model_says_what_to_configure(tmp_path: Path) -> None:
     assert out.returncode == 2
     assert "no model is configured" in out.stdout and "config.yaml" in out.stdout
     assert "Traceback" not in out.stderr
+
+
+def test_a_taken_port_is_one_line_and_exit_status_2_without_restarts_or_a_traceback(tmp_path: Path, model_server: ModelServer) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(f"model:\n  default: test-model\n  base_url: {model_server.base_url}\n  api_key: upstream-key\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL")}
+    env["HERMES_HOME"] = str(home)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run([*HERMES, "serve", "--port", str(port)], capture_output=True, text=True, env=env, timeout=DEADLINE)
+    assert out.returncode == 2, out
+    assert out.stderr.strip() == f"hermes serve: port {port} on 127.0.0.1 is already in use: stop the other server or pass --port / set api_server.port"
+    assert "listening" not in out.stdout and "Traceback" not in out.stderr

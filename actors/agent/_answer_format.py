@@ -1,0 +1,49 @@
+"""Whether a final answer honours the client's ``response_format`` (a pure check).
+
+``json_object``: the answer is one JSON object. ``json_schema``: it is JSON that the schema
+accepts (``jsonschema``, the draft the schema names, Draft 2020-12 by default). A fenced
+answer (```` ```json ... ``` ````) is read inside its fence, as models often add one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+_FENCE = re.compile(r"\A\s*```(?:json)?\s*\n(?P<body>.*?)\n\s*```\s*\Z", re.DOTALL)
+
+
+def _json(text: str) -> Any:
+    found = _FENCE.match(text)
+    return json.loads(found.group("body") if found else text)
+
+
+def answer_problem(text: str, response_format: dict[str, Any]) -> str | None:
+    """None when ``text`` satisfies ``response_format``; else what is wrong, in one line."""
+    kind = response_format.get("type")
+    if kind not in ("json_object", "json_schema"):
+        return None
+    try:
+        value = _json(text)
+    except ValueError as exc:
+        return f"the answer is not valid JSON ({exc})"
+    if kind == "json_object":
+        return None if isinstance(value, dict) else f"the answer is JSON but not an object (it is a {type(value).__name__})"
+    schema = response_format.get("json_schema", {}).get("schema")
+    if not isinstance(schema, dict):
+        return None
+    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.exceptions.SchemaError as exc:
+        return f"the response_format schema itself is invalid ({exc.message})"
+    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+    if error is None:
+        return None
+    where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+    return f"the answer does not match the schema at {where}: {error.message}"
