@@ -28,7 +28,8 @@ Three processes, all on 127.0.0.1:
   ``POST /v1/chat/completions``, ``stream: true``, the conversation so far (its user and
   assistant texts, as an OpenAI client sends it) and ``X-Hermes-Session-Id``, which the
   server forwards to the model as the session id. A turn is complete when the status is
-  200 and the stream carries a ``hermes.tool.progress`` "completed" event with ``ok: true``,
+  200 and the stream carries a ``: hermes.tool.progress`` "completed" comment with ``ok: true``
+  (asked for with ``X-Hermes-Tool-Progress: true``),
   the scripted text, a ``finish_reason: "stop"`` chunk and ``data: [DONE]``, and ends;
   anything else (another status, an error event, a cut stream, an exception, a turn still
   running at the round deadline) is an error.
@@ -119,6 +120,8 @@ from actors.agent._http1 import Endpoint, Pool  # noqa: E402 - after the path in
 MODEL_TIME = 2 * MODEL_LATENCY
 """The model's own time per turn: two round trips."""
 SESSION_HEADER = "X-Hermes-Session-Id"
+PROGRESS_HEADER = "X-Hermes-Tool-Progress"
+PROGRESS = ": hermes.tool.progress "
 ADDED_P99_TARGET_MS = 100.0
 """At C = 100."""
 THROUGHPUT_RATIO_TARGET = 0.8
@@ -156,25 +159,22 @@ def user_message(history: list[dict[str, Any]]) -> dict[str, str]:
 
 def judge_stream(lines: list[str]) -> tuple[str, str | None]:
     """The answer a turn's SSE lines carry, and what is wrong with the turn (None: complete)."""
-    event, text, tool_ok, finished, done = "", [], False, False, False
+    text, tool_ok, finished, done = [], False, False, False
     for line in lines:
-        if line.startswith("event: "):
-            event = line[7:]
+        if line.startswith(PROGRESS):
+            item = msgspec.json.decode(line[len(PROGRESS) :])
+            tool_ok = tool_ok or (item.get("status") == "completed" and item.get("ok") is True)
         elif line.startswith("data: "):
             data = line[6:]
             if data == "[DONE]":
                 done = True
                 continue
             item = msgspec.json.decode(data)
-            if event == "hermes.tool.progress":
-                tool_ok = tool_ok or (item.get("status") == "completed" and item.get("ok") is True)
-            elif "error" in item:
+            if "error" in item:
                 return "".join(text), f"error event {item['error'].get('code')}"
-            else:
-                choice = item["choices"][0]
+            for choice in item.get("choices") or ():  # none in a usage-only chunk
                 text.append(choice["delta"].get("content") or "")
                 finished = finished or choice.get("finish_reason") == "stop"
-            event = ""
     answer = "".join(text)
     if not (done and finished):
         return answer, "incomplete stream"
@@ -187,7 +187,7 @@ async def stack_turn(client: httpx.AsyncClient, session: str, history: list[dict
     """One streamed turn through the API server (httpx client); None when complete, else what went wrong."""
     history.append(user_message(history))
     body = {"model": "hermes-bench", "stream": True, "messages": history}
-    async with client.stream("POST", "/v1/chat/completions", json=body, headers={SESSION_HEADER: session}) as response:
+    async with client.stream("POST", "/v1/chat/completions", json=body, headers={SESSION_HEADER: session, PROGRESS_HEADER: "true"}) as response:
         if response.status_code != 200:
             await response.aread()
             return f"status {response.status_code}"
@@ -202,7 +202,7 @@ async def stack_turn_h11(conn: tuple[Pool, Endpoint], session: str, history: lis
     pool, endpoint = conn
     history.append(user_message(history))
     body = msgspec.json.encode({"model": "hermes-bench", "stream": True, "messages": history})
-    headers = [("authorization", f"Bearer {KEY}"), ("content-type", "application/json"), (SESSION_HEADER, session)]
+    headers = [("authorization", f"Bearer {KEY}"), ("content-type", "application/json"), (SESSION_HEADER, session), (PROGRESS_HEADER, "true")]
     async with pool.post(endpoint, headers, body) as response:
         data = await response.read(1 << 24)
         if response.status != 200:

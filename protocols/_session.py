@@ -49,6 +49,8 @@ class StartTurn(Message, frozen=True, kw_only=True):
     """A user message for the session: starts a turn (or follows the busy policy)."""
 
     text: str
+    images: tuple[str, ...] = ()
+    """Image URLs (``data:`` or ``https:``) sent with the user message (vision models)."""
     tool_results: tuple[ChatMessage, ...] = ()
     """Instead of a user message: the client's results for the client tools the last turn paused on."""
     options: TurnOptions | None = None

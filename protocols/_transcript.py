@@ -32,10 +32,16 @@ class ChatMessage(Message, frozen=True, kw_only=True):
     reasoning: str | None = None
     """Assistant only: the model's reasoning, kept apart from ``content``."""
     finish_reason: str | None = None
+    images: tuple[str, ...] = ()
+    """User only: image URLs (``data:`` or ``https:``) sent with the text."""
 
     def to_openai(self) -> dict[str, object]:
         """The dict the OpenAI chat completions API takes for this message."""
         out: dict[str, object] = {"role": self.role, "content": self.content}
+        if self.images:
+            parts: list[dict[str, object]] = [{"type": "text", "text": self.content}] if self.content else []
+            parts += [{"type": "image_url", "image_url": {"url": url}} for url in self.images]
+            out["content"] = parts
         if self.tool_calls:
             out["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

@@ -443,7 +443,7 @@ def test_the_file_is_in_wal_mode_with_hermes_tables_indexes_and_fts_triggers(tmp
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert columns["messages"] == [
         "id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
-        "timestamp", "token_count", "finish_reason", "reasoning",
+        "timestamp", "token_count", "finish_reason", "reasoning", "images",
     ]  # fmt: skip
     assert columns["sessions"][:8] == [
         "id", "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id", "started_at",
@@ -472,7 +472,7 @@ def test_a_version_1_file_is_migrated_by_the_writer_and_refused_by_readers_until
     path = tmp_path / "v1.db"
     open_writer(path).close()
     db = apsw.Connection(str(path))
-    db.execute("DROP TABLE responses; UPDATE schema_version SET version = 1")
+    db.execute("DROP TABLE responses; ALTER TABLE messages DROP COLUMN images; UPDATE schema_version SET version = 1")
     db.close()
     with pytest.raises(SchemaVersionError, match="start the store writer once to migrate it"):
         StoreReader(path)
@@ -480,6 +480,7 @@ def test_a_version_1_file_is_migrated_by_the_writer_and_refused_by_readers_until
     db = apsw.Connection(str(path))
     assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert db.execute("SELECT count(*) FROM responses").fetchall() == [(0,)]
+    assert "images" in [row[1] for row in db.execute("PRAGMA table_info(messages)")]
     db.close()
 
 

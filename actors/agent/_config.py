@@ -113,7 +113,13 @@ def load_model_settings(
         msg = f"no API key for {base_url}: set OPENAI_API_KEY (or OPENROUTER_API_KEY) in the environment or in {home / '.env'}, or model.api_key in {config}"
         raise ConfigError(msg)
     prices = read_prices(read_config(home).get("pricing"), config)
-    return ModelSettings(model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices)
+    vision = chosen.get("vision")
+    if vision is not None and not isinstance(vision, bool):
+        msg = f"{config}: model.vision must be true or false (whether the model can see images)"
+        raise ConfigError(msg)
+    return ModelSettings(
+        model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices, vision=vision
+    )
 
 
 def read_prices(section: Any, where: Path) -> dict[str, tuple[float, float]]:

@@ -88,6 +88,7 @@ class UserInput(Input, frozen=True, kw_only=True):
     tool_results: tuple[ChatMessage, ...] = ()
     """Instead of a user message: a client's results for the client tools the last turn paused on."""
     options: TurnOptions | None = None
+    images: tuple[str, ...] = ()
 
 
 class Persisted(Input, frozen=True, kw_only=True):
@@ -351,7 +352,7 @@ class _Step:
         turn_id = event.turn_id
         token = f"{turn_id}/user"
         # A client's tool results take the place of the user message: the paused turn goes on.
-        opening = event.tool_results or (ChatMessage(role="user", content=event.text),)
+        opening = event.tool_results or (ChatMessage(role="user", content=event.text, images=event.images),)
         self.append(*opening)
         self.set_turn(
             Turn(

@@ -32,6 +32,7 @@ the body, opened a new connection for every streamed call.
 from __future__ import annotations
 
 import dataclasses
+import re
 import ssl
 import urllib.request
 from collections.abc import Mapping, Sequence
@@ -58,6 +59,14 @@ ERROR_BODY_LIMIT = 1 << 20
 USER_AGENT = "hermes-actors"
 
 
+_VISION_NAMES = re.compile(
+    r"gpt-4o|gpt-4\.1|gpt-4-turbo|gpt-5|\bo[34]\b|claude-(?:3|sonnet|opus|haiku)|gemini|vision|[-_.]vl\b|\bvl[-_]|llava|pixtral|"
+    r"gemma-?3|llama-?4|grok-4|mistral-(?:small|medium)-3",
+    re.IGNORECASE,
+)
+"""Model names known to take images (used when ``model.vision`` is not set)."""
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class ModelSettings:
     """Which model to call and how to reach it."""
@@ -70,6 +79,13 @@ class ModelSettings:
     prices: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
     """Model name -> (USD per million input tokens, per million output tokens), from the
     configuration; a model without an entry has no known cost."""
+    vision: bool | None = None
+    """Whether the model takes images (``model.vision`` in config.yaml); None: judged by its name."""
+
+    @property
+    def sees_images(self) -> bool:
+        """Whether image parts may be sent: ``vision`` when configured, else what the name says."""
+        return self.vision if self.vision is not None else bool(_VISION_NAMES.search(self.model))
 
     def cost(self, input_tokens: int, output_tokens: int) -> float | None:
         """What these tokens of :attr:`model` cost in USD, if its prices are known."""

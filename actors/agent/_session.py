@@ -254,6 +254,7 @@ class SessionActor(Actor):
                         instructions=instructions,
                         tool_results=message.tool_results,
                         options=message.options,
+                        images=message.images,
                         now=time.monotonic(),
                     )
                 )

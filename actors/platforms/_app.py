@@ -1,7 +1,8 @@
 """The API server's ASGI app: routing, auth, CORS, admission, and the small routes.
 
 Routes that run turns live in ``_chat.py`` and ``_runs.py``; they share :class:`ApiContext`.
-Everything here runs in the reactor (hypercorn on trio): handlers only await.
+Everything here runs in the reactor (hypercorn on trio): handlers only await. Every
+request gets an ``X-Request-Id`` and one line in the access log (``_access.py``).
 """
 
 from __future__ import annotations

@@ -58,6 +58,13 @@ async def chat_completions(ctx: ApiContext, request: Request, send: Send, params
         return
     body = await request.json()
     conversation = split_conversation(parse_messages(body.get("messages")))
+    if conversation.has_images and ctx.upstream is not None and not ctx.upstream.sees_images:
+        raise HttpError(
+            400,
+            f"the model {ctx.upstream.model!r} cannot see images; send text only, or set model.vision: true in config.yaml if it can",
+            param="messages",
+            code="images_not_supported",
+        )
     options = parse_options(body)
     stream = _bool(body.get("stream"), "stream")
     usage_chunk = stream and _bool((body.get("stream_options") or {}).get("include_usage") if isinstance(body.get("stream_options"), dict) else None, "stream_options.include_usage")
@@ -78,6 +85,7 @@ async def chat_completions(ctx: ApiContext, request: Request, send: Send, params
         try:
             start = StartTurn(
                 text=conversation.text,
+                images=conversation.images,
                 turn_id=turn_id,
                 instructions=conversation.system,
                 history=conversation.history if placement.seed else (),

@@ -32,17 +32,29 @@ def _text(content: Any, index: int) -> str:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):  # content parts: text is kept; an image we cannot pass on is refused
-        for part in content:
-            if isinstance(part, dict) and part.get("type") in ("image_url", "input_image", "image"):
-                raise HttpError(
-                    400,
-                    f"messages[{index}] has an image part, and this server does not pass images to the model yet; send text only",
-                    param=f"messages[{index}].content",
-                    code="images_not_supported",
-                )
+    if isinstance(content, list):
         return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text"))
     raise HttpError(400, "message content must be a string or a list of content parts", param="messages", code="invalid_content")
+
+
+def _images(content: Any, index: int, role: str) -> tuple[str, ...]:
+    """The image URLs among a message's content parts (``image_url`` / ``input_image``)."""
+    if not isinstance(content, list):
+        return ()
+    urls = []
+    for part in content:
+        if not isinstance(part, dict) or part.get("type") not in ("image_url", "input_image"):
+            continue
+        raw = part.get("image_url")
+        url = raw.get("url") if isinstance(raw, dict) else raw
+        if role != "user":
+            raise HttpError(400, f"messages[{index}]: only user messages may carry images", param=f"messages[{index}].content", code="invalid_content")
+        if not isinstance(url, str) or not (url.startswith("data:image/") or url.startswith("https://")):
+            raise HttpError(
+                400, f"messages[{index}]: an image must be a data:image/... URL or an https:// URL", param=f"messages[{index}].content", code="invalid_image"
+            )
+        urls.append(url)
+    return tuple(urls)
 
 
 def _calls(raw: Any, index: int) -> tuple[ToolCall, ...]:
@@ -78,6 +90,7 @@ def parse_messages(raw: Any) -> list[ChatMessage]:
                 tool_calls=_calls(item.get("tool_calls"), index) if role == "assistant" else (),
                 tool_call_id=tool_call_id if role == "tool" else None,
                 name=name if isinstance(name, str) and role == "tool" else None,
+                images=_images(item.get("content"), index, role),
             )
         )
     return out
@@ -95,10 +108,16 @@ class Conversation:
     """The new user message ("" when the opening is tool results)."""
     tool_results: tuple[ChatMessage, ...] = ()
     """The client's results for client tool calls, when they end the request."""
+    images: tuple[str, ...] = ()
+    """Images sent with the new user message."""
 
     @property
     def opening(self) -> tuple[ChatMessage, ...]:
-        return self.tool_results or (ChatMessage(role="user", content=self.text),)
+        return self.tool_results or (ChatMessage(role="user", content=self.text, images=self.images),)
+
+    @property
+    def has_images(self) -> bool:
+        return bool(self.images) or any(m.images for m in self.history)
 
 
 def split_conversation(messages: Sequence[ChatMessage]) -> Conversation:
@@ -119,7 +138,7 @@ def split_conversation(messages: Sequence[ChatMessage]) -> Conversation:
         raise HttpError(
             400, "the last message must be the user's (or tool results): there is nothing new to answer", param="messages", code="nothing_to_answer"
         )
-    return Conversation(system=system, history=tuple(talk[:-1]), text=talk[-1].content or "")
+    return Conversation(system=system, history=tuple(talk[:-1]), text=talk[-1].content or "", images=talk[-1].images)
 
 
 def _client_tools(raw: Any) -> tuple[ClientTool, ...]:

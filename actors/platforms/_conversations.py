@@ -40,9 +40,8 @@ def _digest(data: bytes) -> bytes:
 
 def visible(message: ChatMessage) -> bytes:
     """What of a message a chat client sees and sends back (role, text, images, client tool calls)."""
-    return msgspec.json.encode(
-        (message.role, message.content or "", [(c.id, c.name, c.arguments) for c in message.tool_calls], message.tool_call_id or "")
-    )
+    calls = [(c.id, c.name, c.arguments) for c in message.tool_calls]
+    return msgspec.json.encode((message.role, message.content or "", calls, message.tool_call_id or "", message.images))
 
 
 class Chain:

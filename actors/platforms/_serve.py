@@ -1,8 +1,9 @@
 """``hermes serve``: the runtime with the store, the sessions and the API server, until a signal.
 
-On SIGTERM or SIGINT the server drains: it stops admitting turns (503 with Retry-After),
-lets running turns finish up to the drain deadline, then stops the tree, which cancels and
-settles whatever still runs.
+The listening socket is bound before the runtime starts: a port in use is one line on
+stderr and exit status 2 (no supervisor restarts). On SIGTERM or SIGINT the server
+drains: it stops admitting turns (503 with Retry-After), lets running turns finish up to
+the drain deadline, then stops the tree, which cancels and settles whatever still runs.
 """
 
 from __future__ import annotations

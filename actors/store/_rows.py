@@ -32,12 +32,13 @@ _decode_calls = msgspec.json.Decoder(list[_OpenAIToolCall]).decode
 _decode_object = msgspec.json.Decoder(dict[str, Any]).decode
 
 MESSAGE_COLUMNS = (
-    "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning"
+    "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, images"
 )
-INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
 SELECT_MESSAGE = f"SELECT id, {MESSAGE_COLUMNS} FROM messages"
 
-MessageRow = tuple[str, str, str | None, str | None, str | None, str | None, float, int | None, str | None, str | None]
+MessageRow = tuple[str, str, str | None, str | None, str | None, str | None, float, int | None, str | None, str | None, str | None]
+_decode_images = msgspec.json.Decoder(tuple[str, ...]).decode
 
 
 def encode_tool_calls(calls: tuple[ToolCall, ...]) -> str | None:
@@ -78,12 +79,13 @@ def message_row(session_id: str, message: ChatMessage, timestamp: float, token_c
         token_count,
         message.finish_reason,
         message.reasoning,
+        _encode(message.images).decode() if message.images else None,
     )
 
 
 def stored_message(row: tuple[Any, ...]) -> StoredMessage:
     """Rebuild a :class:`StoredMessage` from ``SELECT_MESSAGE``'s row."""
-    (id_, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish, reasoning) = row
+    (id_, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish, reasoning, images) = row
     role_: Role = role
     message = ChatMessage(
         role=role_,
@@ -93,6 +95,7 @@ def stored_message(row: tuple[Any, ...]) -> StoredMessage:
         name=tool_name,
         reasoning=reasoning,
         finish_reason=finish,
+        images=_decode_images(images) if images else (),
     )
     return StoredMessage(
         id=int(id_), session_id=session_id, timestamp=float(timestamp), message=message, token_count=token_count

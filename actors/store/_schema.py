@@ -30,8 +30,8 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 2
-"""The layout this build writes and reads (2 added ``responses``). Older files are migrated by ``MIGRATIONS``."""
+SCHEMA_VERSION = 3
+"""The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -73,7 +73,8 @@ CREATE TABLE messages (
     timestamp REAL NOT NULL,
     token_count INTEGER,
     finish_reason TEXT,
-    reasoning TEXT
+    reasoning TEXT,
+    images TEXT
 );
 
 CREATE INDEX idx_sessions_source ON sessions(source);
@@ -118,9 +119,14 @@ def _add_responses(db: apsw.Connection) -> None:
     db.execute(_RESPONSES)
 
 
-MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses}
+def _add_images(db: apsw.Connection) -> None:
+    db.execute("ALTER TABLE messages ADD COLUMN images TEXT")
+
+
+MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images}
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
-transaction: 1 → 2 adds the ``responses`` table of the Responses API."""
+transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
+``messages.images`` column (a JSON list of the image URLs a user sent)."""
 
 
 def open_writer(

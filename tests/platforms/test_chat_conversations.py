@@ -6,10 +6,14 @@ Checked in what the model received (the test model server records every request)
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
-from actors.chaos import ScriptedCall, TextReply, ToolCallsReply
-from tests.platforms.server_kit import ServerKit
+from actors.agent import ModelSettings
+from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
+from tests.platforms.server_kit import ServerKit, start_server
+
+PICTURE = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
 
 
 def user(text: str) -> dict[str, str]:
@@ -131,14 +135,11 @@ def test_requests_the_server_cannot_honour_are_400s_that_say_why(api: ServerKit)
     with api.http() as http:
         many = http.post("/v1/chat/completions", json={"messages": [user("hi")], "n": 2})
         hot = http.post("/v1/chat/completions", json={"messages": [user("hi")], "temperature": 7})
-        image = http.post(
-            "/v1/chat/completions",
-            json={"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]}]},
-        )
+        image = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": [PICTURE]}]})
         dangling = http.post("/v1/chat/completions", json={"messages": [user("hi"), assistant("hello")]})
     assert (many.status_code, many.json()["error"]["param"]) == (400, "n")
     assert (hot.status_code, hot.json()["error"]["param"]) == (400, "temperature")
-    assert image.status_code == 400 and "image" in image.json()["error"]["message"]
+    assert image.status_code == 400 and "'test-model' cannot see images" in image.json()["error"]["message"]
     assert dangling.status_code == 400 and dangling.json()["error"]["code"] == "nothing_to_answer"
 
 
@@ -150,3 +151,21 @@ def test_an_answer_that_breaks_the_schema_twice_is_a_clear_error(api: ServerKit)
     assert reply.status_code == 502
     error = reply.json()["error"]
     assert error["code"] == "format" and "'city' is a required property" in error["message"]
+
+
+def test_image_parts_reach_a_vision_model_and_are_stored_with_the_transcript(tmp_path: Path, model_server: ModelServer) -> None:
+    vision = ModelSettings(model="test-model", base_url=model_server.base_url, api_key="test-key", vision=True)
+    kit = start_server(tmp_path, model_server, upstream=vision)
+    try:
+        message = {"role": "user", "content": [{"type": "text", "text": "what is this?"}, PICTURE]}
+        answer, session = chat(kit, [message])
+        assert answer == "echo: what is this?"
+        sent = model_saw(kit)[-1]["content"]
+        assert sent == [{"type": "text", "text": "what is this?"}, {"type": "image_url", "image_url": {"url": PICTURE["image_url"]["url"]}}]
+        with kit.http() as http:
+            stored = http.get(f"/v1/sessions/{session}/messages").json()["data"]
+        assert stored[0]["content"] == sent
+        image_only, _ = chat(kit, [{"role": "user", "content": [PICTURE]}])  # no longer an empty turn
+        assert model_saw(kit)[-1]["content"] == [{"type": "image_url", "image_url": {"url": PICTURE["image_url"]["url"]}}]
+    finally:
+        assert kit.stop()
