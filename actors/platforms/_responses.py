@@ -23,7 +23,6 @@ from protocols import (
     CancelTurn,
     DeleteResponse,
     PutResponse,
-    ChatMessage,
     StartTurn,
     TextDelta,
     ToolFinished,
@@ -37,43 +36,13 @@ from protocols import (
 from ._app import ApiContext, new_id
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
-from ._chat import _bool, _failure, _text
+from ._chat import _bool, _failure
+from ._responses_request import parse_input, parse_response_options
 from ._sessions_api import _read, _write
 from ._turns import follow_turn, watch_disconnect
 
 SERVER_LABEL = "hermes"
 """The ``server_label`` of the ``mcp_call`` items that stand for the tools the server runs."""
-SERVER_HISTORY = frozenset({"mcp_call", "mcp_list_tools", "reasoning"})
-"""Input item kinds that are earlier server output, accepted and skipped."""
-
-
-def _parse_input(value: Any) -> tuple[tuple[ChatMessage, ...], str]:
-    """``(history, new user text)`` from a string or an array of input items."""
-    if isinstance(value, str) and value:
-        return (), value
-    if not isinstance(value, list) or not value:
-        raise HttpError(400, "'input' is required: a string or a non-empty list of input items", param="input", code="missing_field")
-    messages: list[ChatMessage] = []
-    for index, item in enumerate(value):
-        if not isinstance(item, dict):
-            raise HttpError(400, f"input[{index}] must be an object", param=f"input[{index}]", code="invalid_item")
-        kind = item.get("type", "message")
-        if kind == "message":
-            role = item.get("role")
-            if role not in ("user", "assistant", "system", "developer"):
-                raise HttpError(400, f"input[{index}].role must be user, assistant or system", param=f"input[{index}].role", code="invalid_role")
-            messages.append(ChatMessage(role="system" if role in ("system", "developer") else role, content=_text(item.get("content"))))
-        elif kind == "function_call_output":
-            messages.append(ChatMessage(role="tool", tool_call_id=str(item.get("call_id", "")), content=str(item.get("output", ""))))
-        elif isinstance(kind, str) and kind in SERVER_HISTORY:
-            continue  # an earlier response's output given back: what the server did, not new input
-    users = [i for i, m in enumerate(messages) if m.role == "user"]
-    if not users:
-        raise HttpError(400, "'input' has no user message to answer", param="input", code="missing_user_message")
-    last = users[-1]
-    return tuple(m for m in messages[:last] if m.role != "system"), messages[last].content or ""
-
-
 def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
     content = [] if status == "in_progress" else [{"type": "output_text", "text": text, "annotations": []}]
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
@@ -101,7 +70,8 @@ def _base(response_id: str, model: str, created: int, previous: str | None, inst
 
 async def create_response(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     body = await request.json()
-    history, text = _parse_input(body.get("input"))
+    talk = parse_input(body.get("input"))
+    options = parse_response_options(body)
     previous = body.get("previous_response_id")
     conversation = body.get("conversation")
     if previous and conversation:
@@ -120,6 +90,8 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
     else:
         session_id = f"resp-{response_id}"
     instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else None
+    if talk.system:
+        instructions = "\n\n".join(filter(None, (instructions, talk.system)))
     stream = _bool(body.get("stream"), "stream")
     keep = _bool(body.get("store", True), "store")
     model = str(body.get("model") or ctx.model_name)
@@ -129,7 +101,16 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
     hub = ctx.hubs.get(session_id)
     hub.subscribe(subscriber, after_seq=hub.last_seq)
     try:
-        ctx.tell(session_id, StartTurn(text=text, turn_id=response_id, instructions=instructions, history=history, policy="queue"))
+        start = StartTurn(
+            text=talk.text,
+            turn_id=response_id,
+            instructions=instructions,
+            history=talk.history,
+            tool_results=talk.tool_results,
+            options=options,
+            policy="queue",
+        )
+        ctx.tell(session_id, start)
         headers = {"x-hermes-session-id": session_id}
         async def remember(final: dict[str, Any]) -> None:
             # Stored (committed) before the client hears of it, so a follow-up can chain at once.
@@ -197,9 +178,13 @@ class _Output:
             out.append(("response.mcp_call.completed" if event.ok else "response.mcp_call.failed", self._where(index)))
             out.append(("response.output_item.done", {"output_index": index, "item": item}))
         elif isinstance(event, TurnCompleted):
-            if self.message is None:
+            if self.message is None and (event.text or not event.tool_calls):
                 out += self._open_message()
             out += self._close_message(event.text, "completed")
+            for call in event.tool_calls:  # the client's own function tools: the client runs them
+                index = self._add(_function_item(call.id, call.name, call.arguments), out)
+                out.append(("response.function_call_arguments.done", {**self._where(index), "arguments": call.arguments}))
+                out.append(("response.output_item.done", {"output_index": index, "item": self.items[index]}))
         elif isinstance(event, TurnFailed | TurnCancelled | TurnRejected):
             out += self._close_message("".join(self.text), "incomplete")
             for index in self.calls.values():  # calls the turn's end cut short
@@ -235,6 +220,10 @@ class _Output:
             ("response.content_part.done", {**where, "content_index": 0, "part": part}),
             ("response.output_item.done", {"output_index": index, "item": item}),
         ]
+
+
+def _function_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"type": "function_call", "id": f"fc_{call_id}", "call_id": call_id, "name": name, "arguments": arguments, "status": "completed"}
 
 
 def _mcp_item(item_id: str, name: str, arguments: str) -> dict[str, Any]:
