@@ -1,4 +1,4 @@
-"""Cost of the file tools' fuzzy patch on a large file, and wall time of a parallel tool batch.
+"""Cost of the file tools' fuzzy patch on a large file, wall time of a parallel tool batch, and the command checker.
 
 Measured:
 
@@ -24,9 +24,18 @@ Measured:
   subscriber (``batch_s``), and the whole turn from ``StartTurn`` to ``TurnCompleted``
   (``turn_s``). Goal: batch <= 1.2 s. Baseline: 8 ``trio.sleep(1.0)`` in one nursery.
 
-Run from the repository root: ``python bench/bench_tools.py [--quick] [--json]``
-(about 15 s; ``--quick`` about 5 s). Exit status 1 if a strategy did not match as
-intended, a turn did not complete, or a tool failed.
+- ``danger_check``: ``actors.tools._danger.check_command`` called once per command of the
+  danger corpus (``tests/tools/danger_corpus.py``: several hundred hardline, dangerous and
+  ordinary commands, multi-line heredocs included), with the corpus's home, working
+  directory and HERMES_HOME; every command, 20 rounds (3 with ``--quick``). Reported:
+  median, p90 and p99 of single calls (µs). Baseline, same run, same commands:
+  ``shlex.split`` (tokenising only). Goal: median <= 200 µs. Every verdict is also checked
+  against the corpus first (``wrong_verdicts``).
+
+Run from the repository root: ``python bench/bench_tools.py [--quick] [--json] [--only SUBJECT]``
+(about 15 s; ``--quick`` about 5 s; ``--only danger_check`` about 1 s). Exit status 1 if a
+strategy did not match as intended, a turn did not complete, a tool failed, or a corpus
+command got another verdict than the corpus states.
 """
 
 from __future__ import annotations
@@ -47,7 +56,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import msgspec  # noqa: E402
 import trio  # noqa: E402
-from _common import parse_options, print_json, versions, versions_line  # noqa: E402 - beside this script
+from _common import bench_parser, print_json, quiet_loggers, versions, versions_line  # noqa: E402 - beside this script
+from _danger_measure import bench_danger  # noqa: E402 - beside this script
 
 import actors.tools._patch  # noqa: E402,F401  (registers patch)
 from actors.agent import MachineConfig, ToolCall, ToolTraits, Workspace  # noqa: E402
@@ -328,7 +338,8 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
     if as_json:
         print_json(rows)
         return
-    print(f"{'patch_fuzzy strategy':<24} {'median ms':>10} {'p90 ms':>8} {'str.replace ms':>15} {'ratio':>8}  target")
+    if any(r.get("metric") == "patch_fuzzy" for r in rows):
+        print(f"{'patch_fuzzy strategy':<24} {'median ms':>10} {'p90 ms':>8} {'str.replace ms':>15} {'ratio':>8}  target")
     for r in rows:
         if r.get("metric") == "patch_fuzzy":
             if r["target_ms"] is None:
@@ -343,6 +354,13 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
                 f"context_aware {r['context_aware_median_ms']:.2f} ms; read+replace+write baseline {r['baseline_median_ms']:.2f} ms "
                 f"(ratio {r['ratio_exact']})"
             )
+        if r.get("metric") == "danger_check":
+            verdict = "ok" if r["meets_target"] else "MISS"
+            print(
+                f"danger check over {r['commands']} commands: median {r['median_us']} us, p90 {r['p90_us']}, p99 {r['p99_us']}; "
+                f"shlex.split {r['baseline_median_us']} us (ratio {r['ratio']}); wrong verdicts {r['wrong_verdicts']}  "
+                f"{verdict} <= {r['target_median_us']:g} us"
+            )
         if r.get("metric") == "parallel_batch":
             verdict = "ok" if r["meets_target"] else "MISS"
             print(
@@ -351,20 +369,37 @@ def emit(rows: list[dict[str, Any]], as_json: bool) -> None:
             )
 
 
+SUBJECTS = ("patch_fuzzy", "patch_tool", "parallel_batch", "danger_check")
+
+
 def main() -> int:
-    options = parse_options(__doc__)
+    parser = bench_parser(__doc__)
+    parser.add_argument("--only", choices=SUBJECTS, help="measure this subject alone")
+    options = parser.parse_args()
+    quiet_loggers()
+    wanted = [options.only] if options.only else list(SUBJECTS)
     repeat = 5 if options.quick else 31
     rounds = 1 if options.quick else 3
     info = versions("trio", "msgspec", "pykka", ("ripgrep", ripgrep_version()))
     rows: list[dict[str, Any]] = [{"bench": "tools", "versions": info, "quick": options.quick}]
     if not options.json:
         print(versions_line(info), flush=True)
-    fuzzy, fuzzy_failures = bench_fuzzy(repeat)
-    tool_row, tool_failures = bench_tool(max(3, repeat // 3))
-    batch_row, batch_failures = bench_batch(rounds)
-    rows += fuzzy + [tool_row, batch_row]
+    failures = 0
+    if "patch_fuzzy" in wanted:
+        fuzzy, fuzzy_failures = bench_fuzzy(repeat)
+        rows += fuzzy
+        failures += fuzzy_failures
+    for subject, measure in (
+        ("patch_tool", lambda: bench_tool(max(3, repeat // 3))),
+        ("parallel_batch", lambda: bench_batch(rounds)),
+        ("danger_check", lambda: bench_danger(3 if options.quick else 20)),
+    ):
+        if subject in wanted:
+            row, subject_failures = measure()
+            rows.append(row)
+            failures += subject_failures
     emit(rows, options.json)
-    return 1 if fuzzy_failures or tool_failures or batch_failures else 0
+    return 1 if failures else 0
 
 
 if __name__ == "__main__":

@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 Decision = Literal["once", "session", "always", "deny", "timeout", "cancelled", "yolo"]
 ALLOWING: frozenset[str] = frozenset({"once", "session", "always", "yolo"})
+ALWAYS_ASK: frozenset[str] = frozenset({"write-hermes-home"})
+"""Findings a person is asked about even with approvals off: the agent changing its own
+configuration (its approvals, its keys) must never be approved by that configuration."""
 ALLOWLIST_FILE = "approved_patterns.txt"
 """Under HERMES_HOME: one pattern key per line, approved with ``always``."""
 
@@ -88,7 +91,7 @@ class ApprovalGate:
         ``keys`` name the dangerous patterns found; ``session`` / ``always`` approve those
         patterns for later commands too.
         """
-        if self.yolo:
+        if self.yolo and not ALWAYS_ASK.intersection(keys):
             return "yolo"
         if keys and all(k in self._session_allowed for k in keys):
             return "session"

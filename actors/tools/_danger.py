@@ -2,12 +2,13 @@
 
 :func:`check_command` answers one of three verdicts:
 
-- ``blocked``: the hardline. Deleting ``/``, formatting or overwriting a disk device, a
-  fork bomb, stopping the machine, or a user's deny glob. Nothing overrides it: not an
-  approval, not ``yolo``.
+- ``blocked``: the hardline. Deleting ``/``, a top-level system directory or the home
+  directory recursively, signalling every process (``kill -1``), formatting or overwriting
+  a disk device, a fork bomb, stopping the machine, or a user's deny glob. Nothing
+  overrides it: not an approval, not ``yolo``.
 - ``dangerous``: needs a person's approval. Each finding has a stable key
-  (``rm-recursive``, ``chmod-777``, ``git-force-push``, ...) that ``session`` /
-  ``always`` approvals remember.
+  (``rm-recursive``, ``write-hermes-home``, ``git-force-push``, ...) that ``session`` /
+  ``always`` approvals remember, and a one-line reason.
 - ``ok``: ordinary work (``rm file.txt``, ``git push``, ``cat /etc/hosts``, ``echo reboot``).
 
 How a command is read: every simple command is judged, wherever it sits (pipelines,
@@ -17,7 +18,13 @@ prefixes (``sudo``, ``env``, ``nohup``, ``exec``, ``timeout``, ``nice``, ...) an
 assignments. The command is judged twice: as written (what bash runs) and normalised (what
 it looks like: ANSI escapes stripped, NFKC, invisible characters removed, whitespace
 collapsed), and the findings of both count, so neither a look-alike nor a character that
-only bash notices hides anything.
+only bash notices hides anything. A command that splits words with ``$IFS``
+(``rm${IFS}-rf${IFS}/``) is read a third time with the spaces bash would see.
+
+What the checker cannot see is itself a finding: a command string built at run time
+(``dynamic-shell``), a command name in a variable (``dynamic-command``), code fed to an
+interpreter on stdin (``heredoc-script``), a file written or downloaded and then run
+(``write-then-run``, ``pipe-to-shell``), hidden or look-alike characters (``obfuscated``).
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import Literal
 
 from ._danger_rules import PREFIXES, RULES
 from ._danger_scan import Analysis
-from ._danger_text import display_command, normalize_command, strip_ansi
+from ._danger_text import display_command, hidden_character, ifs_spelling, normalize_command, strip_ansi
 
 __all__ = ["MAX_COMMAND_CHARS", "Verdict", "check_command", "display_command", "normalize_command", "strip_ansi"]
 
@@ -86,12 +93,20 @@ def _fork_bombs(analysis: Analysis, text: str) -> None:
         analysis.block("fork-bomb", "a fork bomb: a loop that forks forever")
 
 
+def _hidden(analysis: Analysis, command: str) -> None:
+    char = hidden_character(command)
+    if char is not None:
+        shown = display_command(char)
+        analysis.warn("obfuscated", f"contains a control or invisible character ({shown}) that changes how the command looks")
+
+
 def check_command(
     command: str,
     *,
     deny_globs: Iterable[str] = (),
     cwd: str | os.PathLike[str] | None = None,
     home: str | None = None,
+    hermes_home: str | os.PathLike[str] | None = None,
 ) -> Verdict:
     """Judge a shell command before it runs.
 
@@ -102,15 +117,25 @@ def check_command(
         cwd: where the command starts, to resolve relative paths (``rm -rf *`` in ``/``);
             None leaves relative paths unknown.
         home: the home directory ``~`` and ``$HOME`` mean (default: this process's).
+        hermes_home: the agent's own directory (config, keys, approvals); any write under it
+            needs approval. None: ``$HERMES_HOME``, else ``~/.hermes`` of ``home``.
     """
     normalized = normalize_command(command)
     start = os.fspath(cwd) if cwd is not None else None
-    analysis = Analysis(home=home or os.path.expanduser("~"), cwd=start, rules=RULES, prefixes=PREFIXES)
+    user_home = home or os.path.expanduser("~")
+    if hermes_home is None:
+        hermes_home = os.environ.get("HERMES_HOME") or os.path.join(user_home, ".hermes")
+    agent_home = os.path.expanduser(os.fspath(hermes_home))
+    analysis = Analysis(home=user_home, hermes_home=agent_home, cwd=start, rules=RULES, prefixes=PREFIXES)
     if len(command) > MAX_COMMAND_CHARS:
         analysis.warn("unreviewable", f"the command is too long to check ({len(command):,} characters)")
     else:
-        for text in dict.fromkeys((command, normalized)):
-            analysis.cwd = start
+        _hidden(analysis, command)
+        split = ifs_spelling(command)
+        if split is not None:
+            analysis.warn("ifs-trick", "splits words with $IFS, a way to hide what runs (rm${IFS}-rf)")
+        for text in dict.fromkeys((command, normalized, *((split,) if split is not None else ()))):
+            analysis.restart(start)
             analysis.text(text, 0)
             _fork_bombs(analysis, text)
     subjects = (normalized, *analysis.segments)

@@ -1,9 +1,11 @@
-"""Per-program rules: what makes ``rm``, ``git``, ``dd``, ``chmod``, ``kill`` or ``systemctl`` dangerous.
+"""Per-program rules: deleting and writing files, disks, the machine and its services; and the table of every rule.
 
 Each rule gets one unwrapped simple command (:class:`Ctx`) and records findings with
 ``block`` (the hardline: never runs) or ``warn`` (needs approval), under a stable key.
-Prefixes (``sudo``, ``env``, ``nohup``, ``xargs``, ...) return where their command starts.
-Commands that run other code (shells, interpreters, SQL clients) are in ``_danger_exec``.
+The rules for git (``_danger_git``), signals and the runtime (``_danger_kill``), code
+runners (``_danger_exec``), databases (``_danger_sql``) and other shells
+(``_danger_windows``) live beside this module; prefixes (``sudo``, ``xargs``, ...) in
+``_danger_prefixes``.
 
 Keys are part of the approval contract (``session`` / ``always`` approve keys, and
 ``approved_patterns.txt`` stores them): renaming one forgets what users approved.
@@ -11,119 +13,43 @@ Keys are part of the approval contract (``session`` / ``always`` approve keys, a
 
 from __future__ import annotations
 
-import os
 import re
 
-from ._danger_scan import Ctx, Prefix, Rule, command_name, is_device, is_root, is_system, long_options, positionals, short_flags
 from ._danger_exec import EXEC_RULES
-from ._danger_shell import Command, Word
+from ._danger_git import git
+from ._danger_kill import KILL_RULES, systemd_runtime
+from ._danger_paths import hardline_target, is_device, is_raw_disk, is_system
+from ._danger_prefixes import DELETERS, PREFIXES
+from ._danger_scan import ASSIGNMENT, Analysis, Ctx, Rule, command_name, long_options, positionals, short_flags
+from ._danger_shell import Word
+from ._danger_sql import SQL_RULES, is_sql_truncate, sql_findings
+from ._danger_windows import WINDOWS_RULES, rd
 
-DELETERS = frozenset({"rm", "shred", "unlink", "rmdir"})
+__all__ = ["PREFIXES", "RULES"]
+
 _DISK_TOOLS = frozenset({"mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "blkdiscard"})
-_RUNTIME_NAMES = ("hermes",)
-_RUNTIME_SAMPLE = "/usr/bin/python3 /usr/local/bin/hermes run"
-"""What the runtime's command line looks like, to test ``pkill -f`` patterns against."""
-
-
-# -- prefixes -----------------------------------------------------------------------------------------
-
-
-def _skip_options(words: list[Word], index: int, with_arg: frozenset[str]) -> int:
-    j = index + 1
-    while j < len(words):
-        text = words[j].text
-        if text == "--":
-            return j + 1
-        if not text.startswith("-") or text == "-":
-            return j
-        j += 2 if text in with_arg else 1
-    return j
-
-
-def _prefix(with_arg: frozenset[str] = frozenset(), positional: int = 0) -> Prefix:
-    def skip(ctx: Ctx, words: list[Word], index: int) -> int:
-        return _skip_options(words, index, with_arg) + positional
-
-    return skip
-
-
-def _sudo(ctx: Ctx, words: list[Word], index: int) -> int | None:
-    j = _skip_options(words, index, frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "--user", "--group",
-                                                "--host", "--prompt", "--close-from", "--chdir", "--role", "--type", "--other-user"}))
-    options = words[index + 1 : j]
-    if "S" in short_flags(options) or "stdin" in long_options(options):
-        ctx.analysis.warn("sudo-stdin", "sudo reads a password from stdin (sudo -S)")
-    if "e" in short_flags(options) or "edit" in long_options(options):
-        return None
-    return j
-
-
-def _env(ctx: Ctx, words: list[Word], index: int) -> int | None:
-    j = index + 1
-    while j < len(words):
-        text = words[j].text
-        rest = " ".join(w.text for w in words[j + 1 :])
-        if text in ("-S", "--split-string"):
-            ctx.analysis.text(rest, ctx.depth + 1)
-            return None
-        if text.startswith("--split-string=") or (text.startswith("-S") and not text.startswith("--")):
-            split = text.split("=", 1)[1] if text.startswith("--") else text[2:]
-            ctx.analysis.text(f"{split} {rest}", ctx.depth + 1)
-            return None
-        if text == "--":
-            return j + 1
-        if not text.startswith("-") or text == "-":
-            return j
-        j += 2 if text in ("-u", "--unset", "-C", "--chdir") else 1
-    return j
-
-
-def _watch(ctx: Ctx, words: list[Word], index: int) -> int | None:
-    j = _skip_options(words, index, frozenset({"-n", "--interval", "-q", "--equexit"}))
-    ctx.analysis.text(" ".join(w.text for w in words[j:]), ctx.depth + 1)
-    return None
-
-
-def _xargs(ctx: Ctx, words: list[Word], index: int) -> int | None:
-    j = _skip_options(words, index, frozenset({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter",
-                                                "--eof", "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
-                                                "--process-slot-var"}))
-    if j < len(words) and command_name(words[j]) in DELETERS:
-        ctx.analysis.warn("find-delete", "deletes every path piped in (xargs rm)")
-    return j
-
-
-def _command(ctx: Ctx, words: list[Word], index: int) -> int | None:
-    options = words[index + 1 : _skip_options(words, index, frozenset())]
-    if any(flag in short_flags(options) for flag in "vV"):
-        return None  # `command -v x` asks where x is; it runs nothing
-    return index + 1 + len(options)
-
-
-PREFIXES: dict[str, Prefix] = {
-    "sudo": _sudo,
-    "doas": _prefix(frozenset({"-u", "-C"})),
-    "env": _env,
-    "nohup": _prefix(),
-    "exec": _prefix(frozenset({"-a"})),
-    "nice": _prefix(frozenset({"-n", "--adjustment"})),
-    "ionice": _prefix(frozenset({"-c", "-n", "-p", "-P", "-u", "--class", "--classdata"})),
-    "time": _prefix(frozenset({"-f", "-o", "--format", "--output"})),
-    "timeout": _prefix(frozenset({"-s", "-k", "--signal", "--kill-after"}), positional=1),
-    "stdbuf": _prefix(frozenset({"-i", "-o", "-e"})),
-    "chrt": _prefix(positional=1),
-    "taskset": _prefix(positional=1),
-    "setsid": _prefix(),
-    "unbuffer": _prefix(),
-    "builtin": _prefix(),
-    "busybox": _prefix(),
-    "command": _command,
-    "xargs": _xargs,
-    "watch": _watch,
-}
+_PARTITIONERS = frozenset({"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted"})
+_FIND_NEUTRAL = frozenset({"-depth", "-d", "-xdev", "-mount", "-maxdepth", "-mindepth", "-follow", "-noleaf", "-daystart",
+                           "-ignore_readdir_race", "-noignore_readdir_race", "-warn", "-nowarn", "-print", "-print0", "-delete"})
+"""find expressions that do not narrow what is matched: with only these, everything under the start is hit."""
 
 
 # -- deleting and writing ------------------------------------------------------------------------------
+
+
+def recursive_delete(analysis: Analysis, targets: list[Word], how: str) -> None:
+    """``targets`` are deleted with everything under them: the hardline for ``/``, system trees and home."""
+    paths = [p for word in targets for p in analysis.resolve(word) or ()]
+    for path in paths:
+        found = hardline_target(path, analysis.home)
+        if found is not None:
+            key, what = found
+            reason = "deletes the whole filesystem" if key == "rm-root" else f"deletes {what} and everything in it"
+            analysis.block(key, f"{reason} ({how} {analysis.show(path)})")
+    system = [p for p in paths if is_system(p)]
+    detail = f" of the system path {system[0]}" if system else ""
+    analysis.warn("rm-recursive", f"recursive delete ({how}){detail}")
+    analysis.writes(targets, how)
 
 
 def _rm(ctx: Ctx) -> None:
@@ -142,60 +68,58 @@ def _rm(ctx: Ctx) -> None:
             recursive = recursive or "r" in text or "R" in text
         else:
             targets.append(word)
-    analysis = ctx.analysis
-    if not recursive:
-        analysis.writes(targets, "rm")
-        return
     if no_preserve:
-        analysis.block("rm-root", "deletes recursively with root protection turned off (rm --no-preserve-root)")
-    paths = [p for word in targets for p in analysis.resolve(word) or ()]
-    if any(is_root(p) for p in paths):
-        analysis.block("rm-root", "deletes the whole filesystem (rm -r /)")
-    system = [p for p in paths if is_system(p)]
-    detail = f" of the system path {system[0]}" if system else (" of the home directory" if analysis.home in paths else "")
-    analysis.warn("rm-recursive", f"recursive delete (rm -r){detail}")
+        ctx.analysis.block("rm-root", "deletes recursively with root protection turned off (rm --no-preserve-root)")
+    if recursive:
+        recursive_delete(ctx.analysis, targets, "rm -r")
+    else:
+        ctx.analysis.writes(targets, "rm")
 
 
 def _find(ctx: Ctx) -> None:
     args = ctx.args
     j = 0
+    while j < len(args) and args[j].text in ("-P", "-L", "-H", "-D") or (j < len(args) and args[j].text.startswith("-O")):
+        j += 2 if args[j].text == "-D" else 1
+    starts: list[Word] = []
+    while j < len(args) and not args[j].text.startswith("-") and args[j].text not in ("(", "!", ")"):
+        starts.append(args[j])
+        j += 1
+    starts = starts or [Word(".")]
+    actions: list[list[Word]] = []
+    narrowed = delete = False
     while j < len(args):
         text = args[j].text
-        if text == "-delete":
-            ctx.analysis.warn("find-delete", "deletes every match (find -delete)")
-        elif text in ("-exec", "-execdir", "-ok", "-okdir"):
+        if text in ("-exec", "-execdir", "-ok", "-okdir"):
             k = j + 1
             while k < len(args) and args[k].text not in (";", "+"):
                 k += 1
-            sub = args[j + 1 : k]
-            if sub:
-                if command_name(sub[0]) in DELETERS:
-                    ctx.analysis.warn("find-delete", "deletes every match (find -exec rm)")
-                ctx.analysis.argv(sub, Command(words=sub), [], ctx.depth)
+            actions.append(args[j + 1 : k])
             j = k
+        elif text == "-delete":
+            delete = True
+        elif text in ("-maxdepth", "-mindepth"):
+            j += 1
+        elif text not in _FIND_NEUTRAL and (text.startswith("-") or text in ("(", "!", ")")):
+            narrowed = True
         j += 1
-
-
-def _git(ctx: Ctx) -> None:
-    args = ctx.args
-    j = 0
-    with_arg = {"-C", "-c", "--git-dir", "--work-tree", "--namespace", "--super-prefix", "--config-env"}
-    while j < len(args) and args[j].text.startswith("-"):
-        j += 2 if args[j].text in with_arg else 1
-    if j >= len(args):
-        return
-    sub, rest = args[j].text, args[j + 1 :]
-    texts = [w.text for w in rest]
-    flags = short_flags(rest)
-    longs = long_options(rest)
-    if sub == "reset" and "hard" in longs:
-        ctx.analysis.warn("git-reset-hard", "discards uncommitted changes (git reset --hard)")
-    elif sub == "push":
-        refspec_force = any(t.startswith("+") and len(t) > 1 for t in texts)
-        if "f" in flags or "force" in longs or "force-with-lease" in longs or "mirror" in longs or refspec_force:
-            ctx.analysis.warn("git-force-push", "rewrites history on the remote (git push --force)")
-    elif sub == "clean" and ("f" in flags or "force" in longs) and "n" not in flags and "dry-run" not in longs:
-        ctx.analysis.warn("git-clean", "deletes untracked files (git clean -f)")
+    if delete:
+        ctx.analysis.warn("find-delete", "deletes every match (find -delete)")
+        if not narrowed:
+            recursive_delete(ctx.analysis, starts, "find -delete")
+    for sub in actions:
+        if not sub:
+            continue
+        deleter = command_name(sub[0]) in DELETERS
+        if deleter:
+            ctx.analysis.warn("find-delete", "deletes every match (find -exec rm)")
+        if narrowed or not any(w.text == "{}" for w in sub):
+            ctx.analysis.argv(sub, ctx.command, [], ctx.depth)
+        elif deleter:
+            recursive_delete(ctx.analysis, starts, "find -exec rm")
+        else:
+            for start in starts:  # nothing narrows the match: `{}` is the start itself, among others
+                ctx.analysis.argv([start if w.text == "{}" else w for w in sub], ctx.command, [], ctx.depth)
 
 
 def _world_writable(mode: str) -> bool:
@@ -209,6 +133,12 @@ def _world_writable(mode: str) -> bool:
             if op in "+=" and "w" in perms:
                 return True
     return False
+
+
+def _executable(mode: str) -> bool:
+    if re.fullmatch(r"[0-7]{1,5}", mode):
+        return any(int(d) & 1 for d in mode[-3:])
+    return re.search(r"[+=][rwXst]*x", mode) is not None
 
 
 def _chmod(ctx: Ctx) -> None:
@@ -230,7 +160,10 @@ def _chmod(ctx: Ctx) -> None:
         ctx.analysis.warn("chmod-777", f"makes files writable by everyone{how} (chmod {mode})")
     if recursive and any(is_system(p) for w in targets for p in ctx.analysis.resolve(w) or ()):
         ctx.analysis.warn("chmod-recursive-system", "changes permissions recursively under a system path (chmod -R)")
-    ctx.analysis.writes(targets, "chmod")
+    ctx.analysis.writes(targets, "chmod", content=False)
+    if mode and _executable(mode):
+        for word in targets:
+            ctx.analysis.created_file(word)
 
 
 def _chown(ctx: Ctx) -> None:
@@ -239,31 +172,78 @@ def _chown(ctx: Ctx) -> None:
     targets = plain if any(o.startswith("reference") for o in long_options(ctx.args)) else plain[1:]
     if recursive and any(is_system(p) for w in targets for p in ctx.analysis.resolve(w) or ()):
         ctx.analysis.warn("chown-recursive-system", f"changes ownership recursively under a system path ({ctx.name} -R)")
-    ctx.analysis.writes(targets, ctx.name)
+    ctx.analysis.writes(targets, ctx.name, content=False)
 
 
-def _writes_all(with_arg: frozenset[str] = frozenset()) -> Rule:
+def _writes_all(with_arg: frozenset[str] = frozenset(), *, content: bool = True) -> Rule:
     def rule(ctx: Ctx) -> None:
-        ctx.analysis.writes(positionals(ctx.args, with_arg), ctx.name)
+        targets = positionals(ctx.args, with_arg)
+        ctx.analysis.writes(targets, ctx.name, content=content)
+        if content:
+            for word in targets:
+                ctx.analysis.created_file(word)
 
     return rule
 
 
-def _writes_last(ctx: Ctx) -> None:
-    """cp / ln / rsync: the destination (``-t DIR`` or the last argument) is written."""
+_TEE = _writes_all(frozenset({"--output-error"}))
+_INSTALL = _writes_all(frozenset({"-m", "-o", "-g", "-t", "-S", "--mode", "--owner", "--group", "--suffix"}))
+
+
+def _into(destination: Word, sources: list[Word]) -> list[Word]:
+    """What a copy to ``destination`` writes: the destination, or (a directory) each source's name inside it."""
+    base = destination.text.rstrip("/") or "/"
+    inside = [Word(f"{base}/{s.text.rstrip('/').rsplit('/', 1)[-1]}", dynamic=destination.dynamic) for s in sources]
+    return [destination, *inside]
+
+
+def _copies(ctx: Ctx) -> None:
+    """cp / ln / rsync / mv / install: the destination (``-t DIR`` or the last argument) is written; mv also removes its sources."""
+    with_arg = frozenset({"-t", "-S", "--suffix", "-e", "--rsh", "-m", "-o", "-g", "--mode", "--owner", "--group"})
+    plain = positionals(ctx.args, with_arg)
+    written: list[Word] = []
     for j, word in enumerate(ctx.args):
         if word.text in ("-t", "--target-directory") and j + 1 < len(ctx.args):
-            ctx.analysis.writes([ctx.args[j + 1]], ctx.name)
+            written += _into(ctx.args[j + 1], plain)
         elif word.text.startswith("--target-directory="):
-            ctx.analysis.writes([Word(word.text.split("=", 1)[1])], ctx.name)
-    plain = positionals(ctx.args, frozenset({"-t", "-S", "--suffix", "-e", "--rsh"}))
-    if len(plain) >= 2:
-        ctx.analysis.writes([plain[-1]], ctx.name)
+            written += _into(Word(word.text.split("=", 1)[1]), plain)
+    if not written and len(plain) >= 2:
+        written = _into(plain[-1], plain[:-1])
+        if ctx.name == "mv":
+            written += plain[:-1]
+    ctx.analysis.writes(written, ctx.name)
+    for word in written[:1]:
+        ctx.analysis.created_file(word)
 
 
 def _sed(ctx: Ctx) -> None:
     if any(re.match(r"-[A-Za-z]*i", w.text) and not w.text.startswith("--") for w in ctx.args) or "in-place" in long_options(ctx.args):
         ctx.analysis.writes(positionals(ctx.args, frozenset({"-e", "-f", "-l", "--expression", "--file"})), "sed -i")
+
+
+def _yq(ctx: Ctx) -> None:
+    if "i" in short_flags(ctx.args) or "inplace" in long_options(ctx.args):
+        ctx.analysis.writes(positionals(ctx.args, frozenset({"-o", "-p", "--output-format", "--input-format"}))[1:], "yq -i")
+
+
+def _truncate(ctx: Ctx) -> None:
+    if is_sql_truncate(ctx):
+        sql_findings(ctx.analysis, " ".join([ctx.head.text] + [w.text for w in ctx.args]))
+    else:
+        ctx.analysis.writes(positionals(ctx.args, frozenset({"-s", "-r", "--size", "--reference"})), "truncate")
+
+
+def _rmdir(ctx: Ctx) -> None:
+    if not rd(ctx):
+        ctx.analysis.writes(positionals(ctx.args), "rmdir")
+
+
+def _assignments(ctx: Ctx) -> None:
+    """``export X=1`` / ``declare`` / ``local``: the values are known to what follows."""
+    ctx.analysis.assign([w for w in ctx.args if ASSIGNMENT.match(w.text)])
+
+
+# -- disks ------------------------------------------------------------------------------------------------
 
 
 def _shred(ctx: Ctx) -> None:
@@ -275,7 +255,11 @@ def _shred(ctx: Ctx) -> None:
 def _dd(ctx: Ctx) -> None:
     for word in ctx.args:
         if word.text.startswith("of="):
-            ctx.analysis.writes([Word(word.text[3:], dynamic=word.dynamic)], "dd of=", disk_key="dd-disk")
+            target = Word(word.text[3:], dynamic=word.dynamic)
+            ctx.analysis.writes([target], "dd of=", disk_key="dd-disk")
+            ctx.analysis.created_file(target)
+        elif word.text.startswith("if=") and is_raw_disk(word.text[3:]):
+            ctx.analysis.warn("raw-disk-read", f"reads a whole disk device, every file and secret on it (dd {word.text})")
 
 
 def _disk_tool(ctx: Ctx) -> None:
@@ -285,9 +269,19 @@ def _disk_tool(ctx: Ctx) -> None:
                 ctx.analysis.block("mkfs-device", f"formats or wipes the disk device {path} ({ctx.name})")
     if ctx.name.startswith("mk"):
         ctx.analysis.warn("mkfs", f"creates a filesystem, erasing what was there ({ctx.name})")
+    else:
+        ctx.analysis.warn("disk-wipe", f"erases filesystem signatures or blocks ({ctx.name})")
 
 
-# -- the machine and its processes ----------------------------------------------------------------------
+def _partitioner(ctx: Ctx) -> None:
+    flags, longs = short_flags(ctx.args), long_options(ctx.args)
+    plain = [w.text for w in positionals(ctx.args)]
+    if set(flags) & set("lpd") or {"list", "print", "dump", "help", "version"} & set(longs) or plain[1:] in (["print"], ["p"]):
+        return
+    ctx.analysis.warn("disk-partition", f"changes a disk's partition table ({ctx.name} {' '.join(plain)})")
+
+
+# -- the machine and its services -------------------------------------------------------------------------
 
 
 def _shutdown(ctx: Ctx) -> None:
@@ -305,76 +299,16 @@ def _systemctl(ctx: Ctx) -> None:
     sub = plain[0].text if plain else ""
     if sub in ("poweroff", "reboot", "halt", "kexec", "soft-reboot"):
         ctx.analysis.block("shutdown", f"stops or restarts the machine (systemctl {sub})")
+    elif systemd_runtime(ctx, sub, plain[1:]):
+        return
     elif sub in ("stop", "disable", "mask", "kill", "isolate"):
         ctx.analysis.warn("systemctl-stop", f"stops or disables a system service (systemctl {sub})")
 
 
 def _service(ctx: Ctx) -> None:
     plain = positionals(ctx.args)
-    if len(plain) >= 2 and plain[1].text in ("stop", "disable"):
+    if len(plain) >= 2 and not systemd_runtime(ctx, plain[1].text, plain[:1]) and plain[1].text in ("stop", "disable"):
         ctx.analysis.warn("systemctl-stop", f"stops a system service (service {plain[0].text} {plain[1].text})")
-
-
-def _finds_runtime(word: Word) -> bool:
-    """A ``$(pgrep hermes)`` / ``$(pidof python)``-style argument."""
-    for sub in word.subs:
-        for words in (c.words for pipeline in sub for c in pipeline):
-            if words and command_name(words[0]) in ("pgrep", "pidof") and any(_names_runtime(w.text, full=True) for w in words[1:]):
-                return True
-    return False
-
-
-def _names_runtime(pattern: str, *, full: bool) -> bool:
-    """Whether a pkill/killall pattern would match the runtime's own process."""
-    if pattern.startswith("-"):
-        return False
-    lowered = pattern.lower()
-    if any(name in lowered for name in _RUNTIME_NAMES) or (full and "python" in lowered):
-        return True
-    try:
-        return any(re.search(pattern, subject) for subject in ("python", "python3", *((_RUNTIME_SAMPLE,) if full else ())))
-    except re.error:
-        return False
-
-
-def _kill(ctx: Ctx) -> None:
-    signal_given = ended = skip = False
-    protected = {str(os.getpid()): "the runtime itself", "1": "PID 1 (init)"}
-    for word in ctx.args:
-        text = word.text
-        if skip:
-            skip = False
-            continue
-        if not ended and text == "--":
-            ended = True
-            continue
-        if not ended and text in ("-s", "-n", "--signal"):
-            skip = signal_given = True
-            continue
-        if not ended and text in ("-l", "-L", "--list", "--table"):
-            return
-        if not ended and not signal_given and re.fullmatch(r"-(?:[0-9]+|[A-Za-z][A-Za-z0-9+-]*)", text):
-            signal_given = True
-            continue
-        if text == "-1":
-            ctx.analysis.warn("kill-all", "signals every process you may signal (kill -1)")
-        elif text in protected:
-            ctx.analysis.warn("kill-runtime", f"signals {protected[text]} (kill {text})")
-        elif re.search(r"\$\{?PPID\b", text) or _finds_runtime(word):
-            ctx.analysis.warn("kill-runtime", f"signals the agent runtime itself (kill {text})")
-
-
-def _pkill(ctx: Ctx) -> None:
-    args = ctx.args
-    full = "f" in short_flags(args) or "full" in long_options(args)
-    with_arg = frozenset({"-u", "-U", "-g", "-G", "-P", "-s", "-t", "-F", "--signal", "--euid", "--uid", "--pgroup", "--group",
-                          "--parent", "--session", "--terminal", "--pidfile", "--ns", "--nslist", "--older-than", "--younger-than",
-                          "-o", "-y", "-n", "-Z", "--user", "--context"})
-    patterns = positionals(args, with_arg)
-    if ctx.name == "killall5" or (not patterns and any(w.text in ("-u", "-U", "--uid", "--euid", "--user") for w in args)):
-        ctx.analysis.warn("kill-all", f"signals every process of a user ({ctx.name})")
-    if any(_names_runtime(w.text, full=full) for w in patterns):
-        ctx.analysis.warn("kill-runtime", f"may signal the agent runtime itself ({ctx.name} {' '.join(w.text for w in patterns)})")
 
 
 def _crontab(ctx: Ctx) -> None:
@@ -393,9 +327,6 @@ def _nft(ctx: Ctx) -> None:
         ctx.analysis.warn("iptables-flush", "removes firewall rules (nft flush)")
 
 
-# -- where the command runs ------------------------------------------------------------------------------
-
-
 def _cd(ctx: Ctx) -> None:
     plain = positionals(ctx.args)
     if not plain:
@@ -408,26 +339,34 @@ def _cd(ctx: Ctx) -> None:
 RULES: dict[str, Rule] = {
     "rm": _rm,
     "find": _find,
-    "git": _git,
+    "git": git,
     "chmod": _chmod,
     "chown": _chown,
     "chgrp": _chown,
     "dd": _dd,
     "mkfs": _disk_tool,
     **{name: _disk_tool for name in _DISK_TOOLS},
+    **{name: _partitioner for name in _PARTITIONERS},
     "shred": _shred,
-    "tee": _writes_all(frozenset({"--output-error"})),
-    "touch": _writes_all(frozenset({"-r", "-d", "-t", "--reference", "--date"})),
-    "truncate": _writes_all(frozenset({"-s", "-r", "--size", "--reference"})),
-    "mkdir": _writes_all(frozenset({"-m", "--mode"})),
-    "rmdir": _writes_all(),
+    "tee": _TEE,
+    "sponge": _TEE,
+    "touch": _writes_all(frozenset({"-r", "-d", "-t", "--reference", "--date"}), content=False),
+    "truncate": _truncate,
+    "mkdir": _writes_all(frozenset({"-m", "--mode"}), content=False),
+    "rmdir": _rmdir,
     "unlink": _writes_all(),
-    "install": _writes_all(frozenset({"-m", "-o", "-g", "-t", "-S", "--mode", "--owner", "--group", "--suffix"})),
-    "mv": _writes_all(frozenset({"-t", "-S", "--suffix"})),
-    "cp": _writes_last,
-    "ln": _writes_last,
-    "rsync": _writes_last,
+    "install": _INSTALL,
+    "mv": _copies,
+    "cp": _copies,
+    "ln": _copies,
+    "rsync": _copies,
     "sed": _sed,
+    "yq": _yq,
+    "export": _assignments,
+    "declare": _assignments,
+    "typeset": _assignments,
+    "local": _assignments,
+    "readonly": _assignments,
     "shutdown": _shutdown,
     "reboot": _shutdown,
     "halt": _shutdown,
@@ -436,10 +375,6 @@ RULES: dict[str, Rule] = {
     "telinit": _init,
     "systemctl": _systemctl,
     "service": _service,
-    "kill": _kill,
-    "pkill": _pkill,
-    "killall": _pkill,
-    "killall5": _pkill,
     "crontab": _crontab,
     "iptables": _iptables,
     "ip6tables": _iptables,
@@ -448,5 +383,8 @@ RULES: dict[str, Rule] = {
     "nft": _nft,
     "cd": _cd,
     "pushd": _cd,
+    **KILL_RULES,
     **EXEC_RULES,
+    **SQL_RULES,
+    **WINDOWS_RULES,
 }

@@ -28,6 +28,10 @@ class Word:
     dynamic: bool = False
     """The value depends on an expansion (``$x``, ``$(...)``): ``text`` shows it as written."""
     quoted: bool = False
+    raw: str = ""
+    """The word as written, quotes and escapes included (to tell ``r''m`` from ``rm``)."""
+    escaped: bool = False
+    """Some character was spelled as a ``$'\\x72'``-style escape."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -47,6 +51,8 @@ class Command:
     """Heredoc bodies and here-strings."""
     subs: list[Script] = dataclasses.field(default_factory=list)
     """Substitutions in heredoc bodies (unquoted delimiters expand them)."""
+    group: list[Command] = dataclasses.field(default_factory=list)
+    """For the end of a ``( ... )`` or ``{ ...; }`` group piped on: the group's commands (their output is what flows)."""
 
     def empty(self) -> bool:
         return not self.words and not self.redirects
@@ -99,6 +105,9 @@ class _Parser:
         pipeline: Pipeline = []
         command = Command()
         parens = 0
+        groups: list[int] = []
+        """Where each open ``(`` / ``{`` group starts in ``script``."""
+        just_closed: list[Command] | None = None
 
         def end_command() -> None:
             nonlocal command
@@ -113,10 +122,17 @@ class _Parser:
                 script.append(pipeline)
             pipeline = []
 
+        def group_since(start: int) -> list[Command]:
+            return [c for line in script[start:] for c in line]
+
         while self.i < self.n:
             c = self.s[self.i]
             if c in " \t":
                 self.i += 1
+                continue
+            closed, just_closed = just_closed, None
+            if c == "\\" and self.peek(1) == "\n":  # a line continuation between words
+                self.i += 2
             elif c == "\n":
                 self.i += 1
                 end_pipeline()
@@ -129,12 +145,14 @@ class _Parser:
                 end_pipeline()
                 if parens:
                     parens -= 1
+                    just_closed = group_since(groups.pop() if groups else len(script))
                 elif closer == ")":
                     return script
             elif c == "(":
                 self.i += 1
                 parens += 1
                 end_pipeline()
+                groups.append(len(script))
             elif c == "|":
                 self.i += 1
                 if self.peek() == "|":
@@ -143,6 +161,8 @@ class _Parser:
                 else:
                     if self.peek() == "&":
                         self.i += 1
+                    if closed is not None and not pipeline and command.empty():
+                        pipeline.append(Command(group=closed))  # `( curl ... ) | bash`: the group feeds the pipe
                     end_command()
             elif c == ";":
                 self.i += 1
@@ -164,6 +184,11 @@ class _Parser:
                 if word.text.isdigit() and not word.quoted and self.peek() in ("<", ">") and self.peek(1) != "(":
                     self.redirect(command, word.text)
                 else:
+                    if not command.words and not word.quoted and word.raw in ("{", "}"):
+                        if word.raw == "{":
+                            groups.append(len(script))
+                        else:
+                            command.group = group_since(groups.pop() if groups else len(script))
                     command.words.append(word)
         end_pipeline()
         return script
@@ -211,6 +236,7 @@ class _Parser:
     def word(self) -> Word:
         word = Word("")
         parts: list[str] = []
+        begin = self.i
         if self.peek() in ("<", ">") and self.peek(1) == "(":
             start = self.i
             self.i += 2
@@ -243,8 +269,10 @@ class _Parser:
                 word.quoted = True
             elif c == "$" and self.peek(1) == "'":
                 self.i += 2
+                start = self.i
                 parts.append(self.ansi_c())
                 word.quoted = True
+                word.escaped = word.escaped or "\\" in self.s[start : self.i]
             elif c == "$" and self.peek(1) == '"':
                 self.i += 2
                 parts.append(self.dquoted(word, '"'))
@@ -252,6 +280,7 @@ class _Parser:
             else:
                 parts.append(self.expansion(word))
         word.text = "".join(parts)
+        word.raw = self.s[begin : self.i]
         return word
 
     def dquoted(self, word: Word, end: str | None) -> str:

@@ -55,6 +55,38 @@ def normalize_command(command: str) -> str:
     return "\n".join(line for line in lines if line)
 
 
+_IFS = re.compile(r"\$\{IFS[^}]*\}|\$IFS\b")
+_IFS_GLUED = re.compile(r"""[^\s="';|&(]\$\{?IFS\b|\$\{IFS[^}]*\}[^\s;|&)"']|\$IFS\b[^\s;|&)"']""")
+_SPLIT_FILLERS = re.compile(r"\$\{?[0-9@*]\}?")
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+
+
+def hidden_character(command: str) -> str | None:
+    """The first control, escape or invisible character in ``command`` (what a reader would not see), or None.
+
+    A lone carriage return counts: a terminal shows the text after it over the text before.
+    """
+    found = _CONTROL.search(command)
+    if found:
+        return found.group()
+    if command.isascii():
+        return None
+    return next((c for c in command if c in _INVISIBLE_EXTRA or unicodedata.category(c) == "Cf"), None)
+
+
+def ifs_spelling(command: str) -> str | None:
+    """``command`` with ``$IFS`` word splitting spelled as the spaces bash sees, or None when it uses none.
+
+    Only ``$IFS`` glued to other characters counts (``rm${IFS}-rf``): ``old=$IFS`` or
+    ``"$IFS"`` are how scripts save and use it.
+    """
+    if not _IFS_GLUED.search(command):
+        return None
+    return _SPLIT_FILLERS.sub("", _IFS.sub(" ", command))
+
+
 def display_command(command: str) -> str:
     """The command with control and invisible characters made visible (``\\x1b``, ``\\u200b``).
 

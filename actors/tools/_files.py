@@ -149,8 +149,30 @@ def refusal_message(shown: str, path: Path, why: str) -> str:
     )
 
 
+def _under(path: Path, directory: Path) -> bool:
+    return path == directory or directory in path.parents
+
+
+def write_denied(path: Path, hermes_home: Path) -> str | None:
+    """Why the file tools may not write ``path`` (None: they may): the denylist, and anything under HERMES_HOME.
+
+    HERMES_HOME holds the agent's own settings, keys and approvals (``config.yaml``, ``.env``,
+    ``approved_patterns.txt``): an agent that could write there could widen its own
+    permissions without a person's yes. Both paths are compared as written (``..`` removed)
+    and with symlinks resolved, so no spelling of a path gets in.
+    """
+    why = write_refusal(path, hermes_home)
+    if why is not None:
+        return why
+    targets = {Path(os.path.abspath(path)), Path(os.path.realpath(path))}
+    homes = {Path(os.path.abspath(hermes_home)), Path(os.path.realpath(hermes_home))}
+    if any(_under(target, home) for target in targets for home in homes):
+        return f"it is the agent's own configuration (HERMES_HOME, {hermes_home}), which the agent may not change itself"
+    return None
+
+
 def _write(path: Path, shown: str, content: str, home: Path) -> ToolOutput:
-    why = write_refusal(path, home)
+    why = write_denied(path, home)
     if why is not None:
         return _failed(refusal_message(shown, path, why))
     target = Path(os.path.realpath(path))  # through symlinks: the link stays, its target changes
@@ -175,7 +197,8 @@ def _write(path: Path, shown: str, content: str, home: Path) -> ToolOutput:
     description=(
         "Write a whole file (creating parent directories), replacing any content it had. The write is atomic: "
         "readers see the old file or the new one, never a mix. To change part of a file, use patch instead. "
-        "Credentials and system account files (~/.ssh, ~/.aws/credentials, /etc/shadow, ...) are refused."
+        "Credentials and system account files (~/.ssh, ~/.aws/credentials, /etc/shadow, ...) and the agent's own "
+        "configuration directory (HERMES_HOME) are refused."
     ),
     traits=ToolTraits(path_argument="path"),
 )

@@ -4,7 +4,8 @@ Order of a call (invariant: nothing runs before step 3 allows it):
 
 1. the working directory: ``workdir`` for this call, else the session's (``workspace.cwd``,
    which ``cd`` moves from call to call);
-2. :func:`check_command`: ``blocked`` is refused outright, even with ``yolo``;
+2. :func:`check_command` (with the session's HERMES_HOME, so writes to the agent's own
+   configuration need a person's yes): ``blocked`` is refused outright, even with ``yolo``;
    ``dangerous`` asks ``workspace.approvals`` and waits; no gate, ``deny``, a timeout or
    a cancel refuse; only a decision in ``ALLOWING`` goes on;
 3. run with ``bash -c`` in its own process group (``_terminal_run``): the timeout or a
@@ -192,9 +193,9 @@ async def terminal(call: ToolCall, args: TerminalArgs) -> ToolOutput:
         return ToolOutput(f"[error] {exc}", ok=False)
     globs = _deny_globs(call.workspace)
     if len(command) > INLINE_CHECK_CHARS:  # a long script takes milliseconds to read: not on the reactor thread
-        verdict = await trio.to_thread.run_sync(lambda: check_command(command, deny_globs=globs, cwd=cwd))
+        verdict = await trio.to_thread.run_sync(lambda: check_command(command, deny_globs=globs, cwd=cwd, hermes_home=call.home))
     else:
-        verdict = check_command(command, deny_globs=globs, cwd=cwd)
+        verdict = check_command(command, deny_globs=globs, cwd=cwd, hermes_home=call.home)
     refusal = await _refusal(call, command, verdict)
     if refusal is not None:
         return refusal

@@ -102,3 +102,11 @@ async def test_mode_off_answers_yolo_and_the_configured_timeout_applies(tmp_path
     start = trio.current_time()
     assert await gate.request(turn_id="t", call_id="c", command="x", reasons=("why",), keys=("k",), timeout=gate.timeout) == "timeout"
     assert trio.current_time() - start == pytest.approx(7)
+
+
+async def test_with_approvals_off_changing_the_agents_own_configuration_is_still_asked(tmp_path: Path, autojump_clock: trio.testing.MockClock) -> None:
+    events: list[object] = []
+    gate = ApprovalGate(events.append, home=tmp_path, settings=ApprovalSettings(mode="off"))
+    assert await ask(gate, ("write-hermes-home",)) == "timeout"  # nobody answered: not run
+    assert any(isinstance(e, ApprovalRequested) for e in events)
+    assert await ask(gate, ("rm-recursive",)) == "yolo"

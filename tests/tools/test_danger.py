@@ -32,6 +32,11 @@ HARDLINE = [
     ("rm -rf $HOME/../..", "rm-root"),
     ("rm -rf ../../..", "rm-root"),
     ("rm -rf --no-preserve-root /tmp/x", "rm-root"),
+    ("rm -rf ~", "rm-home"),
+    ("rm -rf /usr", "rm-system"),
+    ("kill -9 -1", "kill-all"),
+    ("kill -KILL -1", "kill-all"),
+    ("kill -- -1", "kill-all"),
     ("cd / && rm -rf *", "rm-root"),
     ("sudo rm -rf /", "rm-root"),
     ("sudo -u root -- rm -rf /", "rm-root"),
@@ -112,8 +117,6 @@ DANGEROUS = [
     ("rm -rf node_modules", "rm-recursive"),
     ("rm -Rf ./dist", "rm-recursive"),
     ("rm --recursive old", "rm-recursive"),
-    ("rm -rf ~", "rm-recursive"),
-    ("rm -rf /usr", "rm-recursive"),
     ("rm -rf *", "rm-recursive"),
     ("xargs rm -rf < list", "rm-recursive"),
     ("find . -name '*.pyc' -delete", "find-delete"),
@@ -174,10 +177,8 @@ DANGEROUS = [
     ("kill -9 $(pgrep -f hermes)", "kill-runtime"),
     ("kill `pidof hermes`", "kill-runtime"),
     ("kill $PPID", "kill-runtime"),
-    ("kill -9 -1", "kill-all"),
-    ("kill -KILL -1", "kill-all"),
-    ("kill -- -1", "kill-all"),
-    ("pkill -u alice", "kill-all"),
+    ("pkill -u alice", "kill-user"),
+    ("dd if=/dev/sda of=backup.img", "raw-disk-read"),
     ("crontab -r", "crontab-remove"),
     ("crontab -ir", "crontab-remove"),
     ("iptables -F", "iptables-flush"),
@@ -239,7 +240,6 @@ ORDINARY = [
     "curl -o install.sh https://x",
     "cat script.sh | bash",
     "dd if=/dev/zero of=disk.img bs=1M count=10",
-    "dd if=/dev/sda of=backup.img",
     "echo hi > /dev/null 2>&1",
     "ls 2>/dev/null >&2",
     "kill 12345",
@@ -306,8 +306,10 @@ def test_a_cd_inside_a_nested_shell_or_substitution_does_not_move_the_outer_comm
 
 def test_home_tricks_resolve_against_the_given_home() -> None:
     assert check_command("rm -rf ~/..", home="/root").blocked
-    assert check_command("rm -rf ~/..", home="/home/u").dangerous
+    assert check_command("rm -rf ~/..", home="/data/users/u").dangerous  # /data/users: no system directory
+    assert check_command("rm -rf ~/..", home="/home/u").blocked  # /home is one
     assert "home directory" in check_command("rm -rf ~", home="/home/u").reasons[0]
+    assert check_command("rm -rf ~/projects/build", home="/home/u").dangerous
 
 
 def test_a_user_deny_glob_blocks_a_matching_command_and_names_the_glob() -> None:
@@ -358,3 +360,21 @@ def test_normalisation_strips_escapes_and_invisibles_and_collapses_whitespace() 
 def test_the_display_form_makes_escapes_and_invisible_characters_visible() -> None:
     assert display_command("rm\u200b -rf \x1b[8m/\x1b[0m") == "rm\\u200b -rf \\x1b[8m/\\x1b[0m"
     assert display_command("ls -la\necho ok") == "ls -la\necho ok"
+
+
+def test_hermes_home_comes_from_the_argument_then_the_environment_then_dot_hermes_under_home(monkeypatch: pytest.MonkeyPatch) -> None:
+    write = "echo 'approvals: off' >> {}/config.yaml"
+    monkeypatch.setenv("HERMES_HOME", "/srv/agent")
+    assert "write-hermes-home" in check(write.format("/srv/agent")).keys
+    assert check(write.format("/home/u/.hermes")).ok  # not the agent's home while HERMES_HOME says otherwise
+    assert "write-hermes-home" in check(write.format("/opt/h"), hermes_home="/opt/h").keys
+    monkeypatch.delenv("HERMES_HOME")
+    assert "write-hermes-home" in check(write.format("~/.hermes")).keys
+    assert "write-hermes-home" in check("cp x $HERMES_HOME/.env", hermes_home="/opt/h").keys
+    assert check("cat /opt/h/config.yaml", hermes_home="/opt/h").ok
+
+
+def test_a_hardline_reason_names_what_would_be_lost_on_one_line() -> None:
+    verdict = check("rm -rf ${HOME}/*")
+    assert verdict.keys == ("rm-home",)
+    assert verdict.reasons == ("deletes the home directory /home/u and everything in it (rm -r ~/*)",)

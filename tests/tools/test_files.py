@@ -209,6 +209,24 @@ async def test_write_file_refuses_a_symlink_that_leads_into_a_protected_place(ca
     assert env.read_text() == "OPENAI_API_KEY=sk-real\n" and list(ssh.iterdir()) == []
 
 
+@pytest.mark.parametrize("path", ["home/config.yaml", "home/approved_patterns.txt", "home/skills/new/SKILL.md", "sub/../home/x", "home"])
+async def test_write_file_refuses_everything_under_hermes_home_and_says_to_ask_the_user(call: ToolCall, tmp_path: Path, path: str) -> None:
+    result = await run("write_file", {"path": path, "content": "approvals:\n  mode: off\n"}, call)
+    assert not result.ok and result.content.startswith("[error] write refused:")
+    assert "the agent's own configuration (HERMES_HOME" in result.content and "ask the user" in result.content
+    assert not (tmp_path / "home").exists()
+
+
+async def test_write_file_refuses_a_symlink_into_hermes_home_and_still_writes_beside_it(call: ToolCall, tmp_path: Path) -> None:
+    (tmp_path / "home").mkdir()
+    (tmp_path / "config-link.yaml").symlink_to(tmp_path / "home" / "config.yaml")
+    via_link = await run("write_file", {"path": "config-link.yaml", "content": "x"}, call)
+    assert not via_link.ok and "HERMES_HOME" in via_link.content
+    assert not (tmp_path / "home" / "config.yaml").exists()
+    beside = await run("write_file", {"path": "home-notes.md", "content": "fine\n"}, call)
+    assert beside.ok and (tmp_path / "home-notes.md").read_text() == "fine\n"
+
+
 def test_system_account_files_are_refused_by_any_spelling(tmp_path: Path) -> None:
     home = tmp_path / "home"
     for path in ("/etc/shadow", "/etc/passwd", "/etc/sudoers", "/etc/sudoers.d/90-agent", "/tmp/../etc/shadow", "/etc/./gshadow"):

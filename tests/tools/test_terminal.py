@@ -30,7 +30,8 @@ from tests.processes import live_processes_with, open_fifo
 def make_call(tmp_path: Path, gate: ApprovalGate | None = None, session: str = "s") -> ToolCall:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
-    return ToolCall(session_id=session, turn_id="t1", call_id="call1", home=tmp_path, workspace=Workspace(work, gate))
+    home = tmp_path / "hermes"  # HERMES_HOME beside the work: every write under it needs approval
+    return ToolCall(session_id=session, turn_id="t1", call_id="call1", home=home, workspace=Workspace(work, gate))
 
 
 async def run(call: ToolCall, command: str, **arguments: Any) -> ToolOutput:
@@ -358,6 +359,17 @@ async def test_without_an_approval_gate_a_dangerous_command_is_refused(tmp_path:
     assert result.content.startswith("[denied] This command needs approval (makes files writable by everyone")
     assert "no client can answer" in result.content
     assert not (tmp_path / "ran").exists()
+
+
+async def test_a_write_to_the_sessions_own_hermes_home_needs_approval_and_reading_it_does_not(tmp_path: Path) -> None:
+    call = make_call(tmp_path)
+    call.home.mkdir()
+    (call.home / "config.yaml").write_text("approvals:\n  mode: manual\n")
+    widened = await run(call, f"echo 'approvals: {{mode: off}}' >> {call.home / 'config.yaml'}")
+    assert widened.content.startswith("[denied] This command needs approval (changes the agent's own configuration")
+    assert (call.home / "config.yaml").read_text() == "approvals:\n  mode: manual\n"
+    read = await run(call, f"cat {call.home / 'config.yaml'}")
+    assert read.content.startswith("approvals:") and read.ok
 
 
 async def test_a_long_command_is_checked_as_carefully_as_a_short_one(tmp_path: Path) -> None:
