@@ -14,14 +14,19 @@ decides (later, looser ones are not consulted). What each one forgives:
                          file has the real characters, or real newlines/tabs where the
                          file has the escapes; ``new_string`` is converted the same way.
 ``trimmed_boundary``     leading/trailing blank lines and spaces around the whole block.
-``unicode_normalized``   typographic look-alikes: curly quotes, dashes, non-breaking
-                         spaces, the ellipsis character.
-``block_anchor``         a block of 3+ lines whose first and last lines agree (stripped)
-                         and whose middle is at least 60 % similar, within ±25 % lines.
+``unicode_normalized``   typographic look-alikes: curly quotes, dashes (``—`` as ``--`` or
+                         ``-``), non-breaking and other odd spaces, ``…`` as ``...``; both
+                         sides are folded to ASCII (:mod:`._fold`) and the strategies from
+                         ``exact`` to ``trimmed_boundary`` (``escape_normalized`` aside)
+                         are tried on the folded text. Only the matched span is replaced.
+``block_anchor``         a block of 3+ lines whose first and last lines agree and whose
+                         middle is at least 60 % similar, within ±25 % lines.
 ``context_aware``        a window of the same number of lines (3+) where at least half
-                         the non-blank lines agree (stripped) and the whole is at least
-                         80 % similar.
+                         the non-blank lines agree and the whole is at least 80 % similar.
 =======================  ==================================================================
+
+The last two compare lines stripped and folded (:func:`._fold.line_keys`: look-alikes as
+ASCII, a run of dashes as one), so a typographic file matches an ASCII ``old_string``.
 
 Pure functions of strings: no I/O, no clock. :mod:`._replace` applies the result.
 """
@@ -37,6 +42,8 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from difflib import SequenceMatcher
 
+from ._escapes import escape_controls, unescape
+from ._fold import fold, has_em_dash, has_typographic, line_keys
 from ._reindent import reindent
 
 STRATEGIES = (
@@ -87,6 +94,11 @@ class Text:
     @functools.cached_property
     def stripped(self) -> list[str]:
         return [line.strip() for line in self.lines]
+
+    @functools.cached_property
+    def keys(self) -> list[str]:
+        """Each line as the similarity strategies compare it (:func:`._fold.line_keys`)."""
+        return line_keys(self.content)
 
     @functools.cached_property
     def rstripped(self) -> list[str]:
@@ -187,19 +199,6 @@ def _indentation_flexible(text: Text, old: str, new: str) -> list[Edit]:
     ]
 
 
-_UNESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\"}
-_ESCAPE_SEQUENCE = re.compile(r"""\\([ntr"'\\])""")
-
-
-def unescape(text: str) -> str:
-    """Turn the escapes a serializer adds (``\\n``, ``\\t``, ``\\r``, ``\\"``, ``\\'``, ``\\\\``) into characters."""
-    return _ESCAPE_SEQUENCE.sub(lambda m: _UNESCAPES[m.group(1)], text)
-
-
-def _escape_controls(text: str) -> str:
-    return text.replace("\n", "\\n").replace("\t", "\\t")
-
-
 def _escape_normalized(text: Text, old: str, new: str) -> list[Edit]:
     if "\\" in old:
         plain = unescape(old)
@@ -207,9 +206,9 @@ def _escape_normalized(text: Text, old: str, new: str) -> list[Edit]:
             replacement = unescape(new)
             return [Edit(at, at + len(plain), replacement) for at in found]
     if "\n" in old or "\t" in old:
-        escaped = _escape_controls(old)
+        escaped = escape_controls(old)
         if found := _find_all(text.content, escaped):
-            replacement = _escape_controls(new)
+            replacement = escape_controls(new)
             return [Edit(at, at + len(escaped), replacement) for at in found]
     return []
 
@@ -227,51 +226,48 @@ def _trimmed_boundary(text: Text, old: str, new: str) -> list[Edit]:
     return [Edit(at, at + len(core), replacement) for at in _find_all(text.content, core)]
 
 
-_LOOKALIKES = ('"\u201c\u201d\u201e\u201f\u2033', "'\u2018\u2019\u201a\u201b\u2032", "-\u2010\u2011\u2012\u2013\u2014\u2015\u2212", " \u00a0\u2002\u2003\u2007\u2009\u200a\u202f")
-_CLASS_OF = {ch: "[" + "".join(re.escape(c) for c in group) + "]" for group in _LOOKALIKES for ch in group}
-_ELLIPSIS = r"(?:\.\.\.|\u2026)"
-
-
-def _unicode_regex(old: str) -> str | None:
-    parts: list[str] = []
-    loose = False
-    i = 0
-    while i < len(old):
-        if old.startswith("...", i) or old[i] == "\u2026":
-            parts.append(_ELLIPSIS)
-            i += 1 if old[i] == "\u2026" else 3
-            loose = True
-            continue
-        cls = _CLASS_OF.get(old[i])
-        parts.append(cls if cls is not None else re.escape(old[i]))
-        loose = loose or cls is not None
-        i += 1
-    return "".join(parts) if loose else None
+_FOLDED_CHAIN = ("exact", "line_trimmed", "whitespace_normalized", "indentation_flexible", "trimmed_boundary")
+"""The strategies ``unicode_normalized`` runs on the folded text, in chain order."""
 
 
 def _unicode_normalized(text: Text, old: str, new: str) -> list[Edit]:
-    regex = _unicode_regex(old)
-    if regex is None:
-        return []
-    return [Edit(m.start(), m.end(), new) for m in re.finditer(regex, text.content)]
+    if not (has_typographic(old) or has_typographic(text.content)):
+        return []  # nothing to fold: the strategies before this one have said it all
+    for em_dash in ("--", "-"):
+        if em_dash == "-" and not (("-" in old or has_em_dash(old)) and (has_em_dash(old) or has_em_dash(text.content))):
+            break  # the second reading of an em dash changes nothing for this old_string
+        folded, pattern = fold(text.content, em_dash), fold(old, em_dash).text
+        in_folded = Text(folded.text)
+        for name, strategy in CHAIN:
+            if name not in _FOLDED_CHAIN:
+                continue
+            edits = []
+            for edit in strategy(in_folded, pattern, new):
+                span = folded.original(edit.start, edit.end)
+                if span is not None:  # a match that cuts an expanded character (half a "...") is none
+                    edits.append(Edit(span[0], span[1], edit.replacement))
+            if edits:
+                return edits
+    return []
 
 
 def _block_anchor(text: Text, old: str, new: str) -> list[Edit]:
     pattern, trailing = _pattern_lines(old)
     k = len(pattern)
-    first, last = pattern[0].strip(), pattern[-1].strip()
+    want = line_keys("\n".join(pattern))
+    first, last = want[0], want[-1]
     if k < 3 or not first or not last:
         return []
-    stripped = text.stripped
+    keys = text.keys
     slack = max(1, k // 4)
-    want_middle = "\n".join(line.strip() for line in pattern[1:-1])
+    want_middle = "\n".join(want[1:-1])
     candidates = []
-    for i in [i for i, line in enumerate(stripped) if line == first]:
+    for i in [i for i, line in enumerate(keys) if line == first]:
         ends = sorted(range(i + k - 1 - slack, i + k + slack), key=lambda j: abs(j - (i + k - 1)))
-        j = next((j for j in ends if i < j < len(stripped) and stripped[j] == last), None)
+        j = next((j for j in ends if i < j < len(keys) and keys[j] == last), None)
         if j is None:
             continue
-        score = SequenceMatcher(None, want_middle, "\n".join(stripped[i + 1 : j]), autojunk=False).ratio()
+        score = SequenceMatcher(None, want_middle, "\n".join(keys[i + 1 : j]), autojunk=False).ratio()
         if score >= BLOCK_SIMILARITY:
             candidates.append((score, i, j))
     return [
@@ -281,15 +277,15 @@ def _block_anchor(text: Text, old: str, new: str) -> list[Edit]:
 
 
 def _agreeing_windows(text: Text, want: Sequence[str]) -> Counter[int]:
-    """For each window start, how many non-blank lines of ``want`` equal the window's (stripped)."""
-    k, stripped = len(want), text.stripped
+    """For each window start, how many non-blank lines of ``want`` equal the window's (as keys)."""
+    k, keys = len(want), text.keys
     offsets: dict[str, list[int]] = {}
     for t, line in enumerate(want):
         if line:
             offsets.setdefault(line, []).append(t)
     counts: Counter[int] = Counter()
-    last_start = len(stripped) - k
-    for p, line in enumerate(stripped):
+    last_start = len(keys) - k
+    for p, line in enumerate(keys):
         for t in offsets.get(line, ()):
             if 0 <= p - t <= last_start:
                 counts[p - t] += 1
@@ -299,7 +295,7 @@ def _agreeing_windows(text: Text, want: Sequence[str]) -> Counter[int]:
 def _context_aware(text: Text, old: str, new: str) -> list[Edit]:
     pattern, trailing = _pattern_lines(old)
     k = len(pattern)
-    want = [line.strip() for line in pattern]
+    want = line_keys("\n".join(pattern))
     nonblank = sum(1 for line in want if line)
     if k < 3 or nonblank < 2:
         return []
@@ -308,7 +304,7 @@ def _context_aware(text: Text, old: str, new: str) -> list[Edit]:
     windows = [(count, start) for start, count in _agreeing_windows(text, want).items() if count >= need]
     candidates = []
     for _, start in sorted(windows, reverse=True)[:_MAX_WINDOWS]:
-        window = "\n".join(text.stripped[start : start + k])
+        window = "\n".join(text.keys[start : start + k])
         score = SequenceMatcher(None, want_text, window, autojunk=False).ratio()
         if score >= CONTEXT_SIMILARITY:
             candidates.append((score, start, start + k - 1))
@@ -334,14 +330,22 @@ CHAIN: tuple[tuple[str, Strategy], ...] = (
 assert tuple(name for name, _ in CHAIN) == STRATEGIES
 
 
-def find(text: Text, old: str, new: str, *, strategies: Sequence[str] = STRATEGIES) -> tuple[str, list[Edit]] | None:
-    """The first strategy (of ``strategies``, in chain order) that matches, with all its matches."""
+def find(
+    text: Text, old: str, new: str, *, strategies: Sequence[str] = STRATEGIES, accept: Callable[[Edit], bool] | None = None
+) -> tuple[str, list[Edit]] | None:
+    """The first strategy (of ``strategies``, in chain order) that matches, with all its matches.
+
+    ``accept`` keeps only the matches it approves of (a patch hunk: whole lines after the
+    previous hunk); a strategy whose every match it rejects counts as no match.
+    """
     for name, strategy in CHAIN:
         if name not in strategies:
             continue
         if name != "exact" and not old.strip():
             break  # whitespace alone is matched exactly or not at all
         edits = strategy(text, old, new)
+        if accept is not None:
+            edits = [edit for edit in edits if accept(edit)]
         if edits:
             return name, edits
     return None
@@ -350,7 +354,7 @@ def find(text: Text, old: str, new: str, *, strategies: Sequence[str] = STRATEGI
 def closest(text: Text, old: str) -> tuple[int, int, float] | None:
     """The lines (0-based, inclusive) most like ``old`` and how alike (0..1), for a "not found" hint."""
     pattern, _ = _pattern_lines(old.strip("\n"))
-    want = [line.strip() for line in pattern]
+    want = line_keys("\n".join(pattern))
     k = len(want)
     if not any(want) or k > len(text.lines):
         return None
@@ -365,7 +369,7 @@ def closest(text: Text, old: str) -> tuple[int, int, float] | None:
         matcher = SequenceMatcher(None, autojunk=False)
         matcher.set_seq2(probe)  # seq2 is the one SequenceMatcher indexes: once
         scored = []
-        for i, line in enumerate(text.stripped):
+        for i, line in enumerate(text.keys):
             if line and 4 * min(len(line), len(probe)) >= len(line) + len(probe):  # real_quick_ratio >= 0.5
                 matcher.set_seq1(line)
                 if (quick := matcher.quick_ratio()) >= 0.5:
@@ -374,7 +378,7 @@ def closest(text: Text, old: str) -> tuple[int, int, float] | None:
     best: tuple[int, int, float] | None = None
     want_text = "\n".join(want)
     for start in starts:
-        score = SequenceMatcher(None, want_text, "\n".join(text.stripped[start : start + k]), autojunk=False).ratio()
+        score = SequenceMatcher(None, want_text, "\n".join(text.keys[start : start + k]), autojunk=False).ratio()
         if best is None or score > best[2]:
             best = (start, start + k - 1, score)
     return best if best is not None and best[2] >= 0.5 else None

@@ -1,10 +1,14 @@
-"""``patch``: replace text in a file, found exactly or by the fuzzy chain, written atomically.
+"""``patch``: replace text in a file, or apply a multi-file patch; found exactly or by the fuzzy chain.
 
-The file is decoded as UTF-8 (a byte-order mark and CRLF line ends are taken out for the
-match and put back on write, so an edit changes only what it replaced), the replacement
-is made by :func:`._replace.fuzzy_replace`, and the result goes through the same write
-denylist and atomic write as ``write_file``. The result names the strategy that matched
-and shows a short diff of each change.
+Two modes. ``replace`` (the default): the file is decoded as UTF-8 (a byte-order mark and
+CRLF line ends are taken out for the match and put back on write, so an edit changes only
+what it replaced), the replacement is made by :func:`._replace.fuzzy_replace`, and the
+result goes through the same write denylist and atomic write as ``write_file``. The
+result names the strategy that matched and shows a short diff of each change.
+
+``patch``: a ``*** Begin Patch`` text (:mod:`._patch_format`) adding, updating, moving and
+deleting files, applied all or nothing (:mod:`._patch_files`); each hunk is found by the
+same chain and guards (:mod:`._patch_hunks`).
 """
 
 from __future__ import annotations
@@ -12,9 +16,8 @@ from __future__ import annotations
 import difflib
 import os
 import re
-import stat
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 import trio
@@ -22,14 +25,15 @@ import trio
 from actors.agent import ToolCall, ToolOutput, ToolTraits
 
 from ._atomic import write_atomic
-from ._files import refusal_message
+from ._escapes import real_controls
+from ._files import refusal_message, write_denied
 from ._fuzzy import Text
-from ._paths import display, missing_hint, resolve, write_refusal
+from ._patch_files import FileChange, PatchFailed, commit, plan_patch, read_text
+from ._patch_format import MalformedPatch, parse_patch
+from ._paths import display, resolve
 from ._registry import tool
 from ._replace import Patched, PatchRefused, fuzzy_replace
-from ._textfile import NotText, TextFile
 
-MAX_PATCH_BYTES = 20 << 20
 DIFF_EDITS = 3
 DIFF_LINES = 30
 
@@ -37,7 +41,7 @@ NOTES = {
     "exact": "",
     "line_trimmed": "trailing whitespace ignored",
     "whitespace_normalized": "runs of spaces and tabs ignored",
-    "indentation_flexible": "indentation ignored; new_string re-indented to match the file",
+    "indentation_flexible": "indentation ignored; new_string written at the file's indentation",
     "escape_normalized": "escape sequences normalised; new_string converted the same way",
     "trimmed_boundary": "blank lines and spaces around old_string ignored",
     "unicode_normalized": "typographic quotes, dashes and spaces taken as plain ones",
@@ -51,19 +55,54 @@ def _failed(message: str) -> ToolOutput:
     return ToolOutput(content=f"[error] {message}", ok=False)
 
 
+PATCH_FORMAT = """\
+*** Begin Patch
+*** Add File: <path>            then each line of the new file, prefixed +
+*** Update File: <path>
+*** Move to: <new path>         (optional: also rename the file)
+@@ <a line the hunk comes after> (optional; one @@ line starts each hunk)
+ <context line>                 prefix: space = context, - = remove, + = add
+*** End of File                 (optional: the hunk ends the file)
+*** Delete File: <path>
+*** End Patch"""
+
+
 class PatchArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    path: Annotated[str, msgspec.Meta(description="The file to edit: absolute, or relative to the working directory (~ is expanded).")]
-    old_string: Annotated[
-        str,
+    mode: Annotated[
+        Literal["replace", "patch"],
         msgspec.Meta(
             description=(
-                "The text to replace, copied from the file with enough surrounding lines to occur only once. "
-                "Small differences in whitespace, indentation, escaping and quote style are forgiven."
+                "'replace' (default): replace old_string with new_string in the file at path. "
+                "'patch': apply the multi-file patch given in patch; all other fields are then left out."
             )
         ),
-    ]
-    new_string: Annotated[str, msgspec.Meta(description="The text to put in its place (empty to delete it).")]
-    replace_all: Annotated[bool, msgspec.Meta(description="Replace every occurrence instead of requiring exactly one.")] = False
+    ] = "replace"
+    path: Annotated[
+        str | None,
+        msgspec.Meta(description="replace mode: the file to edit, absolute or relative to the working directory (~ is expanded)."),
+    ] = None
+    old_string: Annotated[
+        str | None,
+        msgspec.Meta(
+            description=(
+                "replace mode: the text to replace, copied from the file with enough surrounding lines to occur only "
+                "once. Small differences in whitespace, indentation, escaping and quote style are forgiven."
+            )
+        ),
+    ] = None
+    new_string: Annotated[str | None, msgspec.Meta(description="replace mode: the text to put in its place (empty to delete it).")] = None
+    replace_all: Annotated[
+        bool, msgspec.Meta(description="replace mode: replace every occurrence instead of requiring exactly one.")
+    ] = False
+    patch: Annotated[
+        str | None,
+        msgspec.Meta(
+            description=(
+                "patch mode: the patch text, applied all or nothing (if any part fails, no file changes). Paths are "
+                "absolute or relative to the working directory. Format:\n" + PATCH_FORMAT
+            )
+        ),
+    ] = None
 
 
 def _hunk_header(row: str, first: int) -> str:
@@ -96,35 +135,27 @@ def _diff(original: Text, patched: Patched) -> str:
     return "\n".join(out)
 
 
-def _load(path: Path, shown: str) -> TextFile | ToolOutput:
-    try:
-        info = os.stat(path)
-        if not stat.S_ISREG(info.st_mode):
-            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-            return _failed(f"{shown} is {kind}; patch edits files.")
-        if info.st_size > MAX_PATCH_BYTES:
-            return _failed(f"{shown} is {info.st_size / (1 << 20):.0f} MB; patch edits files up to {MAX_PATCH_BYTES >> 20} MB.")
-        with open(path, "rb") as source:
-            data = source.read()
-    except FileNotFoundError:
-        return _failed(f"{shown}: no such file.{missing_hint(path)} To create a file, use write_file.")
-    except OSError as exc:
-        return _failed(f"could not read {shown}: {exc.strerror or exc}.")
-    try:
-        return TextFile.decode(data, path.name)
-    except NotText as exc:
-        return _failed(f"cannot patch {shown}: {exc}; patch edits UTF-8 text only.")
-
-
-def _patch(path: Path, shown: str, args: PatchArgs, home: Path) -> ToolOutput:
-    why = write_refusal(path, home)
+def _replace_mode(args: PatchArgs, cwd: Path, home: Path) -> ToolOutput:
+    if args.patch is not None:
+        return _failed("'patch' is read in mode 'patch' only; set mode to 'patch' (and leave out path, old_string and new_string).")
+    raw, old, new = args.path, args.old_string, args.new_string
+    if raw is None or old is None or new is None:
+        missing = [name for name in ("path", "old_string", "new_string") if getattr(args, name) is None]
+        return _failed(
+            f"mode 'replace' needs path, old_string and new_string (missing: {', '.join(missing)}); "
+            "for a multi-file patch, set mode to 'patch' and give the patch text in 'patch'."
+        )
+    path = resolve(raw, cwd)
+    shown = display(path, cwd)
+    why = write_denied(path, home)
     if why is not None:
         return _failed(refusal_message(shown, path, why))
     target = Path(os.path.realpath(path))
-    loaded = _load(target, shown)
-    if isinstance(loaded, ToolOutput):
-        return loaded
-    old, new = args.old_string, args.new_string
+    try:
+        _, loaded = read_text(target, shown, create_hint="To create a file, use write_file.")
+    except PatchFailed as exc:
+        return _failed(str(exc))
+    new = real_controls(new, loaded.text, crlf=loaded.crlf)
     if loaded.crlf:
         old, new = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
     try:
@@ -139,10 +170,59 @@ def _patch(path: Path, shown: str, args: PatchArgs, home: Path) -> ToolOutput:
         return _failed(f"could not write {shown}: {exc.strerror or exc}; the file is unchanged.")
     count = len(patched.edits)
     where = ", ".join(str(line) for line in patched.lines[:10]) + (", ..." if count > 10 else "")
-    note = NOTES[patched.strategy]
-    how = f"strategy {patched.strategy}" + (f": {note}" if note else "")
-    head = f"Patched {shown}: {count} replacement{'s' if count != 1 else ''} at line{'s' if count != 1 else ''} {where} ({how})."
+    head = f"Patched {shown}: {count} replacement{'s' if count != 1 else ''} at line{'s' if count != 1 else ''} {where} ({_how(patched.strategy)})."
     return ToolOutput(content=head + "\n" + _diff(Text(loaded.text), patched))
+
+
+def _how(strategy: str) -> str:
+    note = NOTES.get(strategy, "")
+    return f"strategy {strategy}" + (f": {note}" if note else "")
+
+
+def _summary(change: FileChange) -> str:
+    match change.kind:
+        case "add":
+            return f"added {change.shown} ({change.lines} line{'s' if change.lines != 1 else ''})"
+        case "delete":
+            return f"deleted {change.shown}"
+    head = f"moved {change.shown} to {change.moved_to}" if change.kind == "move" else f"updated {change.shown}"
+    applied = change.applied
+    if applied is None or not applied.strategies:
+        return head
+    count = len(applied.strategies)
+    at = ", ".join(str(line) for line in applied.lines)
+    loose = [f"hunk {i} by {_how(s)}" for i, s in enumerate(applied.strategies, 1) if s not in ("exact", "insert")]
+    if change.kind == "update" and change.data == change.before:
+        head = f"{change.shown} already read that way"
+    return f"{head}: {count} hunk{'s' if count != 1 else ''} at line{'s' if count != 1 else ''} {at}" + (
+        f" ({'; '.join(loose)})" if loose else ""
+    )
+
+
+def _patch_mode(args: PatchArgs, cwd: Path, home: Path) -> ToolOutput:
+    extra = [name for name in ("path", "old_string", "new_string") if getattr(args, name) is not None]
+    if extra or args.replace_all:
+        named = ", ".join(extra + (["replace_all"] if args.replace_all else []))
+        return _failed(f"mode 'patch' takes only 'patch'; leave out {named} (the files are named inside the patch text).")
+    if args.patch is None:
+        return _failed("mode 'patch' needs the patch text in 'patch', starting '*** Begin Patch' and ending '*** End Patch'.")
+    try:
+        changes = plan_patch(parse_patch(args.patch), cwd, home)
+    except MalformedPatch as exc:
+        return _failed(f"the patch was not applied (no file changed): malformed patch, {exc}\nThe format:\n{PATCH_FORMAT}")
+    except PatchFailed as exc:
+        return _failed(f"the patch was not applied (no file changed): {exc}")
+    try:
+        commit(changes)
+    except PatchFailed as exc:  # says itself whether every file was put back
+        return _failed(f"the patch was not applied: {exc}")
+    count = len(changes)
+    lines = "\n".join(f"  {_summary(change)}" for change in changes)
+    return ToolOutput(content=f"Applied the patch to {count} file{'s' if count != 1 else ''}:\n{lines}")
+
+
+def _patch(args: PatchArgs, cwd: Path, home: Path) -> ToolOutput:
+    return _patch_mode(args, cwd, home) if args.mode == "patch" else _replace_mode(args, cwd, home)
 
 
 @tool(
@@ -152,11 +232,10 @@ def _patch(path: Path, shown: str, args: PatchArgs, home: Path) -> ToolOutput:
         "Edit a file by replacing old_string with new_string. old_string must occur exactly once (include "
         "surrounding lines to make it unique) unless replace_all is set. If it does not match exactly, looser "
         "matching is tried (whitespace, indentation, escaping, quotes, similar blocks) and the result names the "
-        "strategy used and shows the diff. The write is atomic."
+        "strategy used and shows the diff. The write is atomic. To add, change, move or delete several files at "
+        "once, use mode 'patch' with a '*** Begin Patch' text instead (all or nothing)."
     ),
     traits=ToolTraits(path_argument="path"),
 )
 async def patch(call: ToolCall, args: PatchArgs) -> ToolOutput:
-    cwd = call.workspace.cwd
-    path = resolve(args.path, cwd)
-    return await trio.to_thread.run_sync(_patch, path, display(path, cwd), args, call.home)
+    return await trio.to_thread.run_sync(_patch, args, call.workspace.cwd, call.home)

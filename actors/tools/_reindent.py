@@ -4,6 +4,10 @@ The line-based strategies of :mod:`._fuzzy` (``indentation_flexible``, ``block_a
 ``context_aware``) find a block whose indentation differs from the model's
 ``old_string``; :func:`reindent` gives ``new_string`` the file's indentation before it
 is written, so a dedented (or 2-for-4-space) edit lands at the right depth.
+
+A ``new_string`` already written in the file's indentation is left as it is: the model
+may copy old_string loosely and still write the new text at the depth the file needs
+(:func:`fits_file` tells the two apart).
 """
 
 from __future__ import annotations
@@ -29,6 +33,36 @@ def _shift(new: str, old_lines: Sequence[str], found_lines: Sequence[str]) -> st
     for line in new.split("\n"):
         out.append(has + line[len(had) :] if line.strip() and line.startswith(had) else line)
     return "\n".join(out)
+
+
+def _indents_by_body(lines: Sequence[str]) -> dict[str, str]:
+    """Each non-blank line's text (stripped) -> its indentation, for texts found at one indentation only."""
+    found: dict[str, str | None] = {}
+    for line in lines:
+        body = line.strip()
+        if body:
+            found[body] = _indent(line) if found.get(body, _indent(line)) == _indent(line) else None
+    return {body: indent for body, indent in found.items() if indent is not None}
+
+
+def fits_file(new: str, old_lines: Sequence[str], found_lines: Sequence[str]) -> bool:
+    """True when ``new`` is indented as the file is (``found_lines``) rather than as ``old_lines``.
+
+    The lines ``new`` shares with both blocks vote: each is indented as the file or as
+    old_string. Without a vote, the common indentation of ``new`` decides.
+    """
+    new_lines = new.split("\n")
+    in_old, in_file = _indents_by_body(old_lines), _indents_by_body(found_lines)
+    as_file = as_old = 0
+    for line in new_lines:
+        body = line.strip()
+        if body in in_old and body in in_file and in_old[body] != in_file[body]:
+            as_file += _indent(line) == in_file[body]
+            as_old += _indent(line) == in_old[body]
+    if as_file != as_old:
+        return as_file > as_old
+    mine, had, has = _common_indent(new_lines), _common_indent(old_lines), _common_indent(found_lines)
+    return mine == has and mine != had
 
 
 def _indent_map(old_lines: Sequence[str], found_lines: Sequence[str], aligned: bool) -> dict[str, str] | None:
@@ -59,8 +93,11 @@ def reindent(new: str, old_lines: Sequence[str], found_lines: Sequence[str], *, 
     (``aligned``: line for line; otherwise the first and last lines only). Indentations of
     ``new`` not in the map follow the map's linear rule (2 spaces became 4: 6 becomes 12) or
     extend the longest mapped prefix. An inconsistent map falls back to shifting by the
-    difference of the two blocks' common indentation.
+    difference of the two blocks' common indentation. A ``new`` that :func:`fits_file`
+    is returned unchanged.
     """
+    if fits_file(new, old_lines, found_lines):
+        return new
     mapping = _indent_map(old_lines, found_lines, aligned)
     if mapping is None:
         return _shift(new, old_lines, found_lines)

@@ -2,11 +2,12 @@
 
 Refused, each with a message the model can act on (:class:`PatchRefused`): an empty or
 unchanged ``old_string``, no match, several matches without ``replace_all``, and escape
-drift. Escape drift: a loosely matched ``old_string`` whose ``new_string`` would write
-escape sequences (``\\n``, ``\\t``, ``\\r``, ``\\"``, ``\\'``) as two literal characters
-into a file that has none of them. That is what text escaped twice on its way from the
-model looks like, and writing it corrupts code. An exact match is trusted: the model
-showed it sees the file's characters as they are.
+drift (:func:`._escapes.drift_message`): a loosely matched ``old_string`` that differs
+from the file's text by escape sequences (``\\'`` where the file has ``'``), or a
+``new_string`` that would write escape sequences (``\\n``, ``\\t``, ``\\r``, ``\\"``,
+``\\'``) as two literal characters into a file that has none of them. That is what text
+escaped twice on its way from the model looks like, and writing it corrupts code. An exact
+match is trusted: the model showed it sees the file's characters as they are.
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from ._escapes import drift_message
 from ._fuzzy import STRATEGIES, Edit, Text, closest, find
 
-DRIFT_SEQUENCES = ("\\n", "\\t", "\\r", '\\"', "\\'")
 HINT_LINES = 12
 
 
@@ -38,35 +39,21 @@ def _numbered(lines: Sequence[str], first: int) -> str:
     return "\n".join(f"{first + i:6d}|{line}" for i, line in enumerate(lines))
 
 
+def similar_hint(text: Text, old: str) -> str:
+    """``"\\nThe most similar text is at lines ..."`` with those lines numbered, or "" if nothing is alike."""
+    near = closest(text, old)
+    if near is None:
+        return ""
+    first, last, score = near
+    shown = text.lines[first : min(last + 1, first + HINT_LINES)]
+    return f"\nThe most similar text is at lines {first + 1}-{last + 1} ({score:.0%} alike):\n{_numbered(shown, first + 1)}"
+
+
 def _not_found(text: Text, old: str, strategies: Sequence[str]) -> PatchRefused:
     tried = ", ".join(strategies)
-    message = f"old_string was not found in the file (tried: {tried})."
-    near = closest(text, old)
-    if near is not None:
-        first, last, score = near
-        shown = text.lines[first : min(last + 1, first + HINT_LINES)]
-        message += f"\nThe most similar text is at lines {first + 1}-{last + 1} ({score:.0%} alike):\n{_numbered(shown, first + 1)}"
+    message = f"old_string was not found in the file (tried: {tried})." + similar_hint(text, old)
     message += "\nRead the file again (read_file) and copy old_string from it exactly, including indentation."
     return PatchRefused(message)
-
-
-def _check_drift(content: str, old: str, strategy: str, edits: Sequence[Edit]) -> None:
-    if strategy == "exact":
-        return
-    for edit in edits:
-        for sequence in DRIFT_SEQUENCES:
-            if sequence not in edit.replacement or sequence in content:
-                continue
-            if sequence in old and strategy != "escape_normalized":
-                continue  # old_string had it too: the model means those characters
-            msg = (
-                f"new_string would write the escape sequence {sequence} as two literal characters, which the file "
-                f"does not contain anywhere, and old_string matched only loosely (strategy {strategy}): this looks "
-                "like escape drift (text escaped twice on its way here), so nothing was written. Send real "
-                "characters (a real newline, a plain quote) instead of escape sequences; if the file really needs "
-                f"the characters {sequence}, make old_string match the file exactly."
-            )
-            raise PatchRefused(msg)
 
 
 def fuzzy_replace(
@@ -94,7 +81,9 @@ def fuzzy_replace(
             "add surrounding lines to make it unique, or set replace_all to change every one."
         )
         raise PatchRefused(msg)
-    _check_drift(content, old, strategy, edits)
+    drift = drift_message(content, old, strategy, edits)
+    if drift is not None:
+        raise PatchRefused(drift)
     pieces, position = [], 0
     for edit in edits:
         pieces += [content[position : edit.start], edit.replacement]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from actors.tools._fuzzy import STRATEGIES, Text, find, unescape
-from actors.tools._reindent import reindent
+from actors.tools._escapes import escape_difference, real_controls, unescape
+from actors.tools._fold import fold, line_keys
+from actors.tools._fuzzy import STRATEGIES, Text, find
+from actors.tools._reindent import fits_file, reindent
 from actors.tools._replace import PatchRefused, fuzzy_replace
 
 TOTAL = "def total(items):\n    s = 0\n    for i in items:\n        s += i.price\n    return s\n"
@@ -161,3 +165,66 @@ def test_crowded_lookalike_blocks_are_ambiguous_for_the_loosest_strategies() -> 
     content = block + "\n" + block
     with pytest.raises(PatchRefused, match="Found 2 matches .*block_anchor"):
         fuzzy_replace(content, "def f():\n    a = 1\n    b = 3\n    return a", "pass")
+
+
+def test_folding_maps_every_span_back_to_the_original_and_refuses_half_an_expanded_character() -> None:
+    original = "a \u2014 b\u2026 \u201cc\u201d"
+    folded = fold(original)
+    assert folded.text == 'a -- b... "c"'
+    at = folded.text.index('"c"')
+    assert folded.original(at, at + 3) == (original.index("\u201c"), len(original))
+    assert folded.original(0, 4) == (0, 3)  # "a --" is "a \u2014"
+    assert folded.original(0, 3) is None  # "a -" is half the em dash
+    assert fold(original, "-").text == 'a - b... "c"'
+
+
+def test_line_keys_fold_look_alikes_and_dash_runs_so_both_spellings_agree() -> None:
+    assert line_keys("  x = \u2018a\u2019 \u2014 b  \nnext") == ["x = 'a' - b", "next"]
+    assert line_keys("x = 'a' -- b") == line_keys("x = 'a' - b") == ["x = 'a' - b"]
+
+
+def test_unicode_normalized_combines_with_trailing_whitespace_and_indentation() -> None:
+    content = "class A:\n    def f(self):\n        return \u2018x\u2019   \n"
+    patched = fuzzy_replace(content, "def f(self):\n    return 'x'", "def f(self):\n    return 'y'")
+    assert (patched.strategy, patched.text) == ("unicode_normalized", "class A:\n    def f(self):\n        return 'y'\n")
+
+
+def test_the_similarity_strategies_see_typographic_lines_as_ascii() -> None:
+    content = "def f():\n    a = \u201cx\u201d\n    b = 2\n    return \u2018done\u2019\n"
+    patched = fuzzy_replace(content, "def f():\n    a = \"x\"\n    b = 3\n    return 'done'", "pass")
+    assert (patched.strategy, patched.text) == ("block_anchor", "pass\n")
+
+
+def test_fits_file_tells_new_string_in_the_files_indentation_from_one_in_old_strings() -> None:
+    old, found = ["def f():", "    return 1"], ["    def f():", "        return 1"]
+    assert fits_file("    def f():\n        return 2", old, found)
+    assert not fits_file("def f():\n    return 2", old, found)
+    assert fits_file("    x = 1\n    y = 2", old, found)  # no shared line: the common indentation decides
+    assert reindent("    def f():\n        return 2", old, found) == "    def f():\n        return 2"
+
+
+def test_escape_difference_names_the_sequence_and_which_side_has_it() -> None:
+    assert escape_difference('print(\\"hi\\")', 'print("hi")') == ('\\"', True)
+    assert escape_difference('s = "a\nb"', 's = "a\\nb"') == ("\\n", False)
+    assert escape_difference('s = "a\\nb"', 's = "a\\nb"') is None
+    assert escape_difference('log("done")', 'log("done\\n")') is None  # a missing escape, not a drifted one
+
+
+def test_real_controls_converts_only_leading_tabs_and_line_ending_crs_where_the_file_uses_them() -> None:
+    tabbed = "a:\n\tb\n"
+    assert real_controls("\\t\\tx \\t y\n\t\\tz", tabbed, crlf=False) == "\t\tx \\t y\n\t\tz"
+    assert real_controls("\\tx", "a:\n    b\n", crlf=False) == "\\tx"
+    assert real_controls("\\tx", "a:\n\tb\n\\tc\n", crlf=False) == "\\tx"  # the file has literal \t lines too
+    assert real_controls('x\\r\ny "\\r\\n"', "a\n", crlf=True) == 'x\r\ny "\\r\\n"'
+    assert real_controls("x\\r\ny", "a\n", crlf=False) == "x\\r\ny"
+
+
+@given(st.text(alphabet="ab -.'\"\n\u2014\u2013\u2026\u201c\u201d\u2018\u2019\u00a0", max_size=30), st.data())
+def test_every_folded_span_maps_back_to_the_original_text_it_came_from(text: str, data: st.DataObject) -> None:
+    for em_dash in ("--", "-"):
+        folded = fold(text, em_dash)
+        start = data.draw(st.integers(0, len(folded.text)))
+        end = data.draw(st.integers(start, len(folded.text)))
+        span = folded.original(start, end)
+        if span is not None:
+            assert fold(text[span[0] : span[1]], em_dash).text == folded.text[start:end]

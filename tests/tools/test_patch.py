@@ -72,7 +72,7 @@ async def test_indentation_is_carried_over_when_old_string_was_dedented(call: To
         old_string='with open(path, "w") as f:\n    f.write(data)',
         new_string='with open(path, "w") as f:\n    f.write(data)\n    f.flush()',
     )
-    assert "(strategy indentation_flexible: indentation ignored; new_string re-indented to match the file)" in result.content
+    assert "(strategy indentation_flexible: indentation ignored; new_string written at the file's indentation)" in result.content
     assert (tmp_path / "app.py").read_text().endswith('    with open(path, "w") as f:\n        f.write(data)\n        f.flush()\n')
 
 
@@ -168,3 +168,131 @@ async def test_a_patch_that_changes_nothing_writes_nothing(call: ToolCall, tmp_p
     result = await REGISTRY.get("patch").run({"path": "t.txt", "old_string": "keep = 1\n", "new_string": "keep = 1   \n"}, call)
     assert result.ok and "already reads that way" in result.content
     assert (tmp_path / "t.txt").stat().st_mtime_ns == before
+
+
+# -- fidelity: typographic text, indentation kept, escape drift, escaped tabs and CRs --------------
+
+TYPOGRAPHIC = (
+    "TITLE = \u201cHermes \u2014 the agent\u201d\n"
+    "def greet(name):\n"
+    "    note = \u2018it\u2019s ready\u2026\u2019   \n"
+    "    return f\u201cHi\u00a0{name} \u2013 welcome\u201d\n"
+)
+
+
+async def run_patch(call: ToolCall, path: str, old: str, new: str) -> ToolOutput:
+    return await REGISTRY.get("patch").run({"path": path, "old_string": old, "new_string": new}, call)
+
+
+async def test_an_ascii_old_string_matches_typographic_text_and_only_its_span_is_replaced(call: ToolCall, tmp_path: Path) -> None:
+    target = tmp_path / "typo.py"
+    target.write_bytes(TYPOGRAPHIC.encode())
+    result = await run_patch(call, "typo.py", "    note = 'it's ready...'\n    return f\"Hi {name} - welcome\"", '    return f"Hello {name}"')
+    assert result.ok, result.content
+    assert "(strategy unicode_normalized" in result.content
+    lines = TYPOGRAPHIC.splitlines(keepends=True)
+    assert target.read_bytes() == (lines[0] + lines[1] + '    return f"Hello {name}"\n').encode()
+
+
+async def test_an_ascii_double_hyphen_matches_an_em_dash_and_the_rest_of_the_file_keeps_its_bytes(
+    call: ToolCall, tmp_path: Path
+) -> None:
+    target = tmp_path / "typo.py"
+    target.write_bytes(TYPOGRAPHIC.encode())
+    result = await run_patch(call, "typo.py", 'TITLE = "Hermes -- the agent"', 'TITLE = "Hermes"')
+    assert result.ok, result.content
+    assert target.read_bytes() == TYPOGRAPHIC.replace("\u201cHermes \u2014 the agent\u201d", '"Hermes"').encode()
+
+
+async def test_a_typographic_old_string_matches_ascii_text(call: ToolCall, tmp_path: Path) -> None:
+    target = tmp_path / "plain.py"
+    target.write_text('msg = "done -- really..."  \nother = 1\n')
+    result = await run_patch(call, "plain.py", "msg = \u201cdone \u2014 really\u2026\u201d\n", 'msg = "done"\n')
+    assert result.ok, result.content
+    assert target.read_text() == 'msg = "done"\nother = 1\n'
+
+
+async def test_new_string_already_in_the_files_indentation_is_written_as_given(call: ToolCall, tmp_path: Path) -> None:
+    target = tmp_path / "cls.py"
+    target.write_text("class A:\n    def f(self):\n        return 1\n\n    def g(self):\n        return 2\n")
+    result = await run_patch(call, "cls.py", "def f(self):\n    return 1\n", "    def f(self):\n        return 10\n")
+    assert result.ok and "(strategy indentation_flexible" in result.content
+    assert target.read_text() == "class A:\n    def f(self):\n        return 10\n\n    def g(self):\n        return 2\n"
+
+
+async def test_a_loose_block_match_keeps_new_string_when_both_already_use_the_files_indentation(
+    call: ToolCall, tmp_path: Path
+) -> None:
+    target = tmp_path / "cls.py"
+    target.write_text("class A:\n    def f(self):\n        x = 1\n        y = 2\n        return x\n")
+    old = "    def f(self):\n        x = 1\n        y = 3\n        return x"
+    result = await run_patch(call, "cls.py", old, "    def f(self):\n        return 0")
+    assert result.ok and "(strategy block_anchor" in result.content
+    assert target.read_text() == "class A:\n    def f(self):\n        return 0\n"
+
+
+async def test_new_string_in_old_strings_indentation_is_still_reindented(call: ToolCall, tmp_path: Path) -> None:
+    target = tmp_path / "cls.py"
+    target.write_text("class A:\n    def f(self):\n        return 1\n")
+    result = await run_patch(call, "cls.py", "def f(self):\n    return 1", "def f(self):\n    if self:\n        return 2\n    return 1")
+    assert result.ok, result.content
+    assert target.read_text() == "class A:\n    def f(self):\n        if self:\n            return 2\n        return 1\n"
+
+
+GREET = 'def greet(name):\n    message = "Hello, " + name   \n    print(message)\n    return message\n'
+
+
+@pytest.mark.parametrize(
+    ("strategy", "content", "old", "new"),
+    [
+        (
+            "block_anchor",
+            GREET,
+            'def greet(name):\n    message = \\"Hello, \\" + name\n    print(message)\n    return message',
+            'def greet(name):\n    message = \\"Hi, \\" + name\n    print(message)\n    return message',
+        ),
+        ("context_aware", 'x = 1\ny = f("a")  \nz = 3\nw = 4\n', 'x = 1\ny = f(\\"a\\")\nz = 3\nw = 5', 'x = 1\ny = f(\\"b\\")\nz = 3\nw = 5'),
+        ("block_anchor", "def f():\n    s = 'it'   \n    t = 1\n    return s\n", "def f():\n    s = \\'it\\'\n    t = 2\n    return s", "pass"),
+    ],
+)
+async def test_an_escape_drifted_old_string_found_only_by_similarity_is_refused_and_the_file_kept_byte_for_byte(
+    call: ToolCall, tmp_path: Path, strategy: str, content: str, old: str, new: str
+) -> None:
+    target = tmp_path / "drift.py"
+    target.write_text(content)
+    before = target.read_bytes()
+    result = await run_patch(call, "drift.py", old, new)
+    assert not result.ok
+    message = result.content.removeprefix("[error] drift.py was not changed: ")
+    assert "\n" not in message
+    assert message.startswith("old_string has the escape sequence ") and f"(strategy {strategy})" in message
+    assert "escape drift" in message and "copy old_string from it exactly" in message
+    assert target.read_bytes() == before
+
+
+async def test_an_escaped_tab_leading_a_line_is_written_as_a_tab_in_a_tab_indented_file(call: ToolCall, tmp_path: Path) -> None:
+    makefile = tmp_path / "Makefile"
+    makefile.write_text("all: app\n\napp: app.c\n\tcc -o app app.c\n")
+    result = await run_patch(call, "Makefile", "\tcc -o app app.c\n", '\\tcc -O2 -o app app.c\n\\tprintf "built\\tok"\n')
+    assert result.ok, result.content
+    assert makefile.read_text() == 'all: app\n\napp: app.c\n\tcc -O2 -o app app.c\n\tprintf "built\\tok"\n'
+
+
+async def test_an_escaped_tab_is_left_alone_in_a_space_indented_file(call: ToolCall, tmp_path: Path) -> None:
+    script = tmp_path / "fmt.py"
+    script.write_text("def row(a, b):\n    return a + b\n")
+    result = await run_patch(call, "fmt.py", "    return a + b\n", "    return a + '\\t' + b\n\\t# note\n")
+    assert result.ok, result.content
+    assert script.read_text() == "def row(a, b):\n    return a + '\\t' + b\n\\t# note\n"
+
+
+async def test_an_escaped_carriage_return_ending_a_line_is_real_in_a_crlf_file_only(call: ToolCall, tmp_path: Path) -> None:
+    windows = tmp_path / "win.bat"
+    windows.write_bytes(b"@echo off\r\necho one\r\n")
+    result = await run_patch(call, "win.bat", "echo one", "echo one\\r\necho two")
+    assert result.ok, result.content
+    assert windows.read_bytes() == b"@echo off\r\necho one\r\necho two\r\n"
+    unix = tmp_path / "run.sh"
+    unix.write_bytes(b"echo one\n")
+    result = await run_patch(call, "run.sh", "echo one", "echo one\\r\necho two")
+    assert unix.read_bytes() == b"echo one\\r\necho two\n"
