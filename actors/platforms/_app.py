@@ -149,7 +149,7 @@ class App:
         record = AccessRecord(request_id=request_id_for(request), method=request.method, started=time.monotonic())
         token = serve_request(request)
         try:
-            await self._serve(request, _counted(send, record), record)
+            await self._serve(request, _counted(request.draining(send), record), record)
         finally:
             served(token)
             log_access(record, request)

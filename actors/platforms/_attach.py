@@ -16,7 +16,7 @@ import trio
 from protocols import AnswerClarification, CancelTurn, ResolveApproval, StartTurn, to_json
 
 from ._app import ApiContext, check_session_id, new_id
-from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
+from ._asgi import HttpError, Request, Send, send_json, sse, start_sse, whole_number
 from ._bridge import TrioSubscriber
 from ._turns import watch_disconnect
 
@@ -24,13 +24,13 @@ from ._turns import watch_disconnect
 async def session_events(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     session_id = check_session_id(params["session_id"], "session_id")
     query = {k: v[-1] for k, v in urllib.parse.parse_qs(request.query).items()}
-    after = request.headers.get("last-event-id") or query.get("after", "0")
-    if not after.isdigit():
+    after = whole_number(request.headers.get("last-event-id") or query.get("after", "0"))
+    if after is None:
         raise HttpError(400, "Last-Event-ID (or ?after=) must be the number of the last event seen", param="Last-Event-ID", code="invalid_last_event_id")
     hub = ctx.hubs.get(session_id)
     subscriber = TrioSubscriber(ctx.reactor)
     observer = query.get("observer") == "true"
-    missed = hub.subscribe(subscriber, after_seq=int(after), observer=observer)
+    missed = hub.subscribe(subscriber, after_seq=after, observer=observer)
     try:
         await start_sse(send)
         if missed:
@@ -70,7 +70,7 @@ async def session_turn(ctx: ApiContext, request: Request, send: Send, params: di
 
 async def session_cancel(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     session_id = check_session_id(params["session_id"], "session_id")
-    body = await request.json() if request.headers.get("content-length", "0") != "0" else {}
+    body = await request.json(optional=True)
     turn_id = body.get("turn_id", "")
     ctx.tell(session_id, CancelTurn(turn_id=turn_id if isinstance(turn_id, str) else "", reason="cancelled from an attached client"))
     await send_json(send, 202, {"session_id": session_id, "cancelling": True})

@@ -76,7 +76,7 @@ def parse_messages(raw: Any) -> list[ChatMessage]:
         raise HttpError(400, "'messages' is required: a non-empty list of {role, content}", param="messages", code="missing_field")
     out = []
     for index, item in enumerate(raw):
-        if not isinstance(item, dict) or item.get("role") not in _ROLES:
+        if not isinstance(item, dict) or not isinstance(item.get("role"), str) or item["role"] not in _ROLES:
             raise HttpError(400, f"messages[{index}] needs a role of system, user, assistant or tool", param=f"messages[{index}].role", code="invalid_role")
         role = _ROLES[item["role"]]
         tool_call_id = item.get("tool_call_id")

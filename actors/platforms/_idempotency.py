@@ -7,10 +7,9 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import msgspec
 import trio
 
-from ._asgi import Request, Send
+from ._asgi import HttpError, Request, Send
 
 MAX_KEYS = 10_000
 
@@ -60,7 +59,7 @@ class Idempotency:
 
 async def _streaming(request: Request) -> bool:
     try:
-        body = msgspec.json.decode(await request.body())
-    except msgspec.DecodeError:
-        return False
-    return isinstance(body, dict) and body.get("stream") in (True, "true")
+        body = await request.json()
+    except HttpError:
+        return False  # the route answers the 400 (or 413) itself
+    return body.get("stream") in (True, "true")

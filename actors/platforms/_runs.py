@@ -30,7 +30,7 @@ from protocols import (
 )
 
 from ._app import ApiContext, check_session_id, new_id
-from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
+from ._asgi import HttpError, Request, Send, send_json, sse, start_sse, whole_number
 from ._bridge import TrioSubscriber
 from ._turns import follow_turn, watch_disconnect
 
@@ -169,12 +169,12 @@ def _named(event: Any) -> tuple[str, dict[str, Any]] | None:
 
 async def run_events(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     run = _run(ctx, params["run_id"])
-    last = request.headers.get("last-event-id", "0")
-    if not last.isdigit():
+    last = whole_number(request.headers.get("last-event-id", "0"))
+    if last is None:
         raise HttpError(400, "Last-Event-ID must be the number of the last event seen", param="Last-Event-ID", code="invalid_last_event_id")
     hub = ctx.hubs.get(run.session_id)
     subscriber = TrioSubscriber(ctx.reactor, turn_id=run.run_id)
-    hub.subscribe(subscriber, after_seq=int(last))
+    hub.subscribe(subscriber, after_seq=last)
     try:
         await start_sse(send)
         follower = follow_turn(subscriber, keepalive=ctx.keepalive)

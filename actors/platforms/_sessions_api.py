@@ -28,11 +28,13 @@ from protocols import (
 )
 
 from ._app import ApiContext, check_session_id, new_id
-from ._asgi import HttpError, Request, Send, send_json
+from ._asgi import HttpError, Request, Send, send_json, whole_number
 from ._bridge import TrioSubscriber
 
 T = TypeVar("T")
 STORE_TIMEOUT = 10.0
+MAX_PAGE = 100
+"""The most sessions (or search hits) one answer lists; a larger ``limit`` gets this many."""
 
 
 async def _read(ctx: ApiContext, work: Callable[[Any], T]) -> T:
@@ -64,20 +66,33 @@ async def _write(ctx: ApiContext, command: Any) -> Any:
     """Tell the store writer; return its reply (``StoreFailed`` becomes an HTTP error)."""
     reply_to = TrioSubscriber(ctx.reactor)
     ctx.registry.lookup("/store").tell(msgspec.structs.replace(command, reply_to=reply_to))
-    with trio.fail_after(STORE_TIMEOUT):
-        reply = await reply_to.get()
+    reply = await _answer(reply_to, "the session store")
     if isinstance(reply, StoreFailed):
-        status = 409 if "UNIQUE" in reply.error or "unique" in reply.error else 404 if "no session" in reply.error.lower() else 503
-        raise HttpError(status, reply.error, type="invalid_request_error" if status < 500 else "server_error", code="store_refused")
+        raise _refused(reply)
     return reply
+
+
+def _refused(reply: StoreFailed) -> HttpError:
+    """A store refusal as an answer: the client's conflict (409), a missing session (404), or ours (503)."""
+    error = reply.error
+    if "is used by another session" in error or "exists already" in error or "UNIQUE" in error:
+        return HttpError(409, error, code="store_refused")
+    if "no session" in error.lower():
+        return HttpError(404, error, code="store_refused")
+    return HttpError(503, error, type="server_error", code="store_refused", headers={"retry-after": "1"} if reply.retryable else None)
 
 
 async def _ask(ctx: ApiContext, session_id: str, command: Any) -> Any:
     """Tell the session ``command``; return its answer (sent once the store committed)."""
     reply_to = TrioSubscriber(ctx.reactor)
     ctx.tell(session_id, msgspec.structs.replace(command, reply_to=reply_to))
-    with trio.fail_after(STORE_TIMEOUT):
+    return await _answer(reply_to, f"session {session_id!r}")
+
+
+async def _answer(reply_to: TrioSubscriber, who: str) -> Any:
+    with trio.move_on_after(STORE_TIMEOUT):
         return await reply_to.get()
+    raise HttpError(503, f"{who} did not answer within {STORE_TIMEOUT:g} s; the server is overloaded, retry later", type="server_error", code="timeout", headers={"retry-after": "5"})
 
 
 def _view(record: SessionRecord) -> dict[str, Any]:
@@ -92,11 +107,20 @@ def _query(request: Request) -> dict[str, str]:
     return {k: v[-1] for k, v in urllib.parse.parse_qs(request.query).items()}
 
 
-def _int(query: dict[str, str], name: str, default: int, top: int) -> int:
-    value = query.get(name, str(default))
-    if not value.isdigit() or not 0 <= int(value) <= top:
-        raise HttpError(400, f"{name} must be an integer from 0 to {top}", param=name, code="invalid_query")
-    return int(value)
+def _int(query: dict[str, str], name: str, default: int, *, low: int, high: int | None = None) -> int:
+    """A whole-number query parameter: ``default`` when absent, a 400 below ``low``, at most ``high``.
+
+    Above ``high`` is not an error: a client asking for more (Hermes clients ask for 200) gets
+    the most there is, as OpenAI's list endpoints do.
+    """
+    text = query.get(name)
+    if text is None:
+        return default
+    number = whole_number(text)
+    if number is None or number < low:
+        most = f" (more than {high} lists {high})" if high is not None else ""
+        raise HttpError(400, f"{name} must be a whole number of {low} or more{most}, not {text[:40]!r}", param=name, code="invalid_query")
+    return number if high is None else min(number, high)
 
 
 async def _record(ctx: ApiContext, session_id: str) -> SessionRecord:
@@ -109,13 +133,13 @@ async def _record(ctx: ApiContext, session_id: str) -> SessionRecord:
 
 async def list_sessions(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     query = _query(request)
-    limit, offset = _int(query, "limit", 20, 100), _int(query, "offset", 0, 10**9)
+    limit, offset = _int(query, "limit", 20, low=1, high=MAX_PAGE), _int(query, "offset", 0, low=0)
     records = await _read(ctx, lambda r: r.list_sessions(limit=limit + 1, offset=offset, source=query.get("source")))
     await send_json(send, 200, {"object": "list", "data": [_view(r) for r in records[:limit]], "has_more": len(records) > limit})
 
 
 async def create_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
-    body = await request.json() if request.headers.get("content-length", "0") != "0" else {}
+    body = await request.json(optional=True)
     title = body.get("title")
     if title is not None and (not isinstance(title, str) or len(title) > 200):
         raise HttpError(400, "title must be a string of at most 200 characters", param="title", code="invalid_title")
@@ -205,7 +229,7 @@ async def search_sessions(ctx: ApiContext, request: Request, send: Send, params:
     text = query.get("q", "")
     if not text.strip():
         raise HttpError(400, "'q' is required: the words to search for", param="q", code="missing_query")
-    limit = _int(query, "limit", 20, 100)
+    limit = _int(query, "limit", 20, low=1, high=MAX_PAGE)
     session_id = query.get("session_id")
     hits = await _read(ctx, lambda r: r.search(text, limit=limit, session_id=session_id))
     data = []
