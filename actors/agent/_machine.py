@@ -570,12 +570,13 @@ class _Step:
 
     # ending -----------------------------------------------------------------------------------------
 
-    def finish(self, turn: Turn, text: str, now: float) -> None:
+    def finish(self, turn: Turn, text: str, now: float, calls: tuple[ToolCall, ...] = ()) -> None:
         self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
         self.emit(
             TurnCompleted(
                 turn_id=turn.turn_id,
                 text=text,
+                tool_calls=calls,
                 reasoning=turn.reasoning,
                 iterations=turn.iteration,
                 input_tokens=turn.input_tokens,
@@ -591,21 +592,8 @@ class _Step:
         Their results come back as the next turn's opening (``UserInput.tool_results``); until
         then the calls have no result in the transcript, and a model call sees them settled.
         """
-        self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
         assistant = next((m for m in reversed(self.state.transcript) if m.role == "assistant"), None)
-        self.emit(
-            TurnCompleted(
-                turn_id=turn.turn_id,
-                text=assistant.content or "" if assistant is not None else "",
-                tool_calls=calls,
-                reasoning=turn.reasoning,
-                iterations=turn.iteration,
-                input_tokens=turn.input_tokens,
-                output_tokens=turn.output_tokens,
-            )
-        )
-        self.set_turn(None)
-        self.dequeue(now)
+        self.finish(turn, (assistant.content or "") if assistant is not None else "", now, calls)
 
     def end_turn(self, turn: Turn, terminal: SessionEvent, now: float, *, dequeue: bool = True) -> None:
         """Stop all work of ``turn``, settle its calls, and emit its terminal event."""

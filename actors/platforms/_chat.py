@@ -32,17 +32,6 @@ from ._turns import follow_turn, watch_disconnect
 FAILURE_STATUS = {"store": 500, "deadline": 504, "restarted": 500}
 
 
-def _text(content: Any) -> str:
-    """Text of a message content (Responses input items): the text parts of a list."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text"))
-    raise HttpError(400, "message content must be a string or a list of content parts", param="messages", code="invalid_content")
-
-
 def _bool(value: Any, name: str) -> bool:
     if isinstance(value, bool):
         return value

@@ -27,14 +27,18 @@ _COUNTS = ("max_tokens", "max_completion_tokens")
 _PASSED = ("seed", "logit_bias", "user", "parallel_tool_calls", "reasoning_effort", "logprobs", "top_logprobs")
 
 
-def _text(content: Any, index: int) -> str:
+def content_text(content: Any, param: str = "messages") -> str:
+    """The text of a message content: a string, or the text parts of a list of parts."""
     if content is None:
         return ""
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text"))
-    raise HttpError(400, "message content must be a string or a list of content parts", param="messages", code="invalid_content")
+        texts = [p.get("text", "") for p in content if isinstance(p, dict) and p.get("type") in ("text", "input_text", "output_text")]
+        if not all(isinstance(text, str) for text in texts):
+            raise HttpError(400, "a text content part's 'text' must be a string", param=param, code="invalid_content")
+        return "".join(texts)
+    raise HttpError(400, "message content must be a string or a list of content parts", param=param, code="invalid_content")
 
 
 def _images(content: Any, index: int, role: str) -> tuple[str, ...]:
@@ -86,7 +90,7 @@ def parse_messages(raw: Any) -> list[ChatMessage]:
         out.append(
             ChatMessage(
                 role=role,
-                content=None if item.get("content") is None else _text(item.get("content"), index),
+                content=None if item.get("content") is None else content_text(item.get("content")),
                 tool_calls=_calls(item.get("tool_calls"), index) if role == "assistant" else (),
                 tool_call_id=tool_call_id if role == "tool" else None,
                 name=name if isinstance(name, str) and role == "tool" else None,

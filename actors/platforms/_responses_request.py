@@ -13,8 +13,7 @@ from typing import Any
 from protocols import ChatMessage, ToolCall, TurnOptions
 
 from ._asgi import HttpError
-from ._chat import _text
-from ._chat_request import Conversation, parse_options, split_conversation
+from ._chat_request import Conversation, content_text, parse_options, split_conversation
 
 SERVER_HISTORY = frozenset({"mcp_call", "mcp_list_tools", "reasoning"})
 """Input item kinds that are earlier server output, accepted and skipped."""
@@ -35,7 +34,7 @@ def parse_input(value: Any) -> Conversation:
             role = item.get("role")
             if role not in ("user", "assistant", "system", "developer"):
                 raise HttpError(400, f"input[{index}].role must be user, assistant or system", param=f"input[{index}].role", code="invalid_role")
-            messages.append(ChatMessage(role="system" if role in ("system", "developer") else role, content=_text(item.get("content"))))
+            messages.append(ChatMessage(role="system" if role in ("system", "developer") else role, content=content_text(item.get("content"), "input")))
         elif kind == "function_call":
             call = ToolCall(id=str(item.get("call_id") or ""), name=str(item.get("name") or ""), arguments=str(item.get("arguments") or ""))
             if messages and messages[-1].role == "assistant" and messages[-1].tool_calls:
@@ -45,7 +44,7 @@ def parse_input(value: Any) -> Conversation:
                 messages.append(ChatMessage(role="assistant", content=None, tool_calls=(call,)))
         elif kind == "function_call_output":
             output = item.get("output", "")
-            text = output if isinstance(output, str) else _text(output)
+            text = output if isinstance(output, str) else content_text(output, "input")
             messages.append(ChatMessage(role="tool", tool_call_id=str(item.get("call_id", "")), content=text))
         elif isinstance(kind, str) and kind in SERVER_HISTORY:
             continue  # an earlier response's output given back: what the server did, not new input
