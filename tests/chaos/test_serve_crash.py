@@ -9,6 +9,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -36,6 +37,14 @@ def start(home: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
     raise AssertionError(f"hermes serve did not start: {before}")
 
 
+def wait_for_record(ledger: Path) -> None:
+    """Until a process-group record is in ``ledger`` (bounded: DEADLINE)."""
+    deadline = time.monotonic() + DEADLINE
+    while not any(not name.startswith(".") for name in os.listdir(ledger)):
+        assert time.monotonic() < deadline, f"no process group was recorded in {ledger}"
+        time.sleep(0.005)  # a file appearing has no event to wait on here; bounded by the deadline
+
+
 def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the_turn(tmp_path: Path, model_server: ModelServer) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -56,6 +65,10 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
                 while stream.next().get("event") != "tool.started":
                     pass
         wait_for_line(started, DEADLINE)  # the command runs
+        # ...and its group is on record: the server writes the record just after the spawn, and
+        # a loaded machine can run the command first (a SIGKILL in that window leaves an
+        # orphan no successor knows of; see ARCHITECTURE.md).
+        wait_for_record(home / "run" / "groups")
     finally:
         os.close(started)
         os.killpg(first.pid, signal.SIGKILL)  # no cleanup at all
