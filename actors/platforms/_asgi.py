@@ -64,7 +64,7 @@ class Request:
     headers: dict[str, str]
     query: str
     _body: bytes | None = None
-    _json: dict[str, Any] | None = None
+    _decoded: dict[str, Any] | None = None
     _ended: bool = False
     """The body's last message (or a disconnect) has been received."""
 
@@ -131,10 +131,10 @@ class Request:
 
         ``optional``: an empty body (also a chunked one) stands for ``{}``.
         """
-        if self._json is None:
+        if self._decoded is None:
             raw = await self.body()
-            self._json = {} if optional and (not raw or raw.isspace()) else decode_body(raw)
-        return self._json
+            self._decoded = {} if optional and (not raw or raw.isspace()) else decode_body(raw)
+        return self._decoded
 
 
 def decode_body(raw: bytes) -> dict[str, Any]:
@@ -195,17 +195,16 @@ def nests_deeper_than(value: Any, limit: int) -> bool:
     tracks every list and every dict holding a container; it may leave a dict of scalars
     untracked, which is a leaf: one more level, nothing below it.
     """
-    level = [value]
+    children = gc.get_referents(value)  # Invariant: the children of the containers `depth` levels down
     depth = 1
     while True:
-        children = gc.get_referents(*level)
-        containers = list(filter(gc.is_tracked, children))
+        containers = [*filter(gc.is_tracked, children)]
         if not containers:
             return depth == limit and dict in map(type, children)
         depth += 1
         if depth > limit:
             return True
-        level = containers
+        children = gc.get_referents(*containers)
 
 
 def _json_type(value: Any) -> str:

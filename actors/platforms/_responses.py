@@ -33,7 +33,7 @@ from protocols import (
     TurnRejected,
 )
 
-from ._app import ApiContext, new_id
+from ._app import ApiContext, check_session_id, new_id
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
 from ._chat import _bool, _failure
@@ -86,7 +86,7 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
         name = conversation.get("id") if isinstance(conversation, dict) else conversation
         if not isinstance(name, str) or not name or len(name) > 200 or "/" in name:
             raise HttpError(400, "conversation must be a name of 1-200 characters without '/'", param="conversation", code="invalid_conversation")
-        session_id = f"conv-{name}"
+        session_id = check_session_id(f"conv-{name}", "conversation")  # printable: it names an actor
     else:
         session_id = f"resp-{response_id}"
     instructions = body.get("instructions") if isinstance(body.get("instructions"), str) else None

@@ -113,9 +113,11 @@ HOSTILE = st.one_of(
 @pytest.fixture
 def quiet_log(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
     """Fails the test if anything logged an error or a traceback meanwhile (server threads too)."""
-    caplog.set_level(logging.WARNING)
+    for name in (None, "actors", "supervisor"):  # conftest silences the last two for intentional crashes
+        caplog.set_level(logging.WARNING, logger=name)
     yield
-    loud = [f"{r.name}: {r.getMessage()}" for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+    records = caplog.get_records("setup") + caplog.get_records("call")  # caplog.records is this phase's only
+    loud = [f"{r.name}: {r.getMessage()}" for r in records if r.levelno >= logging.ERROR or r.exc_info]
     assert loud == []
 
 
@@ -151,13 +153,57 @@ def test_hostile_bodies_on_every_route_get_a_4xx_envelope_or_the_normal_answer(a
     with api.http() as http:
         paths = _paths(http)
 
-        @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+        @settings(max_examples=400, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=True)
         @given(route=st.sampled_from(paths), raw=HOSTILE)
         def probe(route: tuple[str, str], raw: bytes) -> None:
             method, path = route
             _check(http.request(method, path, content=raw, headers={"content-type": "application/json"}), (method, path, raw[:200]))
 
         probe()
+
+
+WRONG: tuple[Any, ...] = (None, True, 2**70, -1.5, "\x00", "", [[]], {"a": {}})
+"""One value of each JSON type that no field wants (or not like this)."""
+CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+ASSISTANT = {"role": "assistant", "content": None, "tool_calls": [CALL]}
+TOOL = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+# Where a wrong value goes: a route, and a body with one hole in it. Each hole takes every key
+# its route reads there; the sweep found the 500s the random probe met only now and then.
+HOLES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
+    ("/v1/chat/completions", FIELDS, lambda k, v: {**VALID, k: v}),
+    ("/v1/chat/completions", ("role", "content", "name", "tool_calls", "tool_call_id"), lambda k, v: {**VALID, "messages": [{**MESSAGE, k: v}]}),
+    ("/v1/chat/completions", ("tool_calls", "content"), lambda k, v: {**VALID, "messages": [{**ASSISTANT, k: v}, MESSAGE]}),
+    ("/v1/chat/completions", ("id", "type", "function"), lambda k, v: {**VALID, "messages": [{**ASSISTANT, "tool_calls": [{**CALL, k: v}]}, MESSAGE]}),
+    ("/v1/chat/completions", ("name", "arguments"), lambda k, v: {**VALID, "messages": [{**ASSISTANT, "tool_calls": [{**CALL, "function": {"name": "f", "arguments": "{}", k: v}}]}, MESSAGE]}),
+    ("/v1/chat/completions", ("tool_call_id", "content", "name"), lambda k, v: {**VALID, "messages": [ASSISTANT, {"role": "tool", "tool_call_id": "c1", "content": "r", k: v}]}),
+    ("/v1/chat/completions", ("type", "text", "image_url"), lambda k, v: {**VALID, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", k: v}]}]}),
+    ("/v1/chat/completions", ("url",), lambda k, v: {**VALID, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png", k: v}}]}]}),
+    ("/v1/chat/completions", ("type", "function"), lambda k, v: {**VALID, "tools": [{**TOOL, k: v}]}),
+    ("/v1/chat/completions", ("name", "parameters", "description"), lambda k, v: {**VALID, "tools": [{**TOOL, "function": {"name": "f", k: v}}]}),
+    ("/v1/chat/completions", ("name",), lambda k, v: {**VALID, "tools": [TOOL], "tool_choice": {"type": "function", "function": {k: v}}}),
+    ("/v1/chat/completions", ("type", "json_schema"), lambda k, v: {**VALID, "response_format": {"type": "json_object", k: v}}),
+    ("/v1/chat/completions", ("include_usage",), lambda k, v: {**VALID, "stream_options": {k: v}}),
+    ("/v1/responses", FIELDS, lambda k, v: {**VALID, k: v}),
+    ("/v1/responses", ("type", "role", "content"), lambda k, v: {**VALID, "input": [{"type": "message", "role": "user", "content": "hi", k: v}]}),
+    ("/v1/responses", ("type", "text"), lambda k, v: {**VALID, "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi", k: v}]}]}),
+    ("/v1/responses", ("call_id", "name", "arguments"), lambda k, v: {**VALID, "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", k: v}, MESSAGE]}),
+    ("/v1/responses", ("call_id", "output"), lambda k, v: {**VALID, "input": [{"type": "function_call_output", "call_id": "c", "output": "x", k: v}]}),
+    ("/v1/responses", ("type", "name", "parameters"), lambda k, v: {**VALID, "tools": [{"type": "function", "name": "f", k: v}]}),
+    ("/v1/responses", ("format",), lambda k, v: {**VALID, "text": {k: v}}),
+    ("/v1/responses", ("id",), lambda k, v: {**VALID, "conversation": {k: v}}),
+)
+
+
+def test_a_wrong_value_in_any_field_of_a_chat_or_responses_body_is_a_4xx_or_answered(api: ServerKit, quiet_log: None) -> None:
+    with api.http() as http:
+        for path, keys, hole in HOLES:
+            for key in keys:
+                for value in WRONG:
+                    body = hole(key, value)
+                    answer = http.post(path, content=msgspec.json.encode(body))
+                    if answer.status_code == 502 and "response_format" in body:
+                        continue  # the test model answers in prose: its answer broke the format, not our door
+                    _check(answer, (path, body))
 
 
 @pytest.mark.parametrize("kind", ["array", "object"])
@@ -183,7 +229,7 @@ def _depth(value: Any) -> int:
     return 0
 
 
-@settings(max_examples=300, database=None)
+@settings(max_examples=300, database=None, derandomize=True)
 @given(value=VALUES, spine=st.integers(0, 3), leaf=st.sampled_from([1, "s", [], {}, {"k": 1}, [1], [[]]]), limit=st.integers(1, 8))
 def test_the_depth_check_agrees_with_a_recursive_count(value: Any, spine: int, leaf: Any, limit: int) -> None:
     for _ in range(spine):  # a deep branch beside shallow ones
@@ -263,7 +309,7 @@ def test_numbers_in_queries_and_event_ids_are_clamped_or_a_400_never_a_server_er
             assert http.get(path, params={**query, "limit": "9" * 5000}).status_code == 200
         assert http.get("/v1/sessions", params={"offset": "9" * 5000}).json()["data"] == []
         for path in ("/v1/sessions/s1/events", f"/v1/runs/{run_id}/events"):
-            refused = http.get(path, headers={"Last-Event-ID": b"\xb2"})  # latin-1 "²"
+            refused = http.get(path, headers={b"Last-Event-ID": b"\xb2"})  # latin-1 "²"
             assert refused.status_code == 400 and refused.json()["error"]["code"] == "invalid_last_event_id"
             with http.stream("GET", path, headers={"Last-Event-ID": "9" * 5000}) as far:
                 assert far.status_code == 200  # after everything: nothing to replay
@@ -273,5 +319,5 @@ def test_surrogate_bytes_in_a_path_or_query_are_replaced_not_a_crash(api: Server
     with api.http() as http:
         assert http.get("/v1/sessions/%ED%A0%80").status_code == 404
         assert http.get("/v1/sessions/search?q=%ED%A0%80").status_code == 200
-        refused = http.post("/v1/chat/completions", json={"messages": [MESSAGE]}, headers={"X-Hermes-Session-Id": b"\xed\xa0\x80"})
+        refused = http.post("/v1/chat/completions", json={"messages": [MESSAGE]}, headers={b"X-Hermes-Session-Id": b"\xed\xa0\x80"})
         assert refused.status_code == 400 and refused.json()["error"]["param"] == "X-Hermes-Session-Id"
