@@ -9,7 +9,6 @@ import select
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -37,14 +36,6 @@ def start(home: Path) -> tuple[subprocess.Popen[str], str, list[str]]:
     raise AssertionError(f"hermes serve did not start: {before}")
 
 
-def wait_for_record(ledger: Path) -> None:
-    """Until a process-group record is in ``ledger`` (bounded: DEADLINE)."""
-    deadline = time.monotonic() + DEADLINE
-    while not any(not name.startswith(".") for name in os.listdir(ledger)):
-        assert time.monotonic() < deadline, f"no process group was recorded in {ledger}"
-        time.sleep(0.005)  # a file appearing has no event to wait on here; bounded by the deadline
-
-
 def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the_turn(tmp_path: Path, model_server: ModelServer) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -53,7 +44,11 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
     headers = {"Authorization": "Bearer hk-crash-test-key-0123456789"}
     marker = f"70.{os.getpid()}1"
     started = open_fifo(str(tmp_path / "started"))
-    command = f"echo up > {tmp_path / 'started'} && sleep {marker}"
+    # The command says it runs only once its group is on record ($$ leads its own group): the
+    # server writes the record just after the spawn, and a loaded machine can run the command
+    # first (a SIGKILL in that window leaves an orphan no successor knows of; ARCHITECTURE.md).
+    ledger = home / "run" / "groups"
+    command = f"until [ -e {ledger}/$$ ]; do :; done; echo up > {tmp_path / 'started'} && sleep {marker}"
     model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": command})),))], session="crashy")
     first, url, _ = start(home)
     try:
@@ -64,11 +59,7 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
                 stream = SSE(response)
                 while stream.next().get("event") != "tool.started":
                     pass
-        wait_for_line(started, DEADLINE)  # the command runs
-        # ...and its group is on record: the server writes the record just after the spawn, and
-        # a loaded machine can run the command first (a SIGKILL in that window leaves an
-        # orphan no successor knows of; see ARCHITECTURE.md).
-        wait_for_record(home / "run" / "groups")
+        wait_for_line(started, DEADLINE)  # the command runs, and its group is on record
     finally:
         os.close(started)
         os.killpg(first.pid, signal.SIGKILL)  # no cleanup at all
