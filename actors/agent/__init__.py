@@ -14,7 +14,7 @@ from ._model import ModelClients as ModelClients
 from ._model import ModelSettings as ModelSettings
 from ._plan import ToolTraits as ToolTraits
 from ._session import SessionActor as SessionActor
-from ._session import SessionDeps as SessionDeps
+from ._session_deps import SessionDeps as SessionDeps
 from ._loading import build_system_prompt as build_system_prompt
 from ._address import session_address as session_address
 from ._address import tell_session as tell_session

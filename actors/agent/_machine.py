@@ -41,6 +41,29 @@ from ._answer_format import answer_problem
 from ._plan import PlannedCall, ToolTraits, plan_batches
 from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
+from ._turn_io import (
+    Input as Input,
+    UserInput as UserInput,
+    Persisted as Persisted,
+    PersistFailed as PersistFailed,
+    ModelReplied as ModelReplied,
+    ModelFailed as ModelFailed,
+    ToolDone as ToolDone,
+    Cancel as Cancel,
+    TimerFired as TimerFired,
+    Resume as Resume,
+    MachineInput as MachineInput,
+    Effect as Effect,
+    Persist as Persist,
+    CallModel as CallModel,
+    RunTool as RunTool,
+    CancelModel as CancelModel,
+    CancelTool as CancelTool,
+    StartTimer as StartTimer,
+    CancelTimer as CancelTimer,
+    Emit as Emit,
+    MachineEffect as MachineEffect,
+)
 
 GRACE_INSTRUCTION = (
     "You have used all tool calls this turn allows. Do not call tools. Summarise what you did, "
@@ -70,131 +93,6 @@ class MachineConfig:
     retry_cap: float = 30.0
     busy_policy: BusyPolicy = "queue"
     queue_limit: int = 8
-
-
-# -- inputs ----------------------------------------------------------------------------------
-
-
-class Input(msgspec.Struct, frozen=True, kw_only=True, tag=True):
-    now: float = 0.0
-    """Monotonic seconds, stamped by whoever feeds the machine."""
-
-
-class UserInput(Input, frozen=True, kw_only=True):
-    turn_id: str
-    text: str
-    policy: BusyPolicy | None = None
-    instructions: str | None = None
-    tool_results: tuple[ChatMessage, ...] = ()
-    """Instead of a user message: a client's results for the client tools the last turn paused on."""
-    options: TurnOptions | None = None
-    images: tuple[str, ...] = ()
-
-
-class Persisted(Input, frozen=True, kw_only=True):
-    token: str
-
-
-class PersistFailed(Input, frozen=True, kw_only=True):
-    token: str
-    error: str
-
-
-class ModelReplied(Input, frozen=True, kw_only=True):
-    token: str
-    content: str
-    reasoning: str | None = None
-    tool_calls: tuple[ToolCall, ...] = ()
-    finish_reason: str | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-
-
-class ModelFailed(Input, frozen=True, kw_only=True):
-    token: str
-    kind: str
-    status: int | None = None
-    detail: str = ""
-    retry_after: float | None = None
-
-
-class ToolDone(Input, frozen=True, kw_only=True):
-    call_id: str
-    content: str
-    ok: bool = True
-
-
-class Cancel(Input, frozen=True, kw_only=True):
-    reason: str = "cancelled by the user"
-    turn_id: str = ""
-    """Only this turn (running or queued); empty: the running one."""
-
-
-class TimerFired(Input, frozen=True, kw_only=True):
-    token: str
-
-
-class Resume(Input, frozen=True, kw_only=True):
-    """Continue an open turn found in the transcript after a restart (no new user message)."""
-
-    turn_id: str
-
-
-MachineInput = UserInput | Persisted | PersistFailed | ModelReplied | ModelFailed | ToolDone | Cancel | TimerFired | Resume
-
-
-# -- effects ---------------------------------------------------------------------------------
-
-
-class Effect(msgspec.Struct, frozen=True, kw_only=True, tag=True):
-    pass
-
-
-class Persist(Effect, frozen=True, kw_only=True):
-    token: str
-    messages: tuple[ChatMessage, ...]
-    acked: bool = False
-    """True when the machine waits for ``Persisted(token)`` before going on."""
-
-
-class CallModel(Effect, frozen=True, kw_only=True):
-    token: str
-    messages: tuple[ChatMessage, ...]
-    use_tools: bool
-    timeout: float
-    options: TurnOptions | None = None
-    """The client's tools and sampling parameters for this turn (API clients only)."""
-
-
-class RunTool(Effect, frozen=True, kw_only=True):
-    call_id: str
-    name: str
-    arguments: dict[str, Any]
-    timeout: float
-
-
-class CancelModel(Effect, frozen=True, kw_only=True):
-    token: str
-
-
-class CancelTool(Effect, frozen=True, kw_only=True):
-    call_id: str
-
-
-class StartTimer(Effect, frozen=True, kw_only=True):
-    token: str
-    delay: float
-
-
-class CancelTimer(Effect, frozen=True, kw_only=True):
-    token: str
-
-
-class Emit(Effect, frozen=True, kw_only=True):
-    event: SessionEvent
-
-
-MachineEffect = Persist | CallModel | RunTool | CancelModel | CancelTool | StartTimer | CancelTimer | Emit
 
 
 # -- state -----------------------------------------------------------------------------------

@@ -19,9 +19,8 @@ import functools
 import logging
 import time
 import uuid
-from pathlib import Path
-from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
 import msgspec
 
@@ -59,11 +58,9 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 
-from ._approval_settings import ApprovalSettings
 from ._approvals import ApprovalGate
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
-from ._hub import HubRegistry
 from ._recovery import plan_recovery
 from ._loading import build_system_prompt, load_with_retry
 from ._machine import (
@@ -90,8 +87,10 @@ from ._machine import (
     UserInput,
     step,
 )
-from ._model import ModelClients, ModelFailure, ModelReply, ModelSettings, call_model
+from ._model import ModelFailure, ModelReply, call_model
 from ._sanitize import sanitize
+from ._session_deps import RecoveryPolicy as RecoveryPolicy
+from ._session_deps import SessionDeps as SessionDeps
 from ._tools import ToolCall, ToolOutput, ToolSpec, Workspace
 
 log = logging.getLogger(__name__)
@@ -105,42 +104,9 @@ RESTART_FAILED = (
     "(their results say 'outcome unknown'); send the message again to continue"
 )
 
-RecoveryPolicy = Literal["resume", "fail"]
 
 WRITE_REPLIES = (MessagesPersisted, StoreFailed, SessionCreated, TurnRemoved, SessionTotalsUpdated)
 """The store's answers to a session's writes (each carries the write's token)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class SessionDeps:
-    """What every session actor of a runtime shares."""
-
-    hubs: HubRegistry
-    open_reader: Callable[[], Any]
-    """Opens a read-only store connection (``actors.store.StoreReader``); called in a worker thread."""
-    model: ModelSettings
-    clients: ModelClients
-    tools: Mapping[str, ToolSpec] = dataclasses.field(default_factory=dict)
-    config: MachineConfig = MachineConfig()
-    source: str = "api"
-    platform_hint: str = ""
-    recovery: RecoveryPolicy = "fail"
-    idle_timeout: float = 600.0
-    load_timeout: float = 30.0
-    store_path: str = "/store"
-    """Where the store writer lives in the tree."""
-    home: Path = dataclasses.field(default_factory=lambda: Path.home() / ".hermes")
-    """HERMES_HOME, handed to tools (memory, skills)."""
-    workdir: Path = dataclasses.field(default_factory=Path.cwd)
-    """Where a session's working directory starts."""
-    store_file: Path | None = None
-    """The store's file, handed to tools that search past sessions."""
-    approvals: ApprovalSettings = ApprovalSettings()
-    """Approval mode, timeout, allowlist and deny globs (``off`` never skips the hardline list)."""
-    store_ack_timeout: float = 30.0
-    """Seconds a write may stay unanswered before the session stops trusting its memory and
-    reloads from the store (a lost reply, a wedged writer); far above any commit (the
-    writer's busy timeout is 2 s)."""
 
 
 class _Timer(msgspec.Struct, frozen=True, kw_only=True, tag=True):

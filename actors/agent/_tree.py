@@ -10,7 +10,8 @@ from typing import Any
 from actors.store import StoreReader, StoreWriter
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
-from ._session import SessionActor, SessionDeps
+from ._session import SessionActor
+from ._session_deps import SessionDeps
 
 SESSIONS_INTENSITY = Intensity(max_restarts=50, within=10.0)
 """Many sessions share one supervisor: one crashing session must not take the others down."""

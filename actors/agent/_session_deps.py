@@ -1,0 +1,48 @@
+"""What every session actor of a runtime shares: its model, tools, limits and policies."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from ._approval_settings import ApprovalSettings
+from ._hub import HubRegistry
+from ._machine import MachineConfig
+from ._model import ModelClients, ModelSettings
+from ._tools import ToolSpec
+
+RecoveryPolicy = Literal["resume", "fail"]
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionDeps:
+    """What every session actor of a runtime shares."""
+
+    hubs: HubRegistry
+    open_reader: Callable[[], Any]
+    """Opens a read-only store connection (``actors.store.StoreReader``); called in a worker thread."""
+    model: ModelSettings
+    clients: ModelClients
+    tools: Mapping[str, ToolSpec] = dataclasses.field(default_factory=dict)
+    config: MachineConfig = MachineConfig()
+    source: str = "api"
+    platform_hint: str = ""
+    recovery: RecoveryPolicy = "fail"
+    idle_timeout: float = 600.0
+    load_timeout: float = 30.0
+    store_path: str = "/store"
+    """Where the store writer lives in the tree."""
+    home: Path = dataclasses.field(default_factory=lambda: Path.home() / ".hermes")
+    """HERMES_HOME, handed to tools (memory, skills)."""
+    workdir: Path = dataclasses.field(default_factory=Path.cwd)
+    """Where a session's working directory starts."""
+    store_file: Path | None = None
+    """The store's file, handed to tools that search past sessions."""
+    approvals: ApprovalSettings = ApprovalSettings()
+    """Approval mode, timeout, allowlist and deny globs (``off`` never skips the hardline list)."""
+    store_ack_timeout: float = 30.0
+    """Seconds a write may stay unanswered before the session stops trusting its memory and
+    reloads from the store (a lost reply, a wedged writer); far above any commit (the
+    writer's busy timeout is 2 s)."""
