@@ -56,7 +56,9 @@ async def chat_completions(ctx: ApiContext, request: Request, send: Send, params
         )
     options = parse_options(body)
     stream = _bool(body.get("stream"), "stream")
-    usage_chunk = stream and _bool((body.get("stream_options") or {}).get("include_usage") if isinstance(body.get("stream_options"), dict) else None, "stream_options.include_usage")
+    stream_options = body.get("stream_options")
+    include_usage = stream_options.get("include_usage") if isinstance(stream_options, dict) else None
+    usage_chunk = stream and _bool(include_usage, "stream_options.include_usage")
     placement = await place(ctx, request, conversation)
     session_id = placement.session_id
     model = str(body.get("model") or ctx.model_name)
