@@ -55,6 +55,7 @@ from protocols import (
     Shutdown,
     ShutdownTimedOut,
     StartChild,
+    SupervisorInbox,
     TerminateChild,
 )
 
@@ -98,7 +99,7 @@ class _Child:
         self.restart_timer: Any = None
 
 
-class Supervisor(Actor):
+class Supervisor(Actor[SupervisorInbox]):
     """Supervises a fixed, ordered list of children."""
 
     is_supervisor = True
@@ -133,7 +134,7 @@ class Supervisor(Actor):
         for spec in self._specs:
             self._start(self._add(spec))
 
-    def receive(self, message: Any) -> Any:
+    def receive(self, message: SupervisorInbox) -> Any:
         match message:
             case ChildExited():
                 self._on_exit(message)
@@ -439,7 +440,7 @@ class DynamicSupervisor(Supervisor):
         self._template = template
         self._max_children = max_children
 
-    def receive(self, message: Any) -> Any:
+    def receive(self, message: SupervisorInbox) -> Any:
         if isinstance(message, StartChild):
             self._start_dynamic(message)
             return None
@@ -458,7 +459,7 @@ class DynamicSupervisor(Supervisor):
         self._start(self._add(spec))
 
 
-def start_child(registry: Registry, supervisor: Address[Any], child_id: str, *args: Any) -> Address[Any]:
+def start_child(registry: Registry, supervisor: Address[StartChild], child_id: str, *args: Any) -> Address[Any]:
     """Start (or find) child ``child_id`` of a dynamic supervisor; return its address at once.
 
     Safe from any thread, including handlers: the address is reserved atomically, so

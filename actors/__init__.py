@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._actor import Actor as Actor
     from ._actor import ActorContext as ActorContext
+    from ._address import ActorPath as ActorPath
     from ._address import Address as Address
     from ._address import AddressStatistics as AddressStatistics
     from ._address import Registry as Registry
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from ._reactor import Reactor as Reactor
     from ._reactor import ReactorStatistics as ReactorStatistics
     from ._reactor import WaitHandle as WaitHandle
+    from ._signals import SignalStop as SignalStop
 
 # Names load on first use, so that the ``hermes`` command starts without importing the
 # kernel (trio, pykka) for ``--help``.
@@ -40,6 +42,7 @@ _LAZY: dict[str, str] = {
     "Actor": "._actor",
     "ActorContext": "._actor",
     "ActorCrashed": "._errors",
+    "ActorPath": "._address",
     "Address": "._address",
     "AddressClosed": "._errors",
     "AddressStatistics": "._address",
@@ -52,6 +55,7 @@ _LAZY: dict[str, str] = {
     "ReactorStopped": "._errors",
     "Registry": "._address",
     "RuntimeStopped": "._errors",
+    "SignalStop": "._signals",
     "StartFailed": "._errors",
     "UsageError": "._errors",
     "WaitHandle": "._reactor",
@@ -77,6 +81,7 @@ __all__ = [
     "Actor",
     "ActorContext",
     "ActorCrashed",
+    "ActorPath",
     "Address",
     "AddressClosed",
     "AddressStatistics",
@@ -89,6 +94,7 @@ __all__ = [
     "ReactorStopped",
     "Registry",
     "RuntimeStopped",
+    "SignalStop",
     "StartFailed",
     "UsageError",
     "WaitHandle",

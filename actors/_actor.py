@@ -9,6 +9,13 @@ ends through one path, ``_exit``, which detaches its address (unread messages go
 next incarnation), cancels its reactor waits and tells its supervisor ``ChildExited``.
 
 Invariant: a handler never blocks; ``Address.ask`` raises ``UsageError`` inside one.
+
+Types: ``Actor[M]`` declares its inbox ``M``, everything ``receive`` is handed:
+``class StoreWriter(Actor[StoreCommand])``. ``M`` includes the outcomes of the actor's own
+waits (``WaitFinished``: ``start_wait`` and ``run_process`` are only for an actor whose
+inbox takes it) and its own timers (``send_after`` takes an ``M``). The kernel messages
+(``InjectCrash``, the ``Ask`` wrapper) are handled by ``on_receive`` and are not part of
+``M``: ``InjectCrash`` never reaches ``receive``, an ``Ask`` reaches it unwrapped.
 """
 
 from __future__ import annotations
@@ -18,11 +25,11 @@ import dataclasses
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 import pykka
 
-from protocols import ChildExited, ExitKind, Message
+from protocols import ChildExited, ExitKind, Message, WaitFinished
 from protocols._supervision import InjectCrash
 
 from ._address import Address, Ask, set_in_handler
@@ -34,6 +41,9 @@ if TYPE_CHECKING:
     from ._address import Registry
 
 log = logging.getLogger(__name__)
+
+M = TypeVar("M", contravariant=True)
+"""The actor's inbox: what ``receive`` takes (contravariant, like ``Address``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -72,8 +82,11 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-class Actor(pykka.ThreadingActor):
-    """Base of every actor in the runtime. Override ``started``, ``receive``, ``stopping``."""
+class Actor(pykka.ThreadingActor, Generic[M]):
+    """Base of every actor in the runtime. Override ``started``, ``receive``, ``stopping``.
+
+    ``M`` is the inbox: ``class Worker(Actor[Job | WaitFinished])``.
+    """
 
     # A handler stuck past its shutdown timeout must not keep the process alive.
     use_daemon_thread = True
@@ -90,7 +103,7 @@ class Actor(pykka.ThreadingActor):
     def started(self) -> None:
         """Set up, in the actor's thread, before the first message. Raising fails the start."""
 
-    def receive(self, message: Any) -> Any:
+    def receive(self, message: M) -> Any:
         """Handle one message. Must not block: start a wait instead. Raising crashes the actor."""
         log.warning("%s ignored an unexpected %s", self.path, type(message).__name__)
 
@@ -105,25 +118,30 @@ class Actor(pykka.ThreadingActor):
         return self.context.path if self.context is not None else f"<unsupervised {type(self).__name__}>"
 
     @property
-    def address(self) -> Address[Any]:
+    def address(self) -> Address[M]:
         return self._context().address
 
     @property
     def reactor(self) -> Reactor:
         return self._context().reactor
 
-    def start_wait(self, fn: Callable[..., Awaitable[Any]], *args: Any, tag: str, timeout: float) -> WaitHandle:
-        """Run ``await fn(*args)`` in the reactor; the outcome comes back as ``WaitFinished``."""
+    def start_wait(
+        self: Actor[WaitFinished], fn: Callable[..., Awaitable[Any]], *args: Any, tag: str, timeout: float
+    ) -> WaitHandle:
+        """Run ``await fn(*args)`` in the reactor; the outcome comes back as ``WaitFinished``
+        (so only an actor whose inbox takes ``WaitFinished`` may start one)."""
         return self.reactor.start_wait(self.actor_ref, fn, *args, tag=tag, timeout=timeout)
 
-    def send_after(self, delay: float, message: object) -> WaitHandle:
+    def send_after(self, delay: float, message: M) -> WaitHandle:
         """Receive ``message`` after ``delay`` seconds (cancel with ``cancel_wait``)."""
         return self.reactor.send_after(self.actor_ref, delay, message)
 
     def cancel_wait(self, handle: WaitHandle) -> None:
         self.reactor.cancel(handle)
 
-    def run_process(self, argv: Sequence[str], *, tag: str, timeout: float, **options: Any) -> WaitHandle:
+    def run_process(
+        self: Actor[WaitFinished], argv: Sequence[str], *, tag: str, timeout: float, **options: Any
+    ) -> WaitHandle:
         """Run a subprocess group in the reactor; ``WaitFinished.value`` is a ``ProcessResult``."""
         return self.start_wait(lambda: run_process(argv, **options), tag=tag, timeout=timeout)
 

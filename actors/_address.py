@@ -9,6 +9,13 @@ Invariant: a message told to an address is delivered exactly once to some incarn
 or refused at the call with a counted :class:`DeliveryError`. Never silently lost.
 The invariant holds because ``tell`` checks-and-puts under the address lock, and a dying
 incarnation drains its inbox under the same lock (see ``_unbind``).
+
+Types: ``Address[M]`` takes the messages of inbox ``M`` (``tell``, ``ask``), plus the kernel
+messages every actor takes (``InjectCrash``; ``tell`` only). Addresses are contravariant in
+``M``: an actor that takes more is a valid address for fewer (``Address[StoreCommand]`` is an
+``Address[AppendMessages]``). An :class:`ActorPath` names a path together with its inbox, so
+``Registry.lookup(STORE_PATH)`` is an ``Address[StoreCommand]``; a plain string gives
+``Address[Any]``.
 """
 
 from __future__ import annotations
@@ -18,13 +25,22 @@ import dataclasses
 import queue
 import threading
 import time
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast, overload
 
 import pykka
 
+from protocols._supervision import InjectCrash
+
 from ._errors import AddressClosed, MailboxOverflow, UsageError
 
-M = TypeVar("M")
+M = TypeVar("M", contravariant=True)
+"""An inbox type. Contravariant: whoever takes more can stand in for whoever takes less."""
+T = TypeVar("T")
+"""An inbox type bound at a call (``lookup``)."""
+
+KernelMessage = InjectCrash
+"""Messages every actor takes whatever its inbox, handled by ``Actor`` itself (they never
+reach ``receive``): ``InjectCrash`` crashes the incarnation (chaos)."""
 
 AddressState = Literal["starting", "running", "restarting", "closed"]
 
@@ -49,7 +65,8 @@ class Ask:
     __slots__ = ("message", "reply")
 
     def __init__(self, message: object, reply: pykka.Future[Any]) -> None:
-        self.message = message
+        self.message: Any = message
+        """Of the inbox type of the address it was asked through (``Address.ask`` checks it)."""
         self.reply = reply
 
 
@@ -65,8 +82,27 @@ class AddressStatistics:
     dropped: int
 
 
+@dataclasses.dataclass(frozen=True)
+class ActorPath(Generic[M]):
+    """A path with the inbox type of the actor there, declared where the actor is defined:
+    ``STORE_PATH: ActorPath[StoreCommand] = ActorPath("/store")``; then
+    ``Registry.lookup(STORE_PATH)`` is an ``Address[StoreCommand]``.
+
+    Not a ``str`` on purpose: a plain path gives ``Address[Any]``, and a typed path must never
+    fall back to that overload.
+    """
+
+    path: str
+
+    def __str__(self) -> str:
+        return self.path
+
+
 class Address(Generic[M]):
-    """A stable, restart-proof name for an actor; ``M`` is the inbox type it accepts."""
+    """A stable, restart-proof name for an actor; ``M`` is the inbox type it accepts.
+
+    ``tell`` also takes the kernel messages (``KernelMessage``) every actor handles itself.
+    """
 
     __slots__ = (
         "_dropped",
@@ -106,7 +142,7 @@ class Address(Generic[M]):
     def state(self) -> AddressState:
         return self._state
 
-    def tell(self, message: M) -> None:
+    def tell(self, message: M | KernelMessage) -> None:
         """Send ``message`` to the current incarnation, or buffer it while none runs.
 
         Raises:
@@ -144,7 +180,7 @@ class Address(Generic[M]):
     def ask_future(self, message: M) -> pykka.Future[Any]:
         """Send ``message``; return a future for the handler's return value."""
         future: pykka.Future[Any] = pykka.ThreadingFuture()
-        self.tell(Ask(message, future))  # type: ignore[arg-type]
+        self.tell(cast(Any, Ask(message, future)))  # the kernel's wrapper: unwrapped before ``receive``
         return future
 
     def statistics(self) -> AddressStatistics:
@@ -254,12 +290,20 @@ class Registry:
                 self._kids.setdefault(_parent(path), set()).add(path)
             return address, True
 
-    def lookup(self, path: str) -> Address[Any]:
-        """The address at ``path``.
+    @overload
+    def lookup(self, path: ActorPath[T]) -> Address[T]: ...
+
+    @overload
+    def lookup(self, path: str) -> Address[Any]: ...
+
+    def lookup(self, path: str | ActorPath[Any]) -> Address[Any]:
+        """The address at ``path``; typed by its inbox when ``path`` is an :class:`ActorPath`.
 
         Raises:
             LookupError: nothing is registered there.
         """
+        if isinstance(path, ActorPath):
+            path = path.path
         with self._lock:
             found = self._by_path.get(path)
         if found is None:

@@ -5,18 +5,20 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar, overload
 
-from protocols import ChildExited, Message, Shutdown, TreeSnapshot
+from protocols import ChildExited, Message, Shutdown, SupervisorInbox, TreeSnapshot
 
 from ._actor import ActorContext, starting
-from ._address import Address, Registry
+from ._address import ActorPath, Address, Registry
 from ._errors import HermesError, RuntimeStopped, UsageError
 from ._reactor import Reactor
 from ._snapshot import build_snapshot
 from ._spec import Backoff, ChildSpec, Intensity, Strategy, _check_unique, _join
 
 log = logging.getLogger("supervisor")
+
+T = TypeVar("T")
 
 
 def _reserve_tree(registry: Registry, path: str, children: Sequence[ChildSpec]) -> None:
@@ -50,7 +52,7 @@ class Runtime:
         self.reactor = Reactor(heartbeat_interval=heartbeat_interval)
         self._root_args = (tuple(children),)
         self._root_kwargs = {"strategy": strategy, "intensity": intensity, "backoff": backoff}
-        self._root: Address[Any] | None = None
+        self._root: Address[SupervisorInbox] | None = None
         self._ended = threading.Event()
         self._subscribers: tuple[Callable[[Message], None], ...] = ()
         self._exit_reason: str | None = None
@@ -99,7 +101,7 @@ class Runtime:
         self.stop()
 
     @property
-    def root(self) -> Address[Any]:
+    def root(self) -> Address[SupervisorInbox]:
         if self._root is None:
             msg = "the runtime is not started; call start() first"
             raise UsageError(msg)
@@ -115,7 +117,14 @@ class Runtime:
         """True if the runtime ended because the root supervisor gave up."""
         return self._failed
 
-    def lookup(self, path: str) -> Address[Any]:
+    @overload
+    def lookup(self, path: ActorPath[T]) -> Address[T]: ...
+
+    @overload
+    def lookup(self, path: str) -> Address[Any]: ...
+
+    def lookup(self, path: str | ActorPath[Any]) -> Address[Any]:
+        """See :meth:`Registry.lookup` (an :class:`ActorPath` gives a typed address)."""
         return self.registry.lookup(path)
 
     def subscribe(self, callback: Callable[[Message], None]) -> Callable[[], None]:

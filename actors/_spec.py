@@ -63,7 +63,7 @@ class ChildSpec:
     """How to start one child: ``actor.start(*args, **kwargs)`` under ``id``."""
 
     id: str
-    actor: type[Actor]
+    actor: type[Actor[Any]]
     args: tuple[Any, ...] = ()
     kwargs: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     restart: Restart = Restart.PERMANENT

@@ -2,8 +2,8 @@
 
 ``hermes serve`` runs the OpenAI-compatible API server over the agent runtime (the main
 job). ``hermes run`` starts the bare kernel (supervision tree and reactor), shows the tree,
-and stops cleanly on Ctrl+C / SIGTERM (or after ``--for`` seconds). ``chat``, ``attach``
-and ``chaos`` arrive with their issues.
+and stops cleanly on Ctrl+C / SIGTERM (or after ``--for`` seconds); a second signal forces
+the exit (``actors._signals``). ``chat``, ``attach`` and ``chaos`` arrive with their issues.
 """
 
 from __future__ import annotations
@@ -11,15 +11,13 @@ from __future__ import annotations
 import argparse
 import importlib.metadata
 import logging
-import signal
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from types import FrameType
 
-from protocols import ChildExited, Message, NodeSnapshot, TreeSnapshot, to_json
+from protocols import NodeSnapshot, TreeSnapshot, to_json
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -50,23 +48,12 @@ def render_tree(snapshot: TreeSnapshot) -> str:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from actors._signals import SignalStop
     from supervisor import Runtime  # the kernel starts threads: import only when running
 
-    done = threading.Event()
-    why: list[str] = []
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        why.append(signal.Signals(signum).name)
-        done.set()
-
-    def on_event(event: Message) -> None:
-        if isinstance(event, ChildExited) and event.path == "/":
-            done.set()
-
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with SignalStop("hermes run") as stop:
         runtime = Runtime()
-        runtime.subscribe(on_event)
+        stop.follow(runtime)
         runtime.start()
         snapshot = runtime.snapshot()
         if args.json:
@@ -74,12 +61,9 @@ def _run(args: argparse.Namespace) -> int:
         else:
             print(f"hermes {_version()}: runtime up. Ctrl+C or SIGTERM stops it.", flush=True)
             print(render_tree(snapshot), flush=True)
-        done.wait(args.seconds)
+        stop.wait(args.seconds)
         started = time.monotonic()
-        stopped = runtime.stop(timeout=args.shutdown_timeout, reason=f"signal {why[0]}" if why else "hermes run ended")
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
+        stopped = runtime.stop(timeout=args.shutdown_timeout, reason=f"signal {stop.received}" if stop.received else "hermes run ended")
     took = (time.monotonic() - started) * 1000
     if runtime.failed:
         print(f"hermes: the runtime stopped: {runtime.exit_reason}", file=sys.stderr)

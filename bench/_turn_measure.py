@@ -21,7 +21,7 @@ import trio  # noqa: E402
 from _common import print_json  # noqa: E402 - beside this script
 
 from actors import run_process  # noqa: E402
-from actors.agent import ToolCall, ToolOutput, ToolSpec, ToolTraits  # noqa: E402
+from actors.agent import ToolContext, ToolOutput, ToolSpec, ToolTraits  # noqa: E402
 from actors.chaos import Reply, ScriptedCall, TextReply, ToolCallsReply  # noqa: E402
 
 DEADLINE = 15.0
@@ -156,11 +156,11 @@ class Baseline:
 # -- tools ---------------------------------------------------------------------------------------
 
 
-async def noop_tool(arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
+async def noop_tool(arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
     return ToolOutput(content="ok")
 
 
-async def terminal_tool(arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
+async def terminal_tool(arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
     result = await run_process(["bash", "-c", str(arguments["command"])], grace=0.5)
     return ToolOutput(content=result.stdout.decode(errors="replace"), ok=result.returncode == 0)
 

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _common import parse_options, print_header, print_json, versions  # noqa: E402 - beside this script
 
 from actors.agent import _machine  # noqa: E402
-from actors.chaos import _sim_session  # noqa: E402
+from actors.agent import _session_host  # noqa: E402
 from actors.chaos._faults import PRESETS  # noqa: E402
 from actors.chaos._runner import RunOptions, run_chaos  # noqa: E402
 from actors.chaos._sim import sweep  # noqa: E402
@@ -54,17 +54,17 @@ def emit(row: dict[str, Any], as_json: bool) -> None:
 def machine_inputs(plan_name: str, seeds: range) -> list[tuple[Any, Any, Any]]:
     """Every (state, input, config) the machine saw while the simulator ran ``seeds``."""
     seen: list[tuple[Any, Any, Any]] = []
-    real_step = _sim_session.step
+    real_step = _session_host.step
 
     def recording_step(state: Any, event: Any, config: Any) -> Any:
         seen.append((state, event, config))
         return real_step(state, event, config)
 
-    _sim_session.step = recording_step  # type: ignore[assignment]
+    _session_host.step = recording_step  # type: ignore[assignment]
     try:
         sweep(seeds, PRESETS[plan_name]())
     finally:
-        _sim_session.step = real_step  # type: ignore[assignment]
+        _session_host.step = real_step  # type: ignore[assignment]
     return seen
 
 

@@ -60,7 +60,7 @@ from _common import bench_parser, print_json, quiet_loggers, versions, versions_
 from _danger_measure import bench_danger  # noqa: E402 - beside this script
 
 import actors.tools._patch  # noqa: E402,F401  (registers patch)
-from actors.agent import MachineConfig, ToolCall, ToolTraits, Workspace  # noqa: E402
+from actors.agent import MachineConfig, ToolContext, ToolTraits, Workspace  # noqa: E402
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply  # noqa: E402
 from actors.tools import REGISTRY, Registry, tool  # noqa: E402
 from actors.tools._replace import PatchRefused, fuzzy_replace  # noqa: E402
@@ -187,7 +187,7 @@ def bench_tool(repeat: int) -> tuple[dict[str, Any], int]:
     with tempfile.TemporaryDirectory() as workdir:
         path = Path(workdir) / "big.py"
         path.write_text(make_file())
-        call = ToolCall(session_id="bench", turn_id="t", call_id="c", home=Path(workdir) / "home", workspace=Workspace(Path(workdir)))
+        call = ToolContext(session_id="bench", turn_id="t", call_id="c", home=Path(workdir) / "home", workspace=Workspace(Path(workdir)))
         patch = REGISTRY.get("patch")
         samples: dict[str, list[float]] = {"exact": [], "context_aware": []}
         failures = 0
@@ -243,7 +243,7 @@ def sleep_tool_registry() -> Registry:
         traits=ToolTraits(read_only=True),
         registry=registry,
     )
-    async def sleep_1s(call: ToolCall, args: SleepArgs) -> str:
+    async def sleep_1s(context: ToolContext, args: SleepArgs) -> str:
         await trio.sleep(args.seconds)
         return "slept"
 

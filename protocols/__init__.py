@@ -28,7 +28,9 @@ from ._session import ModelRetrying as ModelRetrying
 from ._session import ModelSwitched as ModelSwitched
 from ._session import ReasoningDelta as ReasoningDelta
 from ._session import ResolveApproval as ResolveApproval
+from ._session import SessionCommand as SessionCommand
 from ._session import SessionEvent as SessionEvent
+from ._session import SessionInbox as SessionInbox
 from ._session import SessionReady as SessionReady
 from ._session import SessionRecovered as SessionRecovered
 from ._session import ClientTool as ClientTool
@@ -73,6 +75,7 @@ from ._store import StoreFailed as StoreFailed
 from ._store import StoreReply as StoreReply
 from ._store import StoreStatistics as StoreStatistics
 from ._store import StoredMessage as StoredMessage
+from ._store import TurnRecord as TurnRecord
 from ._store import TurnRemoved as TurnRemoved
 from ._store import UpdateSessionTotals as UpdateSessionTotals
 from ._supervision import ChildExited as ChildExited
@@ -87,6 +90,7 @@ from ._supervision import RestartDue as RestartDue
 from ._supervision import Shutdown as Shutdown
 from ._supervision import ShutdownTimedOut as ShutdownTimedOut
 from ._supervision import StartChild as StartChild
+from ._supervision import SupervisorInbox as SupervisorInbox
 from ._supervision import TerminateChild as TerminateChild
 from ._supervision import TreeSnapshot as TreeSnapshot
 from ._transcript import ChatMessage as ChatMessage
@@ -138,10 +142,12 @@ __all__ = [
     "RestartDue",
     "Role",
     "SearchHit",
+    "SessionCommand",
     "SessionCreated",
     "SessionDeleted",
     "SessionEnded",
     "SessionEvent",
+    "SessionInbox",
     "SessionReady",
     "SessionRecord",
     "SessionRecovered",
@@ -157,6 +163,7 @@ __all__ = [
     "StoreStatistics",
     "StoredMessage",
     "Subscribe",
+    "SupervisorInbox",
     "SwitchModel",
     "TERMINAL_EVENTS",
     "TerminateChild",
@@ -171,6 +178,7 @@ __all__ = [
     "TurnFailed",
     "TurnOptions",
     "TurnQueued",
+    "TurnRecord",
     "TurnRejected",
     "TurnRemoved",
     "TurnStarted",

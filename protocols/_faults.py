@@ -92,9 +92,16 @@ class CrashFaults(Message, frozen=True, kw_only=True):
     passivate: float = 0.0
     """Per idle moment: the session is passivated (stops normally) and is rehydrated from
     the store by the next message."""
+    process: float = 0.0
+    """Per run: the whole process dies once (every actor and the reactor at once, as a
+    SIGKILL does) at a moment within ``process_window_s``; the store keeps only what it
+    committed. The next process settles what was left open, then serves again."""
+    process_window_s: float = 3.0
+    process_down_s: float = 0.2
+    """How long the process stays down; messages sent meanwhile reach the next one."""
 
     def __post_init__(self) -> None:
-        _check_rates(self, ("session", "passivate"))
+        _check_rates(self, ("session", "passivate", "process"))
         if self.max_per_session < 0:
             msg = f"CrashFaults.max_per_session must be >= 0, not {self.max_per_session}"
             raise ValueError(msg)

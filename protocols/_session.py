@@ -13,6 +13,15 @@ from typing import Any, Literal
 import msgspec
 
 from ._base import Message
+from ._reactor import WaitFinished
+from ._store import (
+    MessagesPersisted,
+    SessionCreated,
+    SessionTotalsUpdated,
+    StoreFailed,
+    StoreStatistics,
+    TurnRemoved,
+)
 from ._transcript import ChatMessage, ToolCall
 
 BusyPolicy = Literal["interrupt", "queue", "reject"]
@@ -299,3 +308,37 @@ AnySessionEvent = (
 """The union a client decodes a session stream with."""
 
 TERMINAL_EVENTS = (TurnCompleted, TurnFailed, TurnCancelled)
+
+
+SessionCommand = (
+    StartTurn
+    | CancelTurn
+    | Subscribe
+    | Unsubscribe
+    | EnsureSession
+    | SwitchModel
+    | UndoTurn
+    | AnswerClarification
+    | ResolveApproval
+)
+"""What clients (the API, the TUI, a delegating session) tell a session."""
+
+SessionInbox = (
+    SessionCommand
+    | MessagesPersisted
+    | StoreFailed
+    | SessionCreated
+    | TurnRemoved
+    | SessionTotalsUpdated
+    | StoreStatistics
+    | WaitFinished
+)
+"""What a session actor's inbox accepts: the commands, the store's answers to its writes
+(``StoreStatistics`` is the barrier it loads behind) and the outcomes of its reactor waits.
+
+``Address[SessionInbox]`` is what ``session_address`` returns. ``InjectCrash`` is not
+listed: it is a kernel message every address takes (``Address.tell``). The session's
+private timer messages are not listed either: they live in the actor's module, and the
+actor declares ``Actor[SessionInbox | <its timers>]`` (an ``Address`` of the wider inbox
+is an ``Address[SessionInbox]``: addresses are contravariant in their inbox).
+"""

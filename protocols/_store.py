@@ -13,12 +13,13 @@ is answered with :class:`StoreFailed` instead.
 ``to_json`` / ``to_msgpack`` (msgspec raises ``TypeError`` on an address). Decoded commands
 have ``reply_to=None``.
 
-Records (``SessionRecord``, ``StoredMessage``, ``SearchHit``) are what store readers return.
+Records (``SessionRecord``, ``TurnRecord``, ``StoredMessage``, ``SearchHit``) are what store readers return;
+``Interrupted`` is what settling a store at start did to one session.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ._base import Message
 from ._transcript import ChatMessage
@@ -50,6 +51,24 @@ class CreateSession(Message, frozen=True, kw_only=True):
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
 
+TurnEvent = Literal["started", "completed", "failed", "cancelled"]
+
+
+class TurnMark(Message, frozen=True, kw_only=True):
+    """A turn's start or end, written in the same transaction as the messages that make it.
+
+    ``started`` opens the turn's row (status ``running``); a turn id is started at most once
+    per session: a second ``started`` for a known id is refused. An end closes the row
+    (status = the event, with ``reason``); a turn is closed at most once (a later end is
+    ignored).
+    """
+
+    turn_id: str
+    event: TurnEvent
+    reason: str = ""
+    """Why a turn failed or was cancelled (``interrupted``, ``deadline``, ``store``, ...)."""
+
+
 class AppendMessages(Message, frozen=True, kw_only=True):
     """Append transcript messages to a session, in order, in one atomic write.
 
@@ -65,6 +84,9 @@ class AppendMessages(Message, frozen=True, kw_only=True):
     """Per-message Unix times (same length as ``messages``); overrides ``timestamp``."""
     token_counts: tuple[int | None, ...] = ()
     """Optional per-message token counts (same length as ``messages``), for ``token_count``."""
+    turn: TurnMark | None = None
+    """The turn this write starts or ends, recorded in the ``turns`` table in the same
+    transaction (``messages`` may then be empty)."""
     token: str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
@@ -324,6 +346,32 @@ class SessionRecord(Message, frozen=True, kw_only=True):
     cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     title: str | None = None
+
+
+TurnStatus = Literal["running", "completed", "failed", "cancelled"]
+
+
+class TurnRecord(Message, frozen=True, kw_only=True):
+    """One row of ``turns``: a turn's status as the store knows it."""
+
+    session_id: str
+    turn_id: str
+    status: TurnStatus
+    reason: str = ""
+    """Why it failed or was cancelled (``interrupted``: the process stopped while it ran)."""
+    started_at: float | None = None
+    """None when the store first heard of the turn at its end (it started before schema 4)."""
+    ended_at: float | None = None
+
+
+class Interrupted(Message, frozen=True, kw_only=True):
+    """What settling a store at start did to one session a dead process left open."""
+
+    turn_ids: tuple[str, ...] = ()
+    """Its turns that were ``running``, now ``failed`` with reason ``interrupted`` (in start
+    order; empty for a session settled by its transcript alone, written before schema 4)."""
+    settled_calls: int = 0
+    """Tool calls that had no result and got one (the outcome is unknown)."""
 
 
 class StoredMessage(Message, frozen=True, kw_only=True):

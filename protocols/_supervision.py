@@ -95,6 +95,13 @@ class RestartDue(Message, frozen=True, kw_only=True):
     child_id: str
 
 
+SupervisorInbox = ChildExited | ShutdownTimedOut | RestartDue | Shutdown | TerminateChild | StartChild
+"""What a supervisor's inbox accepts: its children's exits, its own timers and the commands.
+
+``StartChild`` is for a ``DynamicSupervisor``; a fixed ``Supervisor`` logs it as misuse.
+"""
+
+
 class NodeSnapshot(Message, frozen=True, kw_only=True):
     """One node of the supervision tree at the moment of the snapshot."""
 

@@ -16,12 +16,14 @@ from ._plan import ToolTraits as ToolTraits
 from ._session import SessionActor as SessionActor
 from ._session_deps import SessionDeps as SessionDeps
 from ._loading import build_system_prompt as build_system_prompt
+from ._address import SESSIONS_PATH as SESSIONS_PATH
 from ._address import session_address as session_address
 from ._address import tell_session as tell_session
-from ._tools import ToolCall as ToolCall
+from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
 from ._tools import ToolSpec as ToolSpec
 from ._tools import Workspace as Workspace
+from ._tree import build_agent_runtime as build_agent_runtime
 from ._tree import agent_specs as agent_specs
 from ._tree import reader_opener as reader_opener
 from ._tree import start_agent_runtime as start_agent_runtime
@@ -35,15 +37,17 @@ __all__ = [
     "MachineConfig",
     "ModelClients",
     "ModelSettings",
+    "SESSIONS_PATH",
     "SessionActor",
     "SessionDeps",
     "SessionHub",
-    "ToolCall",
+    "ToolContext",
     "ToolOutput",
     "ToolSpec",
     "ToolTraits",
     "Workspace",
     "agent_specs",
+    "build_agent_runtime",
     "build_system_prompt",
     "hermes_home",
     "load_approval_settings",

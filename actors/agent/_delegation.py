@@ -16,8 +16,8 @@ import dataclasses
 import itertools
 import trio
 
-from actors import Reactor, Registry
-from protocols import CancelTurn, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+from actors import Address, Reactor, Registry
+from protocols import CancelTurn, SessionInbox, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
 
 from ._hub import HubRegistry
 from ._reader import TrioSubscriber
@@ -64,10 +64,12 @@ class Delegation:
         """Run one child turn to its end; ``(ok, final answer or error)``."""
         from supervisor import start_child
 
+        from ._address import SESSIONS_PATH
+
         async with self._slots:  # at most MAX_CHILDREN children of this session at once
             turn_id = f"{child_id}.turn"
             overrides = SessionOverrides(parent_session_id=self.session_id, depth=self.depth + 1)
-            address = start_child(self.registry, self.registry.lookup("/sessions"), child_id, child_id, overrides)
+            address: Address[SessionInbox] = start_child(self.registry, self.registry.lookup(SESSIONS_PATH), child_id, child_id, overrides)
             hub = self.hubs.get(child_id)
             reader = TrioSubscriber(self.reactor, turn_id=turn_id)
             hub.subscribe(reader, after_seq=hub.last_seq)

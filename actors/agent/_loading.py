@@ -16,7 +16,9 @@ from typing import Any
 import trio
 
 from protocols import ChatMessage
-from protocols._store import SessionRecord
+from protocols._store import Interrupted, SessionRecord, TurnRecord
+
+from ._session_core import Loaded
 
 log = logging.getLogger(__name__)
 
@@ -56,17 +58,20 @@ def _prompt_context(home: Path, workdir: Path) -> str:
     return "\n\n".join(blocks)
 
 
-def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> tuple[SessionRecord | None, list[ChatMessage], str]:
+Found = tuple[SessionRecord | None, list[ChatMessage], str, list[TurnRecord]]
+"""The session's record, its transcript, the new-session prompt context, its turns."""
+
+
+def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> Found:
     with open_reader() as reader:
         record = reader.get_session(session_id)
         messages = reader.load_messages(session_id)
+        turns = reader.load_turns(session_id) if record is not None else []
     context = _prompt_context(home, workdir) if record is None else ""
-    return record, messages, context
+    return record, messages, context, turns
 
 
-async def load_with_retry(
-    open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path
-) -> tuple[SessionRecord | None, list[ChatMessage], str]:
+async def load_with_retry(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> Found:
     # The store writer may still be creating the file when a session starts first.
     delay = 0.01
     while True:
@@ -76,3 +81,20 @@ async def load_with_retry(
             log.debug("session %s: store not readable yet: %s", session_id, exc)
             await trio.sleep(delay)
             delay = min(0.5, delay * 2)
+
+
+def as_loaded(found: Found, new_prompt: Callable[[str], str], interrupted: Interrupted | None) -> Loaded:
+    """What the session interpreter is told a load found (``new_prompt(context)``: a new session's prompt)."""
+    record, messages, context, turns = found
+    settled = (interrupted.turn_ids, interrupted.settled_calls) if interrupted is not None else None
+    if record is None:
+        return Loaded(exists=False, prompt=new_prompt(context), interrupted=settled)
+    return Loaded(
+        exists=True,
+        prompt=record.system_prompt or "",
+        model=record.model,
+        messages=tuple(messages),
+        known_turns=tuple(t.turn_id for t in turns),
+        running=tuple(t.turn_id for t in turns if t.status == "running"),
+        interrupted=settled,
+    )

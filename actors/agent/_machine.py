@@ -37,6 +37,8 @@ from protocols._session import (
     UserMessageSaved,
 )
 
+from protocols._store import TurnMark
+
 from ._answer_format import answer_problem
 from ._plan import PlannedCall, ToolTraits, plan_batches
 from ._retry import ModelError, backoff_delay
@@ -131,6 +133,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """(answer, why): a final answer that broke the client's response_format, shown to the next model call."""
     format_retried: bool = False
     """The turn already asked again once for a well-formed answer."""
+    paused: tuple[ToolCall, ...] = ()
+    """The client's calls the turn ends with, once its end is durable (``pause_for_client``)."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -198,7 +202,7 @@ class _Step:
                 elif turn.phase == "persist_calls" and token == turn.token:
                     self.start_tools(turn, event.now)
                 elif turn.phase == "persist_answer" and token == turn.token:
-                    self.finish(turn, turn.answer, event.now)
+                    self.finish(turn, turn.answer, event.now, turn.paused)
             case PersistFailed(token=token, error=error):
                 self.on_persist_failed(turn, token, error, event.now)
             case ModelReplied(token=token):
@@ -265,7 +269,7 @@ class _Step:
         )
         self.emit(TurnStarted(turn_id=turn_id, text=event.text))
         self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
-        self.effects.append(Persist(token=token, messages=opening, acked=True))
+        self.effects.append(Persist(token=token, messages=opening, acked=True, turn=TurnMark(turn_id=turn_id, event="started")))
 
     def on_persist_failed(self, turn: Turn, token: str, error: str, now: float) -> None:
         if not token.startswith(f"{turn.turn_id}/"):
@@ -347,10 +351,12 @@ class _Step:
         # completes only once its answer is durable, so a client that saw it can read it
         # back at once and a crash cannot take it away. Calls answered without running go in
         # the same write as the message that makes them: both land, or neither.
-        self.effects.append(Persist(token=reply_token, messages=(assistant, *results), acked=True))
+        final = not calls or turn.grace
+        mark = TurnMark(turn_id=turn.turn_id, event="completed") if final else None
+        self.effects.append(Persist(token=reply_token, messages=(assistant, *results), acked=True, turn=mark))
         if results:
             turn = msgspec.structs.replace(turn, answered=tuple(c.id for c in calls))
-        if not calls or turn.grace:
+        if final:
             self.set_turn(msgspec.structs.replace(turn, phase="persist_answer", token=reply_token, answer=reply.content))
             return
         if results:  # the limit: one last call, without tools, to sum up
@@ -457,14 +463,13 @@ class _Step:
         self.effects.append(Persist(token=f"{turn.turn_id}/tool/{call.id}", messages=(result,)))
         self.emit(ToolFinished(turn_id=turn.turn_id, call_id=call.id, name=call.name, ok=ok, preview=content[:PREVIEW_CHARS]))
 
-    def settle(self, turn: Turn, text: str) -> Turn:
-        """Give every unanswered call of the latest assistant message a synthetic result."""
+    def settle(self, turn: Turn, text: str, end: TurnMark) -> None:
+        """Give every unanswered call of the latest assistant message a synthetic result, and record the end."""
         missing = [c for c in turn.calls if c.id not in turn.answered]
         results = tuple(synthetic_result(c.id, c.name, text) for c in missing)
-        if results:
-            self.append(*results)
-            self.effects.append(Persist(token=f"{turn.turn_id}/settle/{turn.iteration}", messages=results))
-        return msgspec.structs.replace(turn, answered=turn.answered + tuple(c.id for c in missing), running=(), groups=())
+        self.append(*results)
+        token = f"{turn.turn_id}/settle/{turn.iteration}" if results else f"{turn.turn_id}/end"
+        self.effects.append(Persist(token=token, messages=results, turn=end))
 
     # ending -----------------------------------------------------------------------------------------
 
@@ -491,7 +496,10 @@ class _Step:
         then the calls have no result in the transcript, and a model call sees them settled.
         """
         assistant = next((m for m in reversed(self.state.transcript) if m.role == "assistant"), None)
-        self.finish(turn, (assistant.content or "") if assistant is not None else "", now, calls)
+        token = f"{turn.turn_id}/pause"
+        answer = (assistant.content or "") if assistant is not None else ""
+        self.set_turn(msgspec.structs.replace(turn, phase="persist_answer", token=token, answer=answer, paused=calls))
+        self.effects.append(Persist(token=token, messages=(), acked=True, turn=TurnMark(turn_id=turn.turn_id, event="completed")))
 
     def end_turn(self, turn: Turn, terminal: SessionEvent, now: float, *, dequeue: bool = True) -> None:
         """Stop all work of ``turn``, settle its calls, and emit its terminal event."""
@@ -502,7 +510,11 @@ class _Step:
         for call_id in turn.running:
             self.effects.append(CancelTool(call_id=call_id))
         self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
-        self.settle(turn, CANCELLED if isinstance(terminal, TurnCancelled) else "[not run] The turn failed before this tool finished.")
+        if isinstance(terminal, TurnCancelled):
+            self.settle(turn, CANCELLED, TurnMark(turn_id=turn.turn_id, event="cancelled", reason=terminal.reason))
+        else:
+            kind = terminal.kind if isinstance(terminal, TurnFailed) else "error"
+            self.settle(turn, "[not run] The turn failed before this tool finished.", TurnMark(turn_id=turn.turn_id, event="failed", reason=kind))
         self.emit(terminal)
         self.set_turn(None)
         if dequeue:

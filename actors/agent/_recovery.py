@@ -15,6 +15,10 @@ from typing import Literal
 from protocols._session import SessionEvent, TurnCancelled, TurnCompleted, TurnFailed, TurnQueued, TurnRejected, TurnStarted
 
 
+KNOWN_LIMIT = 256
+"""Turn ids a session's stream remembers (as ``_machine.RECENT_TURNS``)."""
+
+
 class OpenTurns:
     """Turns announced on a session's stream that have not ended yet, in order."""
 
@@ -22,9 +26,16 @@ class OpenTurns:
         self.seen = False
         self._open: dict[str, bool] = {}
         """turn id -> started (False: only queued)."""
+        self._known: dict[str, None] = {}
+        """Every turn id announced on the stream, the latest ``KNOWN_LIMIT`` (insertion order)."""
 
     def note(self, event: SessionEvent) -> None:
         self.seen = True
+        turn_id = getattr(event, "turn_id", "")
+        if turn_id and turn_id not in self._known:
+            self._known[turn_id] = None
+            if len(self._known) > KNOWN_LIMIT:
+                del self._known[next(iter(self._known))]
         if isinstance(event, TurnStarted):
             self._open[event.turn_id] = True
         elif isinstance(event, TurnQueued):
@@ -34,6 +45,11 @@ class OpenTurns:
 
     def snapshot(self) -> tuple[tuple[str, bool], ...]:
         return tuple(self._open.items())
+
+    def known(self) -> tuple[str, ...]:
+        """Turn ids this stream has announced (started, queued, ended or rejected): a restarted
+        session never runs one of them again."""
+        return tuple(self._known)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,14 +63,26 @@ class RecoveryPlan:
 
 
 def plan_recovery(
-    *, seen: bool, open_turns: tuple[tuple[str, bool], ...], transcript_open: bool, settled: int, policy: Literal["resume", "fail"]
+    *,
+    seen: bool,
+    open_turns: tuple[tuple[str, bool], ...],
+    transcript_open: bool,
+    settled: int,
+    policy: Literal["resume", "fail"],
+    stored: tuple[str, ...] | None = None,
 ) -> RecoveryPlan:
+    """``stored``: the turns the store shows running, when it records turns (None: an older
+    store, where only the transcript's end hints at an open turn)."""
     if seen:
         running = [turn_id for turn_id, started in open_turns if started]
         queued = [turn_id for turn_id, started in open_turns if not started]
         resume = running[0] if running and transcript_open and policy == "resume" else None
         fail = tuple(t for t in running if t != resume) + tuple(queued)
         return RecoveryPlan(announce=bool(settled or open_turns), resume=resume, fail=fail)
+    if stored is not None:  # the store names the open turns
+        if policy == "resume" and stored and transcript_open:
+            return RecoveryPlan(announce=True, resume=stored[-1], fail=stored[:-1])
+        return RecoveryPlan(announce=bool(settled or stored), resume=None, fail=stored)
     if policy == "resume" and transcript_open:
         return RecoveryPlan(announce=True, resume="", fail=())
     return RecoveryPlan(announce=bool(settled or transcript_open), resume=None, fail=("",) if transcript_open else ())

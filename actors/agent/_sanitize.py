@@ -16,6 +16,11 @@ UNKNOWN_OUTCOME = (
     "It was not run again; check its effects before retrying."
 )
 CANCELLED = "[cancelled] The user interrupted the turn before this tool finished."
+INTERRUPTED_RESULT = (
+    "[not finished] the runtime stopped while this tool ran; its outcome is unknown: "
+    "check its effects before running it again."
+)
+"""The result a call gets when the runtime stopped while it ran (written at the next start)."""
 
 
 def synthetic_result(call_id: str, name: str, text: str) -> ChatMessage:
@@ -60,8 +65,3 @@ def sanitize(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME)
                 taken.add(place)
                 out.append(messages[place])
     return tuple(out), added
-
-
-def unanswered_calls(messages: Sequence[ChatMessage]) -> int:
-    """How many tool calls :func:`sanitize` would have to answer."""
-    return sanitize(messages)[1]

@@ -5,13 +5,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+from protocols._store import Interrupted
 
 from ._approval_settings import ApprovalSettings
 from ._hub import HubRegistry
 from ._machine import MachineConfig
 from ._model import ModelClients, ModelSettings
 from ._tools import ToolSpec
+
+if TYPE_CHECKING:
+    from ._delegation import SessionOverrides
 
 RecoveryPolicy = Literal["resume", "fail"]
 
@@ -46,3 +51,15 @@ class SessionDeps:
     """Seconds a write may stay unanswered before the session stops trusting its memory and
     reloads from the store (a lost reply, a wedged writer); far above any commit (the
     writer's busy timeout is 2 s)."""
+    interrupted: Mapping[str, Interrupted] = dataclasses.field(default_factory=dict)
+    """Session id -> what settling the store at this runtime's start did to it: the turns a
+    stopped process left running (now failed, reason ``interrupted``) and how many of their
+    tool calls got a result (``actors.store.settle_interrupted``)."""
+
+
+def child_deps(deps: SessionDeps, overrides: SessionOverrides) -> SessionDeps:
+    """What a delegated child session runs with: its blocked tools removed, its own budget, no resume."""
+    tools = {n: t for n, t in deps.tools.items() if n not in overrides.blocked_tools}
+    traits = {n: t for n, t in deps.config.traits.items() if n in tools}
+    config = dataclasses.replace(deps.config, traits=traits, max_iterations=overrides.max_iterations)
+    return dataclasses.replace(deps, tools=tools, config=config, source=overrides.source, recovery="fail")

@@ -35,9 +35,9 @@ class Workspace:
     def __init__(self, cwd: Path, approvals: ApprovalGate | None = None, clarifier: Clarifier | None = None) -> None:
         self.cwd = cwd
         self.approvals = approvals
+        """Where a tool asks before doing something dangerous; None means nobody can answer."""
         self.clarifier = clarifier
         """Where a tool asks the attached person a question."""
-        """Where a tool asks before doing something dangerous; None means nobody can answer."""
         self.extras: dict[str, Any] = {}
         self.closers: list[Callable[[], object]] = []
         """Called (in the reactor) when the session's actor ends: tools stop what they left running."""
@@ -49,8 +49,12 @@ class Workspace:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
-class ToolCall:
-    """Who is calling: passed to every tool run."""
+class ToolContext:
+    """The context of one running tool call: who is calling, from where, with what.
+
+    Passed to every tool run. Not to be confused with :class:`protocols.ToolCall`, the
+    model's request for a tool in a transcript.
+    """
 
     session_id: str
     turn_id: str
@@ -74,7 +78,7 @@ class ToolSpec:
     description: str
     parameters: Mapping[str, Any]
     """JSON schema of the arguments object."""
-    run: Callable[[dict[str, Any], ToolCall], Awaitable[ToolOutput]]
+    run: Callable[[dict[str, Any], ToolContext], Awaitable[ToolOutput]]
     traits: ToolTraits = ToolTraits()
 
     def schema(self) -> dict[str, Any]:

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
+import logging
 from pathlib import Path
 from typing import Any
 
-from actors.store import StoreReader, StoreWriter
+from actors.store import StoreError, StoreReader, StoreWriter, settle_interrupted
+from actors.store._owner import claim_store
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
+from ._sanitize import INTERRUPTED_RESULT
 from ._session import SessionActor
 from ._session_deps import SessionDeps
+
+log = logging.getLogger(__name__)
 
 SESSIONS_INTENSITY = Intensity(max_restarts=50, within=10.0)
 """Many sessions share one supervisor: one crashing session must not take the others down."""
@@ -31,10 +37,52 @@ def reader_opener(store_file: str | Path) -> functools.partial[Any]:
     return functools.partial(StoreReader, str(store_file))
 
 
-def start_agent_runtime(store_file: str | Path, deps: SessionDeps, **options: Any) -> Runtime:
-    """Start a runtime holding the store and the sessions; model clients close with the reactor."""
+def settle_store(store_file: str | Path, deps: SessionDeps) -> SessionDeps:
+    """Settle what a stopped process left open in ``store_file`` (before its writer starts);
+    ``deps`` with the report in ``interrupted``.
+
+    A store that cannot be settled (not a store, locked, broken) is logged and left as it is:
+    the writer, starting next, meets the same problem and reports it its own way.
+    """
+    try:
+        report = settle_interrupted(store_file, result_text=INTERRUPTED_RESULT)
+    except StoreError as exc:
+        log.warning("could not settle the turns a stopped process left open: %s", exc)
+        return deps
+    if report.sessions:
+        calls = sum(s.settled_calls for s in report.sessions.values())
+        turns = sum(len(s.turn_ids) for s in report.sessions.values())
+        log.warning(
+            "a stopped process left %d session(s) open: %d turn(s) failed as interrupted, %d tool call(s) given an unknown outcome (%.3f s)",
+            len(report.sessions),
+            turns,
+            calls,
+            report.seconds,
+        )
+    return dataclasses.replace(deps, interrupted=report.sessions)
+
+
+def build_agent_runtime(store_file: str | Path, deps: SessionDeps, *, extra: Sequence[ChildSpec] = (), **options: Any) -> Runtime:
+    """A runtime holding the store, the sessions and ``extra`` children (not started yet).
+
+    It claims the store file (``claim_store``) and, owning it, settles what a stopped process
+    left open (``settle_store``) before any session can run; another live runtime on the same
+    file keeps its turns. The claim and the model clients are released when the reactor stops.
+    """
     if deps.store_file is None:
         deps = dataclasses.replace(deps, store_file=Path(store_file))
-    runtime = Runtime(agent_specs(store_file, deps), **options)
+    claim = claim_store(store_file)
+    if claim is not None:
+        deps = settle_store(store_file, deps)
+    else:
+        log.info("another hermes process serves %s: its open turns are its own, nothing settled", store_file)
+    runtime = Runtime([*agent_specs(store_file, deps), *extra], **options)
     runtime.reactor.at_stop(deps.clients.aclose)
-    return runtime.start()
+    if claim is not None:
+        runtime.reactor.at_stop(claim.release)
+    return runtime
+
+
+def start_agent_runtime(store_file: str | Path, deps: SessionDeps, **options: Any) -> Runtime:
+    """Start a runtime holding the store and the sessions (``build_agent_runtime``)."""
+    return build_agent_runtime(store_file, deps, **options).start()

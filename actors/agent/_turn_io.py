@@ -13,6 +13,7 @@ import msgspec
 
 from protocols import ChatMessage, ToolCall
 from protocols._session import BusyPolicy, SessionEvent, TurnOptions
+from protocols._store import TurnMark
 
 
 # -- inputs ----------------------------------------------------------------------------------
@@ -98,6 +99,8 @@ class Persist(Effect, frozen=True, kw_only=True):
     messages: tuple[ChatMessage, ...]
     acked: bool = False
     """True when the machine waits for ``Persisted(token)`` before going on."""
+    turn: TurnMark | None = None
+    """The turn this write starts or ends (the store records it in the same transaction)."""
 
 
 class CallModel(Effect, frozen=True, kw_only=True):

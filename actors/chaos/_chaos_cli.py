@@ -2,13 +2,19 @@
 
 ::
 
-    hermes chaos sim --seeds 2000 [--start 0] [--plan default|crash|storm|calm|FILE] [--bug NAME]
+    hermes chaos sim --seeds 2000 [--start 0] [--plan default|crash|storm|calm|FILE | --all-presets] [--bug NAME]
     hermes chaos replay SEED [--plan ...] [--mask ID,ID] [--minimal] [--full]
     hermes chaos plan [NAME|FILE] [--yaml]
     hermes chaos run [--sessions 12] [--plan ...] [--kills 6] [--kill-when settled|anytime] [--seed 0]
 
 Exit status: 0 when every invariant held, 1 when one broke (the report says which, where,
 and how to replay it), 2 for a usage error.
+
+``sim --all-presets`` sweeps the same seeds of every preset in turn (the long sweep, run by
+hand: ``hermes chaos sim --all-presets --seeds 100000``) and ends with one line a preset:
+seeds, failing seeds, violations, wall time, sessions per CPU second. Every sweep names the
+commit it ran (``-dirty`` when the checkout has uncommitted changes), so its figures can be
+quoted with it.
 """
 
 from __future__ import annotations
@@ -17,14 +23,18 @@ import argparse
 import contextlib
 import json
 import logging
+import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
+
+from protocols._faults import FaultPlan
 
 from .._errors import UsageError
 from ._faults import PRESETS, dump_plan, load_plan
-from ._sim import SimOptions, format_result, replay, shrink, summary, sweep
+from ._sim import SimOptions, SweepResult, format_result, replay, shrink, summary, sweep
 
 BUGS = ("drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit")
 
@@ -37,7 +47,8 @@ def _parser() -> argparse.ArgumentParser:
     sim = commands.add_parser("sim", help="simulate seeded sessions and check the invariants after every step")
     sim.add_argument("--seeds", type=int, default=1000, help="how many seeds (default 1000)")
     sim.add_argument("--start", type=int, default=0, help="first seed (default 0)")
-    sim.add_argument("--plan", default="default", help=f"{plans} (default: default)")
+    sim.add_argument("--plan", help=f"{plans} (default: default)")
+    sim.add_argument("--all-presets", action="store_true", help="sweep the same seeds of every preset in turn, then print one line a preset")
     sim.add_argument("--bug", choices=BUGS, help="plant a bug on purpose (to see the checker catch it)")
     sim.add_argument("--show", type=int, default=3, help="failing seeds to shrink and print (default 3)")
     sim.add_argument("--json", action="store_true", help="one JSON object with the figures and failing seeds")
@@ -92,8 +103,32 @@ def main(argv: Sequence[str], *, out: TextIO | None = None, err: TextIO | None =
 def _sim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.seeds < 1:
         raise UsageError("--seeds must be at least 1")
-    plan = load_plan(args.plan)
-    options = SimOptions(bug=args.bug, trace=False)
+    if args.all_presets and args.plan is not None:
+        raise UsageError("give --plan or --all-presets, not both")
+    sources = list(PRESETS) if args.all_presets else [args.plan if args.plan is not None else "default"]
+    plans = [(source, load_plan(source)) for source in sources]  # every plan checked before the first sweep
+    commit = source_commit()
+    rows = []
+    for source, plan in plans:
+        started = time.monotonic()
+        result = _sweep_plan(plan, args, err)
+        wall_s = time.monotonic() - started
+        _print_sweep(source, plan.name, result, wall_s, commit, args, out)
+        rows.append((plan.name, result, wall_s))
+    if args.all_presets and not args.json:
+        print(file=out)
+        print(f"every preset, seeds {args.start}-{args.start + args.seeds - 1}; commit {commit}", file=out)
+        for name, result, wall_s in rows:
+            violations = sum(len(f.violations) for f in result.failures)
+            print(
+                f"  {name:<16} {result.seeds} seeds, {len(result.failures)} failing, {violations} violations, "
+                f"{wall_s:.1f} s wall, {result.sessions_per_cpu_s:,.0f} sessions per CPU second",
+                file=out,
+            )
+    return 1 if any(result.failures for _, result, _ in rows) else 0
+
+
+def _sweep_plan(plan: FaultPlan, args: argparse.Namespace, err: TextIO) -> SweepResult:
     show_progress = not args.quiet and err.isatty()
     last = [0.0]
 
@@ -103,43 +138,63 @@ def _sim(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             last[0] = now
             print(f"\rsim {plan.name}: {done}/{args.seeds} seeds, {failing} failing", end="", file=err, flush=True)
 
-    result = sweep(range(args.start, args.start + args.seeds), plan, options=options, progress=progress)
+    result = sweep(range(args.start, args.start + args.seeds), plan, options=SimOptions(bug=args.bug, trace=False), progress=progress)
     if show_progress:
         print(file=err)
-    shown = [shrink(f, options=options) for f in result.failures[: max(0, args.show)]]
+    return result
+
+
+def _print_sweep(source: str, name: str, result: SweepResult, wall_s: float, commit: str, args: argparse.Namespace, out: TextIO) -> None:
+    """The report of a sweep of plan ``name``; ``source`` is what ``--plan`` takes to replay its seeds."""
     if args.json:
-        record = {
-            "plan": plan.name,
+        record: dict[str, Any] = {
+            "plan": name,
             "seeds": result.seeds,
+            "start": args.start,
             "sessions": result.sessions,
             "steps": result.steps,
             "cpu_s": round(result.cpu_s, 3),
+            "wall_s": round(wall_s, 3),
             "sessions_per_cpu_s": round(result.sessions_per_cpu_s, 1),
+            "commit": commit,
             "failing_seeds": [f.seed for f in result.failures],
             "violations": [{"seed": f.seed, "rule": v.rule, "detail": v.detail} for f in result.failures for v in f.violations],
             "counts": result.counts,
         }
         print(json.dumps(record), file=out)
-    else:
-        print(
-            f"{result.seeds} seeds, {result.sessions} sessions, {result.steps} steps in {result.cpu_s:.2f} s of CPU "
-            f"({result.sessions_per_cpu_s:,.0f} sessions per CPU second); plan {plan.name}",
-            file=out,
-        )
-        print(f"  {summary(result.counts)}", file=out)
-        if result.failures:
-            rules: dict[str, int] = {}
-            for failure in result.failures:
-                for violation in failure.violations:
-                    rules[violation.rule] = rules.get(violation.rule, 0) + 1
-            print(f"  {len(result.failures)} failing seed(s): {', '.join(str(f.seed) for f in result.failures[:20])}" + (" ..." if len(result.failures) > 20 else ""), file=out)
-            print(f"  violations by rule: {', '.join(f'{k} {v}' for k, v in sorted(rules.items()))}", file=out)
-            for failure in shown:
-                print(file=out)
-                print(format_result(failure, plan_name=args.plan, bug=args.bug), file=out)
-        else:
-            print("  every invariant held", file=out)
-    return 1 if result.failures else 0
+        return
+    print(
+        f"{result.seeds} seeds, {result.sessions} sessions, {result.steps} steps in {result.cpu_s:.2f} s of CPU "
+        f"({result.sessions_per_cpu_s:,.0f} sessions per CPU second), {wall_s:.2f} s wall; plan {name}; commit {commit}",
+        file=out,
+    )
+    print(f"  {summary(result.counts)}", file=out)
+    if not result.failures:
+        print("  every invariant held", file=out)
+        return
+    rules: dict[str, int] = {}
+    for failure in result.failures:
+        for violation in failure.violations:
+            rules[violation.rule] = rules.get(violation.rule, 0) + 1
+    seeds = ", ".join(str(f.seed) for f in result.failures[:20]) + (" ..." if len(result.failures) > 20 else "")
+    print(f"  {len(result.failures)} failing seed(s): {seeds}", file=out)
+    print(f"  violations by rule: {', '.join(f'{k} {v}' for k, v in sorted(rules.items()))}", file=out)
+    for failure in result.failures[: max(0, args.show)]:
+        print(file=out)
+        print(format_result(shrink(failure, options=SimOptions(bug=args.bug)), plan_name=source, bug=args.bug), file=out)
+
+
+def source_commit() -> str:
+    """The commit of the code running (``git rev-parse --short HEAD``), ``-dirty`` when the
+    checkout has uncommitted changes; ``unknown`` outside a git checkout or without git."""
+    here = Path(__file__).resolve().parent
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True, timeout=10, check=True)
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=here, capture_output=True, text=True, timeout=30, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    commit = head.stdout.strip() or "unknown"
+    return f"{commit}-dirty" if status.stdout.strip() and commit != "unknown" else commit
 
 
 def _replay(args: argparse.Namespace, out: TextIO) -> int:

@@ -47,6 +47,7 @@ def default_plan() -> FaultPlan:
         ),
         tools=ToolFaults(error=0.08, hang=0.04, huge_output=0.03, huge_output_chars=200_000, slow=0.1),
         store=StoreFaults(slow_commit=0.1, slow_commit_max_s=0.5),
+        crashes=CrashFaults(process=0.1),
         workload=Workload(cancel=0.15, mid_turn=0.35),
     )
 
@@ -54,7 +55,7 @@ def default_plan() -> FaultPlan:
 def crash_plan() -> FaultPlan:
     """The default faults plus session crashes (recovery policy ``fail``)."""
     base = default_plan()
-    return msgspec.structs.replace(base, name="crash", crashes=CrashFaults(session=0.03, max_per_session=2))
+    return msgspec.structs.replace(base, name="crash", crashes=CrashFaults(session=0.03, max_per_session=2, process=0.1))
 
 
 def storm_plan() -> FaultPlan:
@@ -64,14 +65,19 @@ def storm_plan() -> FaultPlan:
         base,
         name="storm",
         messages=msgspec.structs.replace(base.messages, channels=("user", "cancel", "store_reply", "model_reply", "tool_result")),
-        crashes=CrashFaults(session=0.04, max_per_session=3, passivate=0.3),
+        crashes=CrashFaults(session=0.04, max_per_session=3, passivate=0.3, process=0.1),
         store=StoreFaults(busy=0.03, slow_commit=0.1, slow_commit_max_s=0.5, crash_after_commit=0.02),
     )
 
 
+def process_death_plan() -> FaultPlan:
+    """The default faults, and in every run the whole process dies once (as ``kill -9``) and starts again."""
+    return msgspec.structs.replace(default_plan(), name="process-death", crashes=CrashFaults(process=1.0))
+
+
 def passivate_plan() -> FaultPlan:
     """The default faults plus idle sessions passivated and rehydrated (no crash at all)."""
-    return msgspec.structs.replace(default_plan(), name="passivate", crashes=CrashFaults(passivate=0.5))
+    return msgspec.structs.replace(default_plan(), name="passivate", crashes=CrashFaults(passivate=0.5, process=0.1))
 
 
 def store_busy_plan() -> FaultPlan:
@@ -93,6 +99,7 @@ PRESETS = {
     "passivate": passivate_plan,
     "store-busy": store_busy_plan,
     "client-retries": client_retries_plan,
+    "process-death": process_death_plan,
 }
 """Named plans. ``calm`` and ``default`` keep every invariant today; the others each show
 at least one finding (see ``tests/chaos/test_simulator.py``)."""

@@ -50,7 +50,6 @@ from protocols._session import (
 
 from ..agent._sanitize import sanitize
 
-TERMINALS = (TurnCompleted, TurnFailed, TurnCancelled)
 RULES = (
     "ack_not_durable",
     "user_message_count",
@@ -94,7 +93,7 @@ class Violation:
 class _Book:
     """What the checker knows of one session's turns."""
 
-    __slots__ = ("acked", "deadline_reported", "ended", "lost", "queued", "rejected", "resuming", "running", "started", "texts")
+    __slots__ = ("acked", "deadline_reported", "ended", "lost", "queued", "rejected", "rewritable", "resuming", "running", "started", "texts")
 
     def __init__(self) -> None:
         self.running: str | None = None
@@ -109,6 +108,9 @@ class _Book:
         """Turns open when the session's actor died; its recovery must end the running one."""
         self.resuming = False
         self.deadline_reported: set[str] = set()
+        self.rewritable: set[str] = set()
+        """Turns that ended before the process died but whose end was not committed yet: the
+        next process finds them running and fails them ``interrupted`` (once)."""
 
 
 class Invariants:
@@ -237,6 +239,10 @@ class Invariants:
             return
         if book.resuming and turn_id not in book.started and turn_id not in book.queued and turn_id not in book.ended:
             self._adopt(book, turn_id, now)
+        if turn_id in book.rewritable and isinstance(event, TurnFailed) and event.kind == "interrupted":
+            book.rewritable.discard(turn_id)
+            self.counts["ends_rewritten"] += 1
+            return
         if turn_id in book.ended:
             self.violate("terminal_count", session_id, f"turn {turn_id} ended twice ({book.ended[turn_id]}, then {kind})", now)
             return
@@ -264,6 +270,29 @@ class Invariants:
         # Queued turns lived only in the dead actor's memory; nothing will end them unless
         # the recovery does, so they stay open (and are reported if they never end).
         book.resuming = False
+
+    def process_died(self, session_id: str, stored: dict[str, str], now: float) -> None:
+        """The whole process died (``stored``: the store's turn statuses at that moment).
+
+        A turn the store shows running must be ended by the next process (failed,
+        ``interrupted``), even one whose end this process had already shown (its end was not
+        committed: the one known window). A turn that is not running in the store was never
+        acknowledged (its user message was not committed) or its end is durable: nothing
+        more is owed for it, and a client may send it again.
+        """
+        self.counts["process_deaths"] += 1
+        book = self.book(session_id)
+        open_turns = [t for t in (book.running, *book.lost) if t is not None] + sorted(book.queued)
+        book.running, book.lost, book.resuming = None, [], False
+        book.queued.clear()
+        for turn_id in dict.fromkeys(open_turns):
+            if stored.get(turn_id) == "running":
+                book.lost.append(turn_id)
+            elif stored.get(turn_id) is None:
+                book.started.pop(turn_id, None)  # never stored: forgotten, as the next process forgets it
+            else:
+                book.ended[turn_id] = f"{stored[turn_id]} (in the store)"
+        book.rewritable = {t for t, kind in book.ended.items() if stored.get(t) == "running" and t not in book.lost}
 
     def advance(self, now: float) -> None:
         """Report running turns that passed their deadline (the simulator calls it as time moves)."""

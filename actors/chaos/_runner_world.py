@@ -25,6 +25,7 @@ from protocols._session import (
     TERMINAL_EVENTS,
     CancelTurn,
     SessionEvent,
+    SessionInbox,
     StartTurn,
     Subscribe,
     TurnQueued,
@@ -34,8 +35,10 @@ from protocols._session import (
 from protocols._store import GetStoreStatistics
 from protocols._supervision import InjectCrash
 
+from .._address import Address
 from .._runtime import Runtime
-from ..agent import ToolCall, ToolOutput, ToolSpec, session_address
+from ..agent import SESSIONS_PATH, ToolContext, ToolOutput, ToolSpec, session_address
+from ..store import STORE_PATH
 from ._script import HttpError, Reply, ScriptedCall, TextReply, ToolCallsReply
 from ._sim import TRAITS
 from ._sim_world import TOOL_NAMES
@@ -83,8 +86,8 @@ def faulty_tools(plan: FaultPlan, options: RunOptions, log: Log) -> dict[str, To
     rng = random.Random(f"{options.seed}/tools")
     lock = threading.Lock()
 
-    async def run(arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
-        log.add("tool", call.session_id, call.call_id)
+    async def run(arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+        log.add("tool", context.session_id, context.call_id)
         with lock:
             draws = [rng.random() for _ in range(4)]
             duration = rng.uniform(0.001, min(plan.workload.tool_s, 0.2))
@@ -102,7 +105,7 @@ def faulty_tools(plan: FaultPlan, options: RunOptions, log: Log) -> dict[str, To
         if draws[3] < faults.huge_output:
             log.fault("tool_huge_output")
             return ToolOutput(content="x" * faults.huge_output_chars)
-        return ToolOutput(content=f"result of {call.call_id}")
+        return ToolOutput(content=f"result of {context.call_id}")
 
     schema = {"type": "object", "properties": {"path": {"type": "string"}, "command": {"type": "string"}}}
     return {name: ToolSpec(name, f"A chaos {name}.", schema, run, traits) for name, traits in TRAITS.items()}
@@ -194,8 +197,8 @@ class Driver:
         self.clients = clients
         self.runtime = runtime
         self.unsubscribe = runtime.subscribe(lambda event: log.add("sup", event))
-        self.sessions = runtime.lookup("/sessions")
-        self.store = runtime.lookup("/store")
+        self.sessions = runtime.lookup(SESSIONS_PATH)
+        self.store = runtime.lookup(STORE_PATH)
         self.actions: list[tuple[float, int, Callable[[], None]]] = []
         self.order = 0
         self.kills = 0
@@ -205,7 +208,7 @@ class Driver:
         self.order += 1
         heapq.heappush(self.actions, (time.monotonic() + delay, self.order, action))
 
-    def address(self, session_id: str) -> Any:
+    def address(self, session_id: str) -> Address[SessionInbox]:
         return session_address(self.runtime.registry, self.sessions, session_id)
 
     def send_later(self, client: Client, index: int, delay: float) -> None:

@@ -31,6 +31,7 @@ from ..agent._plan import ToolTraits
 from ._faults import default_plan
 from ._invariants import Violation
 from ._sim_client import SimClient
+from ._sim_process import schedule_process_death
 from ._sim_session import PlantedBug, SimSession
 from ._sim_world import World
 
@@ -125,6 +126,7 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
         world.sessions[session.session_id] = session
         SimClient(world, session).begin()
         sessions.append(session)
+    schedule_process_death(world)
     checker = world.checker
     if world.run(options.max_steps):
         for session in sessions:

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from protocols import WaitFinished
 from protocols._session import CancelTurn, SessionEvent, StartTurn, TurnFailed
-from protocols._store import MessagesPersisted, StoreFailed
+from protocols._store import AppendMessages, CreateSession, MessagesPersisted, StoreFailed
 
 from ..agent._machine import CallModel, CancelModel, CancelTimer, CancelTool, Persist, RunTool, StartTimer
-from ._sim_world import Loaded, Outcome, TimerMessage
+from ..agent._session_core import Loaded
+from ..agent._session_host import AckCheck, IdleTimer, TurnTimer
 
 
 def show(item: Any) -> str:
@@ -18,17 +20,23 @@ def show(item: Any) -> str:
             return f"StartTurn {turn_id} (policy {policy or 'default'})"
         case CancelTurn(turn_id=turn_id):
             return f"CancelTurn {turn_id or '(running turn)'}"
-        case Outcome(status=status, value=value, error=error):
-            what = type(value).__name__ if value is not None and not isinstance(value, tuple) else "tool output"
-            return f"wait outcome {status}: {error or what}"
-        case TimerMessage(token=token):
+        case WaitFinished(status=status, value=value, error=error):
+            return f"wait outcome {status}: {error or type(value).__name__}"
+        case TurnTimer(token=token):
             return f"timer {token}"
-        case Loaded(prompt=prompt, messages=messages):
-            return f"loaded ({'new session' if prompt is None else f'{len(messages)} stored messages'})"
+        case IdleTimer(generation=generation):
+            return f"idle timer {generation}"
+        case AckCheck():
+            return "store-ack-check"
+        case Loaded(exists=exists, messages=messages, known_turns=known):
+            return f"loaded ({f'{len(messages)} stored messages, {len(known)} known turns' if exists else 'new session'})"
         case MessagesPersisted(token=token) | StoreFailed(token=token):
             return f"{type(item).__name__} {token}"
-        case Persist(token=token, messages=messages):
-            return f"Persist {token} ({len(messages)} message(s))"
+        case Persist(token=token, messages=messages) | AppendMessages(token=token, messages=messages):
+            mark = f", turn {item.turn.turn_id} {item.turn.event}" if item.turn is not None else ""
+            return f"Persist {token} ({len(messages)} message(s){mark})"
+        case CreateSession(token=token):
+            return f"CreateSession {token}"
         case CallModel(token=token, messages=messages):
             return f"CallModel {token} ({len(messages)} messages)"
         case RunTool(call_id=call_id, name=name):

@@ -15,53 +15,27 @@ crash between commit and acknowledgement), in the model and in the tools.
 from __future__ import annotations
 
 import collections
-import dataclasses
 import heapq
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from protocols import ChatMessage, ToolCall
+from protocols import ChatMessage, ToolCall, WaitFinished
 from protocols._faults import FaultPlan
-from protocols._store import MessagesPersisted, SessionCreated, StoreFailed
+from protocols._store import MessagesPersisted, SessionCreated, StoreFailed, TurnMark
 
 from ..agent._model import ModelFailure, ModelReply
 from ..agent._retry import classify
+from ..agent._tools import ToolOutput
 from ._faults import Dice
 from ._invariants import Invariants
 
 if TYPE_CHECKING:
-    from ._sim_session import Incarnation, SimSession
+    from ._sim_session import SimSession
+    from ._sim_supervisor import Incarnation
 
 TOOL_NAMES = ("read_file", "write_file", "terminal")
 PATHS = ("notes.md", "main.py", "data.csv")
-
-
-@dataclasses.dataclass(slots=True)
-class Outcome:
-    """A wait settled (``WaitFinished`` in the runtime): delivered to the incarnation that started it."""
-
-    wait_id: int
-    status: str
-    """ok / error / timeout."""
-    value: Any = None
-    error: str = ""
-
-
-@dataclasses.dataclass(slots=True)
-class Loaded:
-    """The load wait's outcome: the stored system prompt (None: no row yet) and messages."""
-
-    prompt: str | None
-    messages: list[ChatMessage]
-
-
-@dataclasses.dataclass(slots=True)
-class TimerMessage:
-    """What ``send_after`` delivers (the session actor's ``_Timer`` / ``_Idle``)."""
-
-    token: str
-    idle_generation: int = -1
 
 
 class World:
@@ -86,6 +60,8 @@ class World:
         self.checker = Invariants(turn_timeout=workload.turn_timeout_s, slack=0.05 + delays)
         self.store = SimStore(self)
         self.sessions: dict[str, SimSession] = {}
+        self.down = False
+        """The process is dead and not started again yet (``_sim_process``)."""
         self.tool_runs: collections.Counter[str] = collections.Counter()
 
     # -- the clock and the heap --------------------------------------------------------------
@@ -150,22 +126,22 @@ class World:
         self._next_wait += 1
         return self._next_wait
 
-    def settle_wait(self, channel: str, incarnation: Incarnation, wait_id: int, started: float, done: float, timeout: float, outcome: Outcome) -> int:
+    def settle_wait(self, channel: str, incarnation: Incarnation, wait_id: int, started: float, done: float, timeout: float, outcome: WaitFinished) -> int:
         """Deliver ``outcome`` at ``done``, or a timeout at ``started + timeout`` if that is sooner."""
         if done - started > timeout:
-            outcome = Outcome(wait_id=wait_id, status="timeout", error=f"the wait took longer than {timeout:g} s")
+            outcome = WaitFinished(wait_id=wait_id, tag=channel, status="timeout", error=f"the wait took longer than {timeout:g} s")
             done = started + timeout
         return self.at(done, self._wait_done, channel, incarnation, outcome)
 
-    def _wait_done(self, channel: str, incarnation: Incarnation, outcome: Outcome) -> None:
+    def _wait_done(self, channel: str, incarnation: Incarnation, outcome: WaitFinished) -> None:
         if incarnation.waits_cancelled or outcome.wait_id in incarnation.cancelled_waits:
             return
         self.deliver(channel, 0.0, incarnation.session.on_message, incarnation, outcome)
 
-    def send_after(self, incarnation: Incarnation, delay: float, message: TimerMessage) -> int:
+    def send_after(self, incarnation: Incarnation, delay: float, message: object) -> int:
         return self.at(self.now + delay, self._timer_fired, incarnation, message)
 
-    def _timer_fired(self, incarnation: Incarnation, message: TimerMessage) -> None:
+    def _timer_fired(self, incarnation: Incarnation, message: object) -> None:
         if not incarnation.waits_cancelled:
             self.deliver("timer", 0.0, incarnation.session.on_message, incarnation, message)
 
@@ -193,7 +169,7 @@ class World:
                 base += faults.stall_s
             value = self._reply(use_tools)
             done = self.now + base
-        entry = self.settle_wait("model_reply", incarnation, wait_id, self.now, done, timeout, Outcome(wait_id=wait_id, status="ok", value=value))
+        entry = self.settle_wait("model_reply", incarnation, wait_id, self.now, done, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value))
         return wait_id, entry
 
     def _reply(self, use_tools: bool) -> ModelReply:
@@ -233,16 +209,16 @@ class World:
         self.tool_runs[call_id] += 1
         duration = dice.uniform("tools", 0.001, max(0.001, workload.tool_s))
         if dice.fault("tools", "error", faults.error):
-            outcome = Outcome(wait_id=wait_id, status="error", error="RuntimeError: the simulated tool raised")
+            outcome = WaitFinished(wait_id=wait_id, tag="tool", status="error", error="RuntimeError: the simulated tool raised")
         elif dice.fault("tools", "hang", faults.hang):
             duration = math.inf
-            outcome = Outcome(wait_id=wait_id, status="ok")
+            outcome = WaitFinished(wait_id=wait_id, tag="tool", status="ok")
         else:
             if dice.fault("tools", "slow", faults.slow):
                 duration += dice.uniform("tools", 0.0, faults.slow_max_s)
             huge = dice.fault("tools", "huge_output", faults.huge_output)
             content = "x" * faults.huge_output_chars if huge else f"result of {call_id}"
-            outcome = Outcome(wait_id=wait_id, status="ok", value=(content, True))
+            outcome = WaitFinished(wait_id=wait_id, tag="tool", status="ok", value=ToolOutput(content=content))
         entry = self.settle_wait("tool_result", incarnation, wait_id, self.now, self.now + duration, timeout, outcome)
         return wait_id, entry
 
@@ -257,17 +233,21 @@ class SimStore:
         self.call_ids: dict[str, set[str]] = {}
         self.records: dict[str, str] = {}
         """session id -> stored system prompt."""
+        self.turns: dict[str, dict[str, str]] = {}
+        """session id -> turn id -> status (``running``, or how it ended): the turns table."""
         self.free_at = 0.0
         self.fenced: set[str] = set()
         """As StoreWriter: sessions whose transcript write was refused (until ``reopen``)."""
         self.writes = 0
+        self.epoch = 0
+        """Bumped when the process dies: commits scheduled before never happen."""
         self.ack_before_commit = False
         """A planted bug (tests only): acknowledge on arrival, commit later."""
 
     def idle(self) -> bool:
         return self.free_at <= self.world.now
 
-    def submit(self, session_id: str, messages: tuple[ChatMessage, ...] | None, token: str, reply_to: Incarnation | None, prompt: str = "") -> None:
+    def submit(self, session_id: str, messages: tuple[ChatMessage, ...] | None, token: str, reply_to: Incarnation | None, prompt: str = "", mark: TurnMark | None = None) -> None:
         """``AppendMessages`` (``messages``) or ``CreateSession`` (``messages`` None) arrives."""
         world = self.world
         faults = world.plan.store
@@ -279,13 +259,15 @@ class SimStore:
         if self.ack_before_commit and reply_to is not None and messages is not None:
             self._reply(reply_to, MessagesPersisted(session_id=session_id, token=token))
             reply_to = None
-        world.at(done, self._commit, session_id, messages, token, reply_to, prompt)
+        world.at(done, self._commit, self.epoch, session_id, messages, token, reply_to, prompt, mark)
 
     def reopen(self, session_id: str) -> None:
         """``ReopenWrites``: taken in order with the writes (after every one submitted before)."""
         self.world.at(max(self.world.now, self.free_at), self.fenced.discard, session_id)
 
-    def _commit(self, session_id: str, messages: tuple[ChatMessage, ...] | None, token: str, reply_to: Incarnation | None, prompt: str) -> None:
+    def _commit(self, epoch: int, session_id: str, messages: tuple[ChatMessage, ...] | None, token: str, reply_to: Incarnation | None, prompt: str, mark: TurnMark | None) -> None:
+        if epoch != self.epoch:
+            return  # the process died before this commit: the write is lost
         world = self.world
         faults = world.plan.store
         self.writes += 1
@@ -300,8 +282,12 @@ class SimStore:
             reply = SessionCreated(session_id=session_id, token=token)
         elif session_id not in self.records:
             reply = StoreFailed(token=token, error="FOREIGN KEY constraint failed", session_id=session_id)
+        elif mark is not None and mark.event == "started" and mark.turn_id in self.turns.get(session_id, {}):
+            reply = StoreFailed(token=token, error=f"turn {mark.turn_id!r} was already started", session_id=session_id)
         else:
             self._apply(session_id, messages)
+            if mark is not None:
+                self._mark(session_id, mark)
             reply = MessagesPersisted(session_id=session_id, token=token)
             if world.dice.fault("store", "crash_after_commit", faults.crash_after_commit):
                 world.note(f"fault: store crashed after committing {token!r} of {session_id}")
@@ -322,10 +308,17 @@ class SimStore:
             for call in message.tool_calls:
                 calls.add(call.id)
 
+    def _mark(self, session_id: str, mark: TurnMark) -> None:
+        turns = self.turns.setdefault(session_id, {})
+        if mark.event == "started":
+            turns[mark.turn_id] = "running"
+        elif turns.get(mark.turn_id, "running") == "running":
+            turns[mark.turn_id] = mark.event
+
     def _reply(self, incarnation: Incarnation, reply: Any) -> None:
         self.world.deliver("store_reply", 0.0, incarnation.session.on_message, incarnation, reply)
 
-    def load(self, session_id: str) -> tuple[str | None, list[ChatMessage]]:
-        """What a store reader sees now: the session's system prompt (None: no row) and messages."""
-        return self.records.get(session_id), list(self.durable.get(session_id, ()))
+    def load(self, session_id: str) -> tuple[str | None, list[ChatMessage], dict[str, str]]:
+        """What a store reader sees now: the session's system prompt (None: no row), messages and turns."""
+        return self.records.get(session_id), list(self.durable.get(session_id, ())), dict(self.turns.get(session_id, {}))
 

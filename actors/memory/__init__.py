@@ -5,6 +5,8 @@
   own these files holds one.
 - :class:`SkillLibrary` — ``HERMES_HOME/skills/<name>/SKILL.md`` and its extra files.
 - :func:`scan_text` — the threat scan for text bound for a system prompt.
+- :data:`SECRET_PATTERNS` — the one table of secret shapes: the threat scan flags them
+  (:func:`find_secret`), the terminal tool hides them in output (:func:`redact_secrets`).
 - Prompt pieces, each built once per session by the caller, in a worker thread (they read
   files): :func:`memory_snapshot`, :func:`skills_index`, :func:`context_files`.
 
@@ -28,6 +30,13 @@ from ._errors import UnsafePath as UnsafePath
 from ._files import atomic_write_text as atomic_write_text
 from ._prompt import memory_snapshot as memory_snapshot
 from ._prompt import skills_index as skills_index
+from ._secrets import SECRET_NAME as SECRET_NAME
+from ._secrets import SECRET_PATTERNS as SECRET_PATTERNS
+from ._secrets import SecretFound as SecretFound
+from ._secrets import SecretPattern as SecretPattern
+from ._secrets import find_secret as find_secret
+from ._secrets import is_secret_name as is_secret_name
+from ._secrets import redact_secrets as redact_secrets
 from ._skills import Skill as Skill
 from ._skills import SkillLibrary as SkillLibrary
 from ._skills import check_skill_name as check_skill_name
@@ -54,7 +63,11 @@ __all__ = [
     "MemoryStore",
     "MemoryTarget",
     "OverLimit",
+    "SECRET_NAME",
+    "SECRET_PATTERNS",
     "SEPARATOR",
+    "SecretFound",
+    "SecretPattern",
     "Skill",
     "SkillError",
     "SkillExists",
@@ -68,7 +81,10 @@ __all__ = [
     "atomic_write_text",
     "check_skill_name",
     "context_files",
+    "find_secret",
+    "is_secret_name",
     "memory_snapshot",
+    "redact_secrets",
     "scan_text",
     "skills_index",
 ]

@@ -11,7 +11,8 @@ refuses four kinds of text:
 - ``exfiltration``: commands that send keys or the environment to a URL, read credential
   files, or plant SSH access;
 - ``secret``: strings shaped like API keys, tokens or private keys (a secret in the
-  system prompt is sent to the model provider with every request);
+  system prompt is sent to the model provider with every request); the shapes are the
+  table in ``_secrets.py``, the one the terminal tool redacts output with;
 - ``invisible_unicode``: zero-width characters, bidirectional overrides and tag characters
   that hide text from a person reviewing the file.
 
@@ -26,6 +27,8 @@ import dataclasses
 import re
 import unicodedata
 from typing import Literal
+
+from ._secrets import SECRET_NAME, find_secret
 
 ThreatKind = Literal["prompt_injection", "exfiltration", "secret", "invisible_unicode"]
 
@@ -91,7 +94,7 @@ _INJECTION: list[tuple[re.Pattern[str], str]] = [
 ]
 
 _SENDERS = r"(?:curl|wget|nc|ncat|netcat|socat|httpie|scp|rsync|Invoke-WebRequest|Invoke-RestMethod|iwr|irm|requests\.(?:get|post|put))"
-_SECRET_VAR = r"\$\{?(?-i:[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL)[A-Z0-9_]*)"
+_SECRET_VAR = rf"\$\{{?(?-i:[A-Z0-9_]*(?:{SECRET_NAME})[A-Z0-9_]*)"
 """An environment variable named like a secret (upper case, as environment variables are)."""
 
 _EXFILTRATION: list[tuple[re.Pattern[str], str]] = [
@@ -123,26 +126,6 @@ _EXFILTRATION: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?:\$HOME|\$\{HOME\}|~)/\.hermes/\.env\b", _I), "access to Hermes's .env"),
 ]
 
-_SECRETS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bsk-(?=[A-Za-z0-9_\-]*\d)[A-Za-z0-9_\-]{20,}"), "an API key (sk-...)"),
-    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}"), "a GitHub token"),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}"), "a GitHub token"),
-    (re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), "a GitLab token"),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "an AWS access key"),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"), "a Slack token"),
-    (re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), "a Google API key"),
-    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "a Hugging Face token"),
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----"), "a private key"),
-    (
-        re.compile(
-            r"\b(?:api[_\-]?key|secret[_\-]?key|access[_\-]?token|auth[_\-]?token|password|passwd|client[_\-]?secret)"
-            r"\s*[:=]\s*['\"]?(?=[A-Za-z0-9_\-/+.]*\d)[A-Za-z0-9_\-/+.]{16,}",
-            _I,
-        ),
-        "a credential assignment",
-    ),
-]
-
 _INVISIBLE = frozenset(
     [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF, 0x180E]
 )
@@ -169,11 +152,10 @@ def scan_text(text: str) -> Threat | None:
     for pattern, label in _EXFILTRATION:
         if found := pattern.search(normal):
             return Threat("exfiltration", f"looks like {label} ({_excerpt(found.group(0))!r})", f"looks like {label}")
-    for pattern, label in _SECRETS:
-        if found := pattern.search(normal):
-            shown = found.group(0)[:6]
-            summary = f"contains what looks like {label}"
-            return Threat("secret", f"{summary} ({shown}...); secrets belong in .env, not here", summary)
+    if secret := find_secret(normal):
+        summary = f"contains what looks like {secret.label}"
+        shown = f" ({secret.context}...)" if secret.context else ""
+        return Threat("secret", f"{summary}{shown}; secrets belong in .env, not here", summary)
     return None
 
 

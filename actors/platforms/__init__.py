@@ -11,10 +11,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._keys import load_or_create_key as load_or_create_key
+    from ._server import API_SERVER_PATH as API_SERVER_PATH
     from ._server import ApiServer as ApiServer
+    from ._server import ApiServerInbox as ApiServerInbox
     from ._server import ServerSettings as ServerSettings
 
-_LAZY = {"ApiServer": "._server", "ServerSettings": "._server", "load_or_create_key": "._keys"}
+_LAZY = {
+    "API_SERVER_PATH": "._server",
+    "ApiServer": "._server",
+    "ApiServerInbox": "._server",
+    "ServerSettings": "._server",
+    "load_or_create_key": "._keys",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -26,4 +34,4 @@ def __getattr__(name: str) -> Any:
     return value
 
 
-__all__ = ["ApiServer", "ServerSettings", "load_or_create_key"]
+__all__ = ["API_SERVER_PATH", "ApiServer", "ApiServerInbox", "ServerSettings", "load_or_create_key"]

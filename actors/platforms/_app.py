@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from actors import Reactor, Registry
-from actors.agent import HubRegistry, tell_session
-from protocols import TreeSnapshot, to_json
+from actors.agent import SESSIONS_PATH, HubRegistry, tell_session
+from protocols import SessionCommand, TreeSnapshot, to_json
 
 from ._access import REQUEST_ID_HEADER, AccessRecord, log_access, request_id_for, serve_request, served
 from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
@@ -67,8 +67,8 @@ class ApiContext:
     clients: ModelClients | None = None
     """The reactor's model HTTP clients (shared with the sessions)."""
 
-    def tell(self, session_id: str, message: object) -> None:
-        tell_session(self.registry, self.registry.lookup("/sessions"), session_id, message)
+    def tell(self, session_id: str, message: SessionCommand) -> None:
+        tell_session(self.registry, self.registry.lookup(SESSIONS_PATH), session_id, message)
 
     def admit(self) -> None:
         """Count a turn in, or refuse it (draining, or at the concurrency limit)."""

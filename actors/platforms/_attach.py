@@ -10,14 +10,14 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
-import msgspec
 import trio
 
-from protocols import AnswerClarification, CancelTurn, ResolveApproval, StartTurn, to_json
+from protocols import AnswerClarification, CancelTurn, EnsureSession, ResolveApproval, StartTurn, to_json
 
 from ._app import ApiContext, check_session_id, new_id
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse, whole_number
 from ._bridge import TrioSubscriber
+from ._sessions_api import read_store
 from ._turns import watch_disconnect
 
 
@@ -31,6 +31,10 @@ async def session_events(ctx: ApiContext, request: Request, send: Send, params: 
     subscriber = TrioSubscriber(ctx.reactor)
     observer = query.get("observer") == "true"
     missed = hub.subscribe(subscriber, after_seq=after, observer=observer)
+    if hub.last_seq == 0 and await read_store(ctx, lambda reader: reader.get_session(session_id)) is not None:
+        # A stored session nothing has woken in this process: start it, so what its start
+        # finds (a recovery after a restart: SessionRecovered, failed turns) reaches this client.
+        ctx.tell(session_id, EnsureSession())
     try:
         await start_sse(send)
         if missed:
@@ -86,7 +90,7 @@ async def session_answer(ctx: ApiContext, request: Request, send: Send, params: 
     if "choice" in body:
         if body["choice"] not in ("once", "session", "always", "deny"):
             raise HttpError(400, "'choice' must be once, session, always or deny", param="choice", code="invalid_choice")
-        message: msgspec.Struct = ResolveApproval(request_id=request_id, choice=body["choice"])
+        message: ResolveApproval | AnswerClarification = ResolveApproval(request_id=request_id, choice=body["choice"])
     elif isinstance(body.get("answer"), str):
         message = AnswerClarification(request_id=request_id, answer=body["answer"])
     else:

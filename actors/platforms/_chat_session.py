@@ -23,7 +23,7 @@ from ._app import ApiContext, check_session_id
 from ._asgi import HttpError, Request
 from ._chat_request import Conversation
 from ._conversations import Chain
-from ._sessions_api import _read
+from ._sessions_api import read_store
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -73,7 +73,7 @@ async def place(ctx: ApiContext, request: Request, conversation: Conversation) -
         if not conversation.history:
             return Placement(session_id, seed=True, branched_from=None, chain=None)
         if not ctx.conversations.matches(session_id, chain.key):
-            stored = await _read(ctx, lambda reader: reader.load_messages(session_id))
+            stored = await read_store(ctx, lambda reader: reader.load_messages(session_id))
             problem = first_difference(stored, conversation.history) if stored else None
             if problem is not None:
                 raise HttpError(

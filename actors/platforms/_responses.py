@@ -38,7 +38,7 @@ from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
 from ._chat import _bool, _failure
 from ._responses_request import parse_input, parse_response_options
-from ._sessions_api import _read, _write
+from ._sessions_api import read_store, _write
 from ._turns import follow_turn, watch_disconnect
 
 SERVER_LABEL = "hermes"
@@ -292,7 +292,7 @@ async def _stream(
 
 
 async def _stored(ctx: ApiContext, response_id: str) -> tuple[str, str] | None:
-    found: tuple[str, str] | None = await _read(ctx, lambda r: r.get_response(response_id))
+    found: tuple[str, str] | None = await read_store(ctx, lambda r: r.get_response(response_id))
     return found
 
 

@@ -1,8 +1,10 @@
 """Runs: ``POST /v1/runs`` starts a turn and answers 202; status, resumable SSE events, stop, approval.
 
-A run is a turn with its own id. Its status follows the session's events (a tracker
-subscribed to the session's hub); its event stream is the hub's, filtered to the run's
-turn, so SSE ids are the session's sequence numbers and ``Last-Event-ID`` resumes exactly.
+A run is a turn with its own id: the run id is the turn id. Its status follows the session's
+events (a tracker subscribed to the session's hub); its event stream is the hub's, filtered to
+the run's turn, so SSE ids are the session's sequence numbers and ``Last-Event-ID`` resumes
+exactly. A run this process does not hold (started before a restart, or pushed out of the
+last ``MAX_RUNS``) is answered from the store's ``turns`` row, if it has one.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from protocols import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnRecord,
     TurnRejected,
     TurnStarted,
     UserMessageSaved,
@@ -32,6 +35,7 @@ from protocols import (
 from ._app import ApiContext, check_session_id, new_id
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse, whole_number
 from ._bridge import TrioSubscriber
+from ._sessions_api import read_store
 from ._turns import follow_turn, watch_disconnect
 
 MAX_RUNS = 1_000
@@ -141,7 +145,28 @@ def _remember(ctx: ApiContext, run: Run) -> None:
 
 
 async def get_run(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
-    await send_json(send, 200, _run(ctx, params["run_id"]).view())
+    run_id = params["run_id"]
+    run = ctx.runs.get(run_id)
+    if run is None and ctx.store_file is not None:
+        turn = await read_store(ctx, lambda reader: reader.find_turn(run_id))
+        if isinstance(turn, TurnRecord):
+            run = stored_run(turn)
+    if run is None:
+        run = _run(ctx, run_id)  # the 404
+    await send_json(send, 200, run.view())
+
+
+INTERRUPTED_ERROR = "interrupted: the server stopped while this run was in progress"
+
+
+def stored_run(turn: TurnRecord) -> Run:
+    """A run as the store's ``turns`` row tells it (its output is in the session's transcript)."""
+    if turn.status in ("failed", "cancelled"):
+        error: str | None = INTERRUPTED_ERROR if turn.reason == "interrupted" else (turn.reason or turn.status)
+    else:
+        error = None
+    created = turn.started_at if turn.started_at is not None else (turn.ended_at or 0.0)
+    return Run(run_id=turn.turn_id, session_id=turn.session_id, created_at=created, status=turn.status, error=error)
 
 
 def _named(event: Any) -> tuple[str, dict[str, Any]] | None:

@@ -3,7 +3,8 @@
 The listening socket is bound before the runtime starts: a port in use is one line on
 stderr and exit status 2 (no supervisor restarts). On SIGTERM or SIGINT the server
 drains: it stops admitting turns (503 with Retry-After), lets running turns finish up to
-the drain deadline, then stops the tree, which cancels and settles whatever still runs.
+the drain deadline, then stops the tree, which cancels and settles whatever still runs. A
+second signal exits at once (:class:`actors.SignalStop`, shared with ``hermes run``).
 """
 
 from __future__ import annotations
@@ -12,35 +13,31 @@ import gc
 import importlib.metadata
 import logging
 import os
-import signal
 import sys
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
-from actors import HermesError, claim_group_ledger, use_group_ledger
+from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
 from actors.agent import (
     ConfigError,
     HubRegistry,
     MachineConfig,
     ModelClients,
     SessionDeps,
-    agent_specs,
+    build_agent_runtime,
     hermes_home,
     load_approval_settings,
     load_model_settings,
     reader_opener,
 )
 from actors.agent._config import read_config
-from protocols import ChildExited, Message
-from supervisor import ChildSpec, Runtime, Supervisor
+from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
 from ._listen import Listener, ListenError, open_listener
-from ._server import ApiServer, ServerSettings
+from ._server import API_SERVER_PATH, ApiServer, ServerSettings
 
 log = logging.getLogger(__name__)
 
@@ -119,67 +116,52 @@ def run_serve(
         approvals=approvals,
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
-    children = [*agent_specs(store, deps), ChildSpec(id="platforms", actor=Supervisor, args=((api,),))]
-    done = threading.Event()
-    why: list[str] = []
-
-    def on_signal(signum: int, _frame: FrameType | None) -> None:
-        why.append(signal.Signals(signum).name)
-        done.set()
-
-    def on_event(event: Message) -> None:
-        if isinstance(event, ChildExited) and event.path == "/":
-            done.set()
-
     reaped = claim_group_ledger(home / "run" / "groups")
     if reaped:
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
-    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    runtime = Runtime(children)
-    runtime.subscribe(on_event)
-    runtime.reactor.at_stop(deps.clients.aclose)
-    try:
-        runtime.start()
-        server = runtime.lookup("/platforms/api")
+    with SignalStop("hermes serve") as stop:
+        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
+        stop.follow(runtime)
         try:
-            bound = server.ask("port", timeout=10)
-        except (HermesError, TimeoutError) as exc:
-            runtime.stop(timeout=10)
-            print(f"hermes serve: the API server did not start: {runtime.exit_reason or exc}", flush=True)
-            return 1
-        # Everything imported and built so far lives as long as the process: keep it out of
-        # the collector's way (a full collection over it stalled every thread for ~100 ms).
-        gc.collect()
-        gc.freeze()
-        url = f"http://{settings.host}:{bound}/v1"
-        print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
-        if approvals.yolo:
-            print(
-                f"hermes serve: WARNING: approvals are off ({approvals.source}): dangerous commands run without asking anyone; "
-                "the hardline list still never runs",
-                flush=True,
-            )
-        if created:
-            print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
-        print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
+            runtime.start()
+            server = runtime.lookup(API_SERVER_PATH)
+            try:
+                bound = server.ask("port", timeout=10)
+            except (HermesError, TimeoutError) as exc:
+                runtime.stop(timeout=10)
+                print(f"hermes serve: the API server did not start: {runtime.exit_reason or exc}", flush=True)
+                return 1
+            # Everything imported and built so far lives as long as the process: keep it out of
+            # the collector's way (a full collection over it stalled every thread for ~100 ms).
+            gc.collect()
+            gc.freeze()
+            url = f"http://{settings.host}:{bound}/v1"
+            print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
+            if approvals.yolo:
+                print(
+                    f"hermes serve: WARNING: approvals are off ({approvals.source}): dangerous commands run without asking anyone; "
+                    "the hardline list still never runs",
+                    flush=True,
+                )
+            if created:
+                print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
+            print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
 
-        done.wait()
-        if runtime.failed:
-            print(f"hermes serve: the runtime stopped: {runtime.exit_reason}", flush=True)
-            return 1
-        print(f"hermes serve: {why[0] if why else 'stop'}: draining (up to {drain_timeout:g} s)", flush=True)
-        server.tell("drain")
-        deadline = time.monotonic() + drain_timeout
-        while time.monotonic() < deadline and server.ask("active", timeout=5) > 0:
-            time.sleep(0.1)  # the main thread only: no actor waits here
-        stopped = runtime.stop(timeout=60, reason="hermes serve stopping")
-        print("hermes serve: stopped cleanly" if stopped else "hermes serve: stopped, but some actors had to be abandoned", flush=True)
-        return 0 if stopped else 1
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if not runtime.wait(0):
-            runtime.stop(timeout=30)
-        listener.close()  # when no server took it
-        use_group_ledger(None)
+            stop.wait()
+            if runtime.failed:
+                print(f"hermes serve: the runtime stopped: {runtime.exit_reason}", flush=True)
+                return 1
+            print(f"hermes serve: {stop.received or 'stop'}: draining (up to {drain_timeout:g} s)", flush=True)
+            server.tell("drain")
+            deadline = time.monotonic() + drain_timeout
+            while time.monotonic() < deadline and server.ask("active", timeout=5) > 0:
+                time.sleep(0.1)  # the main thread only: no actor waits here
+            stopped = runtime.stop(timeout=60, reason="hermes serve stopping")
+            print("hermes serve: stopped cleanly" if stopped else "hermes serve: stopped, but some actors had to be abandoned", flush=True)
+            return 0 if stopped else 1
+        finally:
+            if not runtime.wait(0):
+                runtime.stop(timeout=30)
+            listener.close()  # when no server took it
+            use_group_ledger(None)

@@ -13,13 +13,12 @@ import dataclasses
 import logging
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import hypercorn.config
 import hypercorn.trio
 
-
-from actors import Actor
+from actors import Actor, ActorPath
 from actors._snapshot import build_snapshot
 from actors.agent import HubRegistry
 from protocols import WaitFinished
@@ -32,6 +31,14 @@ if TYPE_CHECKING:
     from actors.agent import ModelClients, ModelSettings
 
 log = logging.getLogger(__name__)
+
+ApiServerInbox = Literal["port", "drain", "active"] | WaitFinished
+"""What the API server actor takes: ``ask("port")`` (the bound port), ``tell("drain")``
+(refuse new turns, as before a shutdown), ``ask("active")`` (turns running), and the end of
+its server wait."""
+
+API_SERVER_PATH: ActorPath[ApiServerInbox] = ActorPath("/platforms/api")
+"""Where ``hermes serve`` puts the server: ``runtime.lookup(API_SERVER_PATH)`` is typed."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,7 +75,7 @@ async def _serve(app: App, fd: int) -> None:
     await hypercorn.trio.serve(app, config, mode="asgi")  # type: ignore[arg-type]
 
 
-class ApiServer(Actor):
+class ApiServer(Actor[ApiServerInbox]):
     """Serves the OpenAI-compatible API for the sessions of this runtime."""
 
     def __init__(self, settings: ServerSettings, hubs: HubRegistry) -> None:
@@ -104,7 +111,7 @@ class ApiServer(Actor):
         self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
         log.info("API server listening on %s:%d", self.settings.host, self.port)
 
-    def receive(self, message: Any) -> Any:
+    def receive(self, message: ApiServerInbox) -> Any:
         match message:
             case WaitFinished(tag="server", status=status, error=error):
                 raise RuntimeError(f"the API server stopped ({status}: {error or 'no error'})")

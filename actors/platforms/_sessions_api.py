@@ -14,12 +14,15 @@ from typing import Any, TypeVar
 import msgspec
 import trio
 
+from actors.agent import SESSIONS_PATH
+from actors.store import store_address
 from protocols import (
     AppendMessages,
     CreateSession,
     DeleteSession,
     EnsureSession,
     SessionRecord,
+    StoreCommand,
     StoreFailed,
     SwitchModel,
     TerminateChild,
@@ -37,7 +40,7 @@ MAX_PAGE = 100
 """The most sessions (or search hits) one answer lists; a larger ``limit`` gets this many."""
 
 
-async def _read(ctx: ApiContext, work: Callable[[Any], T]) -> T:
+async def read_store(ctx: ApiContext, work: Callable[[Any], T]) -> T:
     if ctx.store_file is None:
         raise HttpError(503, "this server has no session store", type="server_error", code="no_store")
     from actors.store import StoreReader
@@ -62,10 +65,10 @@ async def _read(ctx: ApiContext, work: Callable[[Any], T]) -> T:
     raise HttpError(503, "the session store is not ready yet; retry in a moment", type="server_error", code="store_starting", headers={"retry-after": "1"})
 
 
-async def _write(ctx: ApiContext, command: Any) -> Any:
+async def _write(ctx: ApiContext, command: StoreCommand) -> Any:
     """Tell the store writer; return its reply (``StoreFailed`` becomes an HTTP error)."""
     reply_to = TrioSubscriber(ctx.reactor)
-    ctx.registry.lookup("/store").tell(msgspec.structs.replace(command, reply_to=reply_to))
+    store_address(ctx.registry).tell(msgspec.structs.replace(command, reply_to=reply_to))
     reply = await _answer(reply_to, "the session store")
     if isinstance(reply, StoreFailed):
         raise _refused(reply)
@@ -82,7 +85,7 @@ def _refused(reply: StoreFailed) -> HttpError:
     return HttpError(503, error, type="server_error", code="store_refused", headers={"retry-after": "1"} if reply.retryable else None)
 
 
-async def _ask(ctx: ApiContext, session_id: str, command: Any) -> Any:
+async def _ask(ctx: ApiContext, session_id: str, command: EnsureSession | SwitchModel | UndoTurn) -> Any:
     """Tell the session ``command``; return its answer (sent once the store committed)."""
     reply_to = TrioSubscriber(ctx.reactor)
     ctx.tell(session_id, msgspec.structs.replace(command, reply_to=reply_to))
@@ -124,7 +127,7 @@ def _int(query: dict[str, str], name: str, default: int, *, low: int, high: int 
 
 
 async def _record(ctx: ApiContext, session_id: str) -> SessionRecord:
-    record = await _read(ctx, lambda r: r.get_session(session_id))
+    record = await read_store(ctx, lambda r: r.get_session(session_id))
     if record is None:
         raise HttpError(404, f"no session {session_id!r}", code="session_not_found")
     assert isinstance(record, SessionRecord)
@@ -134,7 +137,7 @@ async def _record(ctx: ApiContext, session_id: str) -> SessionRecord:
 async def list_sessions(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     query = _query(request)
     limit, offset = _int(query, "limit", 20, low=1, high=MAX_PAGE), _int(query, "offset", 0, low=0)
-    records = await _read(ctx, lambda r: r.list_sessions(limit=limit + 1, offset=offset, source=query.get("source")))
+    records = await read_store(ctx, lambda r: r.list_sessions(limit=limit + 1, offset=offset, source=query.get("source")))
     await send_json(send, 200, {"object": "list", "data": [_view(r) for r in records[:limit]], "has_more": len(records) > limit})
 
 
@@ -189,7 +192,7 @@ async def delete_session(ctx: ApiContext, request: Request, send: Send, params: 
     session_id = params["session_id"]
     await _record(ctx, session_id)
     # Stop its actor first, so nothing appends to a session that is going away.
-    ctx.registry.lookup("/sessions").tell(TerminateChild(child_id=session_id))
+    ctx.registry.lookup(SESSIONS_PATH).tell(TerminateChild(child_id=session_id))
     ctx.conversations.forget(session_id)  # no chat continues or branches from it any more
     reply = await _write(ctx, DeleteSession(session_id=session_id))
     await send_json(send, 200, {"id": session_id, "object": "hermes.session", "deleted": True, "messages_deleted": reply.messages_deleted})
@@ -198,14 +201,14 @@ async def delete_session(ctx: ApiContext, request: Request, send: Send, params: 
 async def session_messages(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     session_id = params["session_id"]
     await _record(ctx, session_id)
-    stored = await _read(ctx, lambda r: r.load_stored_messages(session_id))
+    stored = await read_store(ctx, lambda r: r.load_stored_messages(session_id))
     data = [{"id": m.id, "timestamp": m.timestamp, **m.message.to_openai(), "reasoning": m.message.reasoning} for m in stored]
     await send_json(send, 200, {"object": "list", "data": data})
 
 
 async def fork_session(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     source = await _record(ctx, params["session_id"])
-    messages = await _read(ctx, lambda r: r.load_messages(source.id))
+    messages = await read_store(ctx, lambda r: r.load_messages(source.id))
     fork_id = new_id("sess_")
     await _write(
         ctx,
@@ -231,7 +234,7 @@ async def search_sessions(ctx: ApiContext, request: Request, send: Send, params:
         raise HttpError(400, "'q' is required: the words to search for", param="q", code="missing_query")
     limit = _int(query, "limit", 20, low=1, high=MAX_PAGE)
     session_id = query.get("session_id")
-    hits = await _read(ctx, lambda r: r.search(text, limit=limit, session_id=session_id))
+    hits = await read_store(ctx, lambda r: r.search(text, limit=limit, session_id=session_id))
     data = []
     for hit in hits:
         item = msgspec.to_builtins(hit)

@@ -5,6 +5,8 @@
 - :class:`StoreReader` — a read-only connection for one thread: sessions, transcripts,
   FTS5 search.
 - :func:`fts5_query` — any user text to a safe FTS5 query.
+- :func:`settle_interrupted` — at a runtime's start, before the writer: fail the turns a
+  stopped process left running and give their unanswered tool calls a result.
 - :func:`open_writer` / :func:`open_reader` — the schema (Hermes's ``state.db`` layout),
   for tools and benchmarks that need a raw connection.
 
@@ -20,13 +22,19 @@ from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._schema import open_reader as open_reader
 from ._schema import open_writer as open_writer
 from ._search import fts5_query as fts5_query
+from ._settle import SettleReport as SettleReport
+from ._settle import settle_interrupted as settle_interrupted
 from ._writer import DEFAULT_BATCH_CAP as DEFAULT_BATCH_CAP
+from ._writer import STORE_PATH as STORE_PATH
 from ._writer import StoreWriter as StoreWriter
+from ._writer import store_address as store_address
 
 __all__ = [
     "DEFAULT_BATCH_CAP",
     "SCHEMA_VERSION",
+    "STORE_PATH",
     "SchemaVersionError",
+    "SettleReport",
     "StoreConnectionBroken",
     "StoreError",
     "StoreReader",
@@ -34,4 +42,6 @@ __all__ = [
     "fts5_query",
     "open_reader",
     "open_writer",
+    "settle_interrupted",
+    "store_address",
 ]

@@ -1,4 +1,4 @@
-"""Read-only access to the session store: sessions, transcripts and full-text search.
+"""Read-only access to the session store: sessions, transcripts, turns and full-text search.
 
 A :class:`StoreReader` owns one read-only apsw connection. Under WAL it reads the last
 committed state without blocking the writer, and the writer never blocks it.
@@ -16,11 +16,11 @@ from types import TracebackType
 
 import apsw
 
-from protocols._store import SearchHit, SessionRecord, StoredMessage
+from protocols._store import SearchHit, SessionRecord, StoredMessage, TurnRecord
 from protocols._transcript import ChatMessage
 
 from ._errors import StoreError
-from ._rows import SELECT_MESSAGE, SESSION_COLUMNS, session_record, stored_message
+from ._rows import SELECT_MESSAGE, SESSION_COLUMNS, TURN_COLUMNS, session_record, stored_message, turn_record
 from ._schema import open_reader
 from ._search import fts5_query
 
@@ -80,6 +80,24 @@ class StoreReader:
         """Like :meth:`load_messages`, with each row's id, timestamp and token count."""
         rows = self._conn().execute(f"{SELECT_MESSAGE} WHERE session_id = ? ORDER BY id", (session_id,))
         return [stored_message(row) for row in rows]
+
+    def load_turns(self, session_id: str) -> list[TurnRecord]:
+        """The turns of ``session_id`` the store knows, in the order they started (empty if none).
+
+        A turn the store first heard of at its end (it started before schema 4) is placed by its end.
+        """
+        rows = self._conn().execute(
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY coalesce(started_at, ended_at), rowid", (session_id,)
+        )
+        return [turn_record(row) for row in rows]
+
+    def find_turn(self, turn_id: str) -> TurnRecord | None:
+        """The turn ``turn_id`` of whichever session ran it, or None (the latest, if two sessions reused the id)."""
+        row = self._conn().execute(
+            f"SELECT {TURN_COLUMNS} FROM turns WHERE turn_id = ? ORDER BY coalesce(started_at, ended_at) DESC, rowid DESC LIMIT 1",
+            (turn_id,),
+        ).fetchone()
+        return None if row is None else turn_record(row)
 
     def search(
         self,

@@ -1,4 +1,4 @@
-"""Rows of ``messages`` and ``sessions`` to and from the typed records.
+"""Rows of ``messages``, ``sessions`` and ``turns`` to and from the typed records.
 
 ``tool_calls`` is stored as JSON in the OpenAI shape
 ``[{"id": ..., "type": "function", "function": {"name": ..., "arguments": "..."}}]``,
@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from protocols._store import SessionRecord, StoredMessage
+from protocols._store import SessionRecord, StoredMessage, TurnRecord
 from protocols._transcript import ChatMessage, Role, ToolCall
 
 
@@ -107,6 +107,22 @@ SESSION_COLUMNS = (
     "message_count, tool_call_count, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens, "
     "reasoning_tokens, title"
 )
+
+
+TURN_COLUMNS = "session_id, turn_id, status, reason, started_at, ended_at"
+
+
+def turn_record(row: tuple[Any, ...]) -> TurnRecord:
+    """Rebuild a :class:`TurnRecord` from a row of ``TURN_COLUMNS``."""
+    session_id, turn_id, status, reason, started_at, ended_at = row
+    return TurnRecord(
+        session_id=session_id,
+        turn_id=turn_id,
+        status=status,
+        reason=reason or "",
+        started_at=None if started_at is None else float(started_at),
+        ended_at=None if ended_at is None else float(ended_at),
+    )
 
 
 def encode_model_config(config: dict[str, Any] | None) -> str | None:

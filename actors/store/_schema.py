@@ -9,6 +9,9 @@ read a file this store wrote:
   ``[{"id", "type": "function", "function": {"name", "arguments"}}]``;
 - ``messages_fts``: an FTS5 index over ``messages.content`` (external content), kept in sync
   by insert / delete / update triggers;
+- ``turns``: one row per turn of a session (ours, not Hermes's): ``running`` from its start
+  until it ends ``completed`` / ``failed`` / ``cancelled`` (with a reason), written in the same
+  transaction as the messages that start or end it;
 - ``schema_version``: one row, the version of this layout.
 
 Pragmas: WAL (readers never block the writer, nor it them), ``synchronous=NORMAL`` (a
@@ -30,8 +33,8 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 3
-"""The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``). Older files are migrated by ``MIGRATIONS``."""
+SCHEMA_VERSION = 4
+"""The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -115,6 +118,24 @@ CREATE INDEX idx_responses_created ON responses(created_at);
 """
 _TABLES += _RESPONSES
 
+# ``IF NOT EXISTS``: a file whose version was set back by hand keeps migrating.
+_TURNS = """
+CREATE TABLE IF NOT EXISTS turns (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    turn_id TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('running', 'completed', 'failed', 'cancelled')),
+    reason TEXT NOT NULL DEFAULT '',
+    started_at REAL,
+    ended_at REAL,
+    PRIMARY KEY (session_id, turn_id)
+);
+CREATE INDEX IF NOT EXISTS idx_turns_running ON turns(session_id, started_at, turn_id) WHERE status = 'running';
+CREATE INDEX IF NOT EXISTS idx_turns_turn ON turns(turn_id);
+"""
+"""``started_at`` is NULL for a turn whose end is the first the store heard of it (started before v4)."""
+_TABLES += _TURNS
+
+
 def _add_responses(db: apsw.Connection) -> None:
     db.execute(_RESPONSES)
 
@@ -123,10 +144,15 @@ def _add_images(db: apsw.Connection) -> None:
     db.execute("ALTER TABLE messages ADD COLUMN images TEXT")
 
 
-MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images}
+def _add_turns(db: apsw.Connection) -> None:
+    db.execute(_TURNS)
+
+
+MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images, 3: _add_turns}
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
 transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
-``messages.images`` column (a JSON list of the image URLs a user sent)."""
+``messages.images`` column (a JSON list of the image URLs a user sent); 3 → 4 the ``turns``
+table (empty: turns that ran before it are not known)."""
 
 
 def open_writer(

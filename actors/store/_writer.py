@@ -49,6 +49,7 @@ from protocols._store import (
     SessionCreated,
     SessionEnded,
     SessionTotalsUpdated,
+    StoreCommand,
     StoreFailed,
     StoreStatistics,
     TurnRemoved,
@@ -56,6 +57,7 @@ from protocols._store import (
 )
 
 from .._actor import Actor
+from .._address import ActorPath, Address, Registry
 from ._errors import StoreConnectionBroken
 from ._schema import Synchronous, open_writer
 from ._writes import (
@@ -81,6 +83,10 @@ W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals,
 
 DEFAULT_BATCH_CAP = 512
 
+STORE_PATH: ActorPath[StoreCommand] = ActorPath("/store")
+"""Where ``agent_specs`` puts the store writer: ``registry.lookup(STORE_PATH)`` is an
+``Address[StoreCommand]``."""
+
 # Errors after which the connection cannot be trusted: crash, and let a restart reopen it.
 _BROKEN = (
     apsw.IOError,
@@ -97,7 +103,12 @@ _BROKEN = (
 )
 
 
-class StoreWriter(Actor):
+def store_address(registry: Registry, path: str = STORE_PATH.path) -> Address[StoreCommand]:
+    """The store writer's address, at ``path`` (``SessionDeps.store_path``) or the usual one."""
+    return registry.lookup(path)
+
+
+class StoreWriter(Actor[StoreCommand]):
     """The one writer actor of one store file (rule 4); start it as a supervised child.
 
     ``ChildSpec(id="store", actor=StoreWriter, args=(path,))``. Its inbox takes
@@ -148,7 +159,7 @@ class StoreWriter(Actor):
     def started(self) -> None:
         self._db = open_writer(self.database, busy_timeout=self._busy_timeout, synchronous=self._synchronous)
 
-    def receive(self, message: Any) -> Any:
+    def receive(self, message: StoreCommand) -> Any:
         result: Any = None
         match message:
             case CreateSession():

@@ -2,11 +2,13 @@
 
 ``create_session``, ``end_session`` and ``update_totals`` are one statement each, and SQLite
 undoes a failed statement by itself. ``remove_last_turn`` deletes in one statement and updates
-the counters after it (a failed counter update leaves counters stale, never half a turn). ``append_messages`` inserts its rows first (the foreign
-key refuses an unknown session before any change) and updates the session's counters last;
-if anything fails halfway it deletes the rows it inserted. A SAVEPOINT per write would be
-simpler, but it makes FTS5 flush its pending index data at every write: about 30% fewer
-messages per second (measured with ``bench/bench_store.py``).
+the counters after it (a failed counter update leaves counters stale, never half a turn); it
+leaves ``turns`` alone: an undone turn still ran. ``append_messages`` writes its turn mark
+first (a refused start changes nothing), then inserts its rows (the foreign keys refuse an
+unknown session before any change) and updates the session's counters last; if anything
+fails halfway it deletes the rows it inserted and takes the mark back. A SAVEPOINT per write
+would be simpler, but it makes FTS5 flush its pending index data at every write: about 30%
+fewer messages per second (measured with ``bench/bench_store.py``).
 
 Each function returns the reply to tell after the commit and the number of message rows.
 """
@@ -33,6 +35,7 @@ from protocols._store import (
     SessionDeleted,
     SessionEnded,
     SessionTotalsUpdated,
+    TurnMark,
     TurnRemoved,
     UpdateSessionTotals,
 )
@@ -85,6 +88,9 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
     stamps = c.timestamps or (now,) * count
     counts = c.token_counts or (None,) * count
     rows = [message_row(c.session_id, m, t, n) for m, t, n in zip(c.messages, stamps, counts, strict=True)]
+    # The mark goes first: a refused start changes nothing, and the foreign key of ``turns``
+    # refuses an unknown session before any change.
+    undo_mark = None if c.turn is None else mark_turn(db, c.session_id, c.turn, now)
     ids: list[int] = []
     try:
         # The foreign key refuses the first row of an unknown session, before any change.
@@ -99,10 +105,58 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
         )
         _require_session(db, c.session_id)
     except Exception as exc:
-        if ids and not transaction_lost(db):
-            _undo_inserts(db, ids, exc)
+        if not transaction_lost(db):
+            if ids:
+                _undo_inserts(db, ids, exc)
+            if undo_mark is not None:
+                _undo(db, undo_mark, exc)
         raise
     return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
+
+
+_ENDS = frozenset({"completed", "failed", "cancelled"})
+Undo = tuple[str, tuple[object, ...]]
+"""A statement and its arguments that take a change back."""
+
+
+def mark_turn(db: apsw.Connection, session_id: str, mark: TurnMark, now: float) -> Undo | None:
+    """Record a turn's start or end in ``turns``; return how to take it back (None: nothing changed).
+
+    ``started`` inserts a ``running`` row, refused if the turn is known already (a turn id is
+    started once per session). An end closes a ``running`` row; a turn already ended is left
+    as it is; a turn the store never saw start (before schema 4) gets an ended row.
+
+    Raises:
+        Rejected: a second start, or an event that is not one of the four.
+        apsw.ConstraintError: the session does not exist (foreign key).
+    """
+    key = (session_id, mark.turn_id)
+    if mark.event == "started":
+        db.execute(
+            "INSERT INTO turns (session_id, turn_id, status, reason, started_at) VALUES (?, ?, 'running', '', ?) ON CONFLICT DO NOTHING",
+            (*key, now),
+        )
+        if db.changes() == 0:
+            msg = f"turn {mark.turn_id!r} of session {session_id!r} was started already; a turn id is started once per session"
+            raise Rejected(msg)
+        return "DELETE FROM turns WHERE session_id = ? AND turn_id = ?", key
+    if mark.event not in _ENDS:
+        msg = f"a turn mark's event is started, completed, failed or cancelled, not {mark.event!r}"
+        raise Rejected(msg)
+    db.execute(
+        "UPDATE turns SET status = ?, reason = ?, ended_at = ? WHERE session_id = ? AND turn_id = ? AND status = 'running'",
+        (mark.event, mark.reason, now, *key),
+    )
+    if db.changes():
+        return "UPDATE turns SET status = 'running', reason = '', ended_at = NULL WHERE session_id = ? AND turn_id = ?", key
+    db.execute(
+        "INSERT INTO turns (session_id, turn_id, status, reason, ended_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        (*key, mark.event, mark.reason, now),
+    )
+    if db.changes():
+        return "DELETE FROM turns WHERE session_id = ? AND turn_id = ?", key
+    return None  # ended already: a turn ends once
+
 
 def end_session(db: apsw.Connection, c: EndSession) -> tuple[Message, int]:
     db.execute(
@@ -140,6 +194,7 @@ def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message,
 def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]:
     _require_session(db, c.session_id)
     db.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (c.session_id,))
+    db.execute("DELETE FROM turns WHERE session_id = ?", (c.session_id,))
     db.execute("DELETE FROM messages WHERE session_id = ?", (c.session_id,))
     deleted = db.changes()
     db.execute("DELETE FROM sessions WHERE id = ?", (c.session_id,))
@@ -198,6 +253,15 @@ def _undo_inserts(db: apsw.Connection, ids: list[int], cause: Exception) -> None
         db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
     except apsw.Error as exc:
         msg = f"could not undo a half-done append ({_describe(exc)}) after {_describe(cause)}"
+        raise StoreConnectionBroken(msg) from cause
+
+
+def _undo(db: apsw.Connection, undo: Undo, cause: Exception) -> None:
+    """Take back a half-done append's turn mark."""
+    try:
+        db.execute(*undo)
+    except apsw.Error as exc:
+        msg = f"could not undo a half-done append's turn mark ({_describe(exc)}) after {_describe(cause)}"
         raise StoreConnectionBroken(msg) from cause
 
 

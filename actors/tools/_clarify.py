@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 
 from ._registry import tool
 
@@ -24,11 +24,11 @@ class ClarifyArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     description="Ask the user a question when the task is ambiguous and you cannot proceed well without the answer.",
     traits=ToolTraits(exclusive=True),
 )
-async def clarify(call: ToolCall, args: ClarifyArgs) -> ToolOutput:
-    clarifier = call.workspace.clarifier
+async def clarify(context: ToolContext, args: ClarifyArgs) -> ToolOutput:
+    clarifier = context.workspace.clarifier
     if clarifier is None:
         return ToolOutput(content="[error] nobody can be asked here; decide yourself and say what you assumed", ok=False)
-    answer = await clarifier.ask(turn_id=call.turn_id, call_id=call.call_id, question=args.question, choices=tuple(args.choices), timeout=CLARIFY_TIMEOUT)
+    answer = await clarifier.ask(turn_id=context.turn_id, call_id=context.call_id, question=args.question, choices=tuple(args.choices), timeout=CLARIFY_TIMEOUT)
     if answer is None:
         return ToolOutput(content="[no answer] nobody answered (the session is unattended or the question timed out); decide yourself and say what you assumed", ok=False)
     return ToolOutput(content=answer)

@@ -12,7 +12,7 @@ from typing import Annotated
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 from actors.agent._delegation import MAX_CHILDREN
 
 from ._registry import tool
@@ -38,8 +38,8 @@ class DelegateArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     ),
     traits=ToolTraits(exclusive=True),
 )
-async def delegate_task(call: ToolCall, args: DelegateArgs) -> ToolOutput:
-    delegation = call.delegation
+async def delegate_task(context: ToolContext, args: DelegateArgs) -> ToolOutput:
+    delegation = context.delegation
     if delegation is None:
         return ToolOutput(content="[error] delegation is not available here (child sessions cannot delegate further)", ok=False)
     results: list[tuple[bool, str]] = [(False, "")] * len(args.tasks)

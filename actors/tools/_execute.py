@@ -21,7 +21,7 @@ import msgspec
 import trio
 
 from actors import run_process
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 
 from ._registry import tool
 
@@ -59,7 +59,7 @@ class ExecuteArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     timeout: Annotated[int, msgspec.Meta(ge=1, le=MAX_TIMEOUT, description="Seconds before the script is killed.")] = 60
 
 
-async def _serve_calls(stream: trio.SocketStream, call: ToolCall, counter: list[int]) -> None:
+async def _serve_calls(stream: trio.SocketStream, context: ToolContext, counter: list[int]) -> None:
     async with stream:
         data = b""
         while not data.endswith(b"\n") and len(data) <= MAX_REQUEST:
@@ -75,13 +75,13 @@ async def _serve_calls(stream: trio.SocketStream, call: ToolCall, counter: list[
         except (ValueError, KeyError, TypeError) as exc:
             reply: dict[str, Any] = {"ok": False, "content": f"bad request: {exc}"}
         else:
-            spec = call.tools.get(name)
+            spec = context.tools.get(name)
             if spec is None or name in NOT_FROM_CODE:
-                allowed = sorted(n for n in call.tools if n not in NOT_FROM_CODE)
+                allowed = sorted(n for n in context.tools if n not in NOT_FROM_CODE)
                 reply = {"ok": False, "content": f"tool {name!r} cannot be called from code; available: {', '.join(allowed)}"}
             else:
                 counter[0] += 1
-                inner = dataclasses.replace(call, call_id=f"{call.call_id}.code-{counter[0]}")
+                inner = dataclasses.replace(context, call_id=f"{context.call_id}.code-{counter[0]}")
                 output = await spec.run(arguments, inner)
                 reply = {"ok": output.ok, "content": output.content}
         await stream.send_all(json.dumps(reply).encode() + b"\n")
@@ -96,7 +96,7 @@ async def _serve_calls(stream: trio.SocketStream, call: ToolCall, counter: list[
     ),
     traits=ToolTraits(exclusive=True),
 )
-async def execute_code(call: ToolCall, args: ExecuteArgs) -> ToolOutput:
+async def execute_code(context: ToolContext, args: ExecuteArgs) -> ToolOutput:
     folder = Path(await trio.to_thread.run_sync(tempfile.mkdtemp, None, "hermes-code-"))
     try:
         await trio.to_thread.run_sync((folder / "hermes_tools.py").write_text, CLIENT)
@@ -109,9 +109,9 @@ async def execute_code(call: ToolCall, args: ExecuteArgs) -> ToolOutput:
         counter = [0]
         result = None
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(trio.serve_listeners, lambda s: _serve_calls(s, call, counter), [trio.SocketListener(listener)])
+            nursery.start_soon(trio.serve_listeners, lambda s: _serve_calls(s, context, counter), [trio.SocketListener(listener)])
             with trio.move_on_after(args.timeout):
-                result = await run_process([sys.executable, str(folder / "script.py")], cwd=call.workspace.cwd, env=env, grace=1.0)
+                result = await run_process([sys.executable, str(folder / "script.py")], cwd=context.workspace.cwd, env=env, grace=1.0)
             nursery.cancel_scope.cancel()
         if result is None:
             return ToolOutput(content=f"[error] the script ran longer than {args.timeout} s and was killed (with everything it started)", ok=False)

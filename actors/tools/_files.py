@@ -15,7 +15,7 @@ from typing import Annotated
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 
 from ._atomic import write_atomic
 from ._paths import display, missing_hint, resolve, write_refusal
@@ -134,8 +134,8 @@ def _window(reader: io.TextIOWrapper, offset: int, limit: int) -> tuple[list[str
     ),
     traits=ToolTraits(read_only=True, path_argument="path"),
 )
-async def read_file(call: ToolCall, args: ReadArgs) -> ToolOutput:
-    cwd = call.workspace.cwd
+async def read_file(context: ToolContext, args: ReadArgs) -> ToolOutput:
+    cwd = context.workspace.cwd
     path = resolve(args.path, cwd)
     return await trio.to_thread.run_sync(_read, path, display(path, cwd), args.offset, args.limit)
 
@@ -202,7 +202,7 @@ def _write(path: Path, shown: str, content: str, home: Path) -> ToolOutput:
     ),
     traits=ToolTraits(path_argument="path"),
 )
-async def write_file(call: ToolCall, args: WriteArgs) -> ToolOutput:
-    cwd = call.workspace.cwd
+async def write_file(context: ToolContext, args: WriteArgs) -> ToolOutput:
+    cwd = context.workspace.cwd
     path = resolve(args.path, cwd)
-    return await trio.to_thread.run_sync(_write, path, display(path, cwd), args.content, call.home)
+    return await trio.to_thread.run_sync(_write, path, display(path, cwd), args.content, context.home)

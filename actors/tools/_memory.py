@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput
+from actors.agent import ToolContext, ToolOutput
 from actors.memory import KnowledgeError, MemoryChange, MemoryStore
 
 from ._registry import tool
@@ -47,8 +47,8 @@ class MemoryArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 @tool(name="memory", toolset="memory", description=DESCRIPTION)
-async def memory(call: ToolCall, args: MemoryArgs) -> ToolOutput:
-    store = MemoryStore(call.home)
+async def memory(context: ToolContext, args: MemoryArgs) -> ToolOutput:
+    store = MemoryStore(context.home)
     try:
         if args.action == "add":
             if args.content is None:

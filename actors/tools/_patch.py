@@ -22,7 +22,7 @@ from typing import Annotated, Literal
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 
 from ._atomic import write_atomic
 from ._escapes import real_controls
@@ -237,5 +237,5 @@ def _patch(args: PatchArgs, cwd: Path, home: Path) -> ToolOutput:
     ),
     traits=ToolTraits(path_argument="path"),
 )
-async def patch(call: ToolCall, args: PatchArgs) -> ToolOutput:
-    return await trio.to_thread.run_sync(_patch, args, call.workspace.cwd, call.home)
+async def patch(context: ToolContext, args: PatchArgs) -> ToolOutput:
+    return await trio.to_thread.run_sync(_patch, args, context.workspace.cwd, context.home)

@@ -1,6 +1,6 @@
 """The tool registry: tools register themselves at import, with a typed argument schema.
 
-A tool is an async handler ``(call, args) -> str | ToolOutput`` whose ``args`` is a msgspec
+A tool is an async handler ``(context, args) -> str | ToolOutput`` whose ``args`` is a msgspec
 Struct. The Struct yields the JSON schema sent to the model, and arguments from the model
 are validated and coerced into it (``"42"`` becomes ``42`` where the schema says integer).
 Invalid arguments, exceptions and oversized results become short ``[error]`` results for
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from actors import UsageError
-from actors.agent import ToolCall, ToolOutput, ToolSpec, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolSpec, ToolTraits
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,7 @@ DEFAULT_MAX_RESULT = 100_000
 """Characters of a result the model sees; the rest is cut with a note."""
 ERROR_CHARS = 2_000
 
-Handler = Callable[[ToolCall, Any], Awaitable["str | ToolOutput"]]
+Handler = Callable[[ToolContext, Any], Awaitable["str | ToolOutput"]]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -59,14 +59,14 @@ class Tool:
         """
         return msgspec.convert(arguments, self.args, strict=False)
 
-    async def run(self, arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
+    async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         """Run once for the model: every failure becomes an ``[error]`` result."""
         try:
             parsed = self.parse(arguments)
         except msgspec.ValidationError as exc:
             return ToolOutput(content=_cap(f"[error] invalid arguments for {self.name}: {exc}", ERROR_CHARS), ok=False)
         try:
-            result = await self.handler(call, parsed)
+            result = await self.handler(context, parsed)
         except Exception as exc:  # a tool's bug is a result for the model, not a crash
             log.warning("tool %s failed: %s: %s", self.name, type(exc).__name__, exc, exc_info=exc)
             text = str(exc) or type(exc).__name__
@@ -146,13 +146,13 @@ def tool(
     max_result_chars: int = DEFAULT_MAX_RESULT,
     registry: Registry = REGISTRY,
 ) -> Callable[[Handler], Handler]:
-    """Register an async handler ``(call: ToolCall, args: SomeArgsStruct)`` as a tool."""
+    """Register an async handler ``(context: ToolContext, args: SomeArgsStruct)`` as a tool."""
 
     def register(handler: Handler) -> Handler:
         hints = typing.get_type_hints(handler)
         params = [p for p in hints if p != "return"]
         if len(params) != 2 or not (isinstance(hints[params[1]], type) and issubclass(hints[params[1]], msgspec.Struct)):
-            msg = f"tool {name!r}: the handler must be async (call: ToolCall, args: <msgspec.Struct>)"
+            msg = f"tool {name!r}: the handler must be async (context: ToolContext, args: <msgspec.Struct>)"
             raise UsageError(msg)
         registry.register(
             Tool(

@@ -24,7 +24,7 @@ from typing import Annotated, Literal, TypeVar
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 
 from . import _search_rg as rg
 from ._paths import display, missing_hint, resolve
@@ -228,7 +228,7 @@ def _check_root(root: Path, shown: str, target: str) -> str | None:
     ),
     traits=ToolTraits(read_only=True, path_argument="path"),
 )
-async def search_files(call: ToolCall, args: SearchArgs) -> ToolOutput:
+async def search_files(call: ToolContext, args: SearchArgs) -> ToolOutput:
     cwd = call.workspace.cwd
     root = Path(os.path.normpath(resolve(args.path, cwd)))
     shown_root = display(root, cwd)

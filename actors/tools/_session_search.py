@@ -1,6 +1,6 @@
 """The ``session_search`` tool (toolset "session_search"): full-text search over past sessions.
 
-It opens its own read-only :class:`actors.store.StoreReader` on ``call.store_file`` in a
+It opens its own read-only :class:`actors.store.StoreReader` on ``context.store_file`` in a
 reactor worker thread (readers never block the store writer), searches the FTS5 index,
 and groups the hits by session, best session first, with a few snippets each. The calling
 session is left out: its conversation is already in the model's context.
@@ -16,7 +16,7 @@ from typing import Annotated
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 from actors.store import StoreError, StoreReader
 from protocols import SearchHit, SessionRecord
 
@@ -47,13 +47,13 @@ class _Found:
 
 
 @tool(name="session_search", toolset="session_search", description=DESCRIPTION, traits=ToolTraits(read_only=True))
-async def session_search(call: ToolCall, args: SessionSearchArgs) -> ToolOutput:
-    if call.store_file is None:
+async def session_search(context: ToolContext, args: SessionSearchArgs) -> ToolOutput:
+    if context.store_file is None:
         return _error("this session has no session store, so there are no past sessions to search")
     if not args.query.strip():
         return _error("the query is empty: give the words to look for")
     try:
-        found = await trio.to_thread.run_sync(_search, call.store_file, args.query, args.limit, call.session_id)
+        found = await trio.to_thread.run_sync(_search, context.store_file, args.query, args.limit, context.session_id)
     except StoreError as exc:
         return _error(f"the session store cannot be read: {exc}")
     if not found:

@@ -12,7 +12,7 @@ from typing import Annotated, Literal
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits
+from actors.agent import ToolContext, ToolOutput, ToolTraits
 from actors.memory import KnowledgeError, SkillLibrary
 
 from ._registry import tool
@@ -70,8 +70,8 @@ class SkillManageArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     description="List the saved skills: name, category and a one-line description of when to use each.",
     traits=ToolTraits(read_only=True),
 )
-async def skills_list(call: ToolCall, args: SkillsListArgs) -> ToolOutput:
-    skills = await trio.to_thread.run_sync(SkillLibrary(call.home).skills)
+async def skills_list(context: ToolContext, args: SkillsListArgs) -> ToolOutput:
+    skills = await trio.to_thread.run_sync(SkillLibrary(context.home).skills)
     if args.category is not None:
         skills = [skill for skill in skills if skill.category == args.category]
     if not skills:
@@ -91,8 +91,8 @@ async def skills_list(call: ToolCall, args: SkillsListArgs) -> ToolOutput:
     description="Read a skill's SKILL.md (and the list of its extra files), or one of its extra files.",
     traits=ToolTraits(read_only=True),
 )
-async def skill_view(call: ToolCall, args: SkillViewArgs) -> ToolOutput:
-    library = SkillLibrary(call.home)
+async def skill_view(context: ToolContext, args: SkillViewArgs) -> ToolOutput:
+    library = SkillLibrary(context.home)
 
     def view() -> str:
         text = library.read(args.name, args.file_path)
@@ -109,8 +109,8 @@ async def skill_view(call: ToolCall, args: SkillViewArgs) -> ToolOutput:
 
 
 @tool(name="skill_manage", toolset="skills", description=MANAGE_DESCRIPTION)
-async def skill_manage(call: ToolCall, args: SkillManageArgs) -> ToolOutput:
-    library = SkillLibrary(call.home)
+async def skill_manage(context: ToolContext, args: SkillManageArgs) -> ToolOutput:
+    library = SkillLibrary(context.home)
     missing = _missing(args)
     if missing:
         return _error("skill_manage", f"{args.action} needs {missing}")

@@ -29,7 +29,7 @@ from typing import Annotated
 import msgspec
 import trio
 
-from actors.agent import ApprovalGate, ToolCall, ToolOutput, ToolTraits, Workspace
+from actors.agent import ApprovalGate, ToolContext, ToolOutput, ToolTraits, Workspace
 from actors.agent._approvals import ALLOWING
 
 from ._danger import Verdict, check_command, display_command
@@ -95,7 +95,7 @@ def _approval_timeout(gate: ApprovalGate) -> float:
     return float(value) if isinstance(value, (int, float)) and value > 0 else DEFAULT_APPROVAL_TIMEOUT
 
 
-async def _refusal(call: ToolCall, command: str, verdict: Verdict) -> ToolOutput | None:
+async def _refusal(context: ToolContext, command: str, verdict: Verdict) -> ToolOutput | None:
     """None when the command may run; otherwise the result that says why it did not."""
     if verdict.ok:
         return None
@@ -106,15 +106,15 @@ async def _refusal(call: ToolCall, command: str, verdict: Verdict) -> ToolOutput
             "find another way, or ask the user to run it themselves.",
             ok=False,
         )
-    gate = call.workspace.approvals
+    gate = context.workspace.approvals
     if gate is None:
         return ToolOutput(
             f"[denied] This command needs approval ({reasons}) but no client can answer approval requests here; it was not run.",
             ok=False,
         )
     decision = await gate.request(
-        turn_id=call.turn_id,
-        call_id=call.call_id,
+        turn_id=context.turn_id,
+        call_id=context.call_id,
         command=display_command(command),
         reasons=verdict.reasons,
         keys=verdict.keys,
@@ -141,7 +141,7 @@ def _exit_line(returncode: int) -> str:
     return f"[killed by {name}]"
 
 
-async def run_foreground(call: ToolCall, command: str, cwd: Path, timeout: float, *, record_cwd: bool) -> ToolOutput:
+async def run_foreground(context: ToolContext, command: str, cwd: Path, timeout: float, *, record_cwd: bool) -> ToolOutput:
     """Run to completion (or timeout); ``record_cwd``: the session's directory follows the command's ``cd``."""
     capture = HeadTail()
     channel = ShellChannel()
@@ -158,8 +158,8 @@ async def run_foreground(call: ToolCall, command: str, cwd: Path, timeout: float
         lines.append(f"[timed out after {timeout:g} s: the command and every process it started were killed]")
     else:
         lines.append(_exit_line(returncode))
-    if final_cwd is not None and Path(final_cwd) != call.workspace.cwd:
-        call.workspace.cwd = Path(final_cwd)
+    if final_cwd is not None and Path(final_cwd) != context.workspace.cwd:
+        context.workspace.cwd = Path(final_cwd)
         lines.append(f"[working directory is now {final_cwd}]")
     return ToolOutput("\n".join(lines), ok=returncode is not None)
 
@@ -183,27 +183,27 @@ def _deny_globs(workspace: Workspace) -> Sequence[str]:
     traits=ToolTraits(read_only=False, path_argument=None, exclusive=False),
     available=lambda: os.name == "posix" and shutil.which("bash") is not None,
 )
-async def terminal(call: ToolCall, args: TerminalArgs) -> ToolOutput:
+async def terminal(context: ToolContext, args: TerminalArgs) -> ToolOutput:
     command = args.command
     if not command.strip():
         return ToolOutput("[error] the command is empty.", ok=False)
     try:
-        cwd, note = _start_directory(call.workspace, args.workdir)
+        cwd, note = _start_directory(context.workspace, args.workdir)
     except OSError as exc:
         return ToolOutput(f"[error] {exc}", ok=False)
-    globs = _deny_globs(call.workspace)
+    globs = _deny_globs(context.workspace)
     if len(command) > INLINE_CHECK_CHARS:  # a long script takes milliseconds to read: not on the reactor thread
-        verdict = await trio.to_thread.run_sync(lambda: check_command(command, deny_globs=globs, cwd=cwd, hermes_home=call.home))
+        verdict = await trio.to_thread.run_sync(lambda: check_command(command, deny_globs=globs, cwd=cwd, hermes_home=context.home))
     else:
-        verdict = check_command(command, deny_globs=globs, cwd=cwd, hermes_home=call.home)
-    refusal = await _refusal(call, command, verdict)
+        verdict = check_command(command, deny_globs=globs, cwd=cwd, hermes_home=context.home)
+    refusal = await _refusal(context, command, verdict)
     if refusal is not None:
         return refusal
     if args.background:
         lifetime = min(args.timeout, MAX_TIMEOUT) if args.timeout is not None else None
-        return start_background(call, command, cwd, lifetime)
+        return start_background(context, command, cwd, lifetime)
     timeout = min(args.timeout or DEFAULT_TIMEOUT, MAX_TIMEOUT)
-    output = await run_foreground(call, command, cwd, timeout, record_cwd=args.workdir is None)
+    output = await run_foreground(context, command, cwd, timeout, record_cwd=args.workdir is None)
     if note:
         return ToolOutput(f"{note}\n{output.content}", ok=output.ok)
     return output

@@ -8,9 +8,9 @@ task may outlive every actor's wait), inside :func:`actors.run_process`, so:
 - an optional lifetime (``timeout`` given with ``background=true``) does the same on expiry;
 - when the reactor stops, trio cancels all system tasks: every group is killed before the
   reactor thread ends, so none outlives the runtime;
-- at session end, :func:`close_processes` (to be called in the reactor thread, e.g. from
-  the session's ``stopping``) kills the session's commands; as a fallback, a finalizer on
-  the session's ``Workspace`` does the same when the workspace is garbage-collected.
+- at session end, the session closes its ``Workspace`` (in the reactor thread), whose
+  closer :func:`table_of` registered kills the session's commands; as a fallback, a
+  finalizer on the ``Workspace`` does the same when the workspace is garbage-collected.
 
 State lives in ``workspace.extras["terminal.processes"]``: ids (``bg1``, ``bg2``, ...) are
 per session, and one session cannot see or kill another's commands. A system task never
@@ -33,7 +33,7 @@ from typing import Annotated, Literal
 import msgspec
 import trio
 
-from actors.agent import ToolCall, ToolOutput, ToolTraits, Workspace
+from actors.agent import ToolContext, ToolOutput, ToolTraits, Workspace
 
 from ._registry import tool
 from ._terminal_output import HeadTail, OutputRing
@@ -172,12 +172,6 @@ def table_of(workspace: Workspace) -> ProcessTable:
     return table
 
 
-def close_processes(workspace: Workspace) -> int:
-    """Stop every background command of a session (call in the reactor thread); how many were running."""
-    table = workspace.extras.get(EXTRAS_KEY)
-    return table.kill_all_nowait() if isinstance(table, ProcessTable) else 0
-
-
 async def _supervise(proc: BackgroundProcess, lifetime: float | None) -> None:
     try:
         with proc.scope:
@@ -202,9 +196,9 @@ async def _supervise(proc: BackgroundProcess, lifetime: float | None) -> None:
         proc.done.set()
 
 
-def start_background(call: ToolCall, command: str, cwd: Path, lifetime: float | None) -> ToolOutput:
+def start_background(context: ToolContext, command: str, cwd: Path, lifetime: float | None) -> ToolOutput:
     """Start ``command`` as a background process of the session and return at once."""
-    table = table_of(call.workspace)
+    table = table_of(context.workspace)
     running = table.running()
     if len(running) >= MAX_RUNNING:
         ids = ", ".join(p.id for p in running)
@@ -247,8 +241,8 @@ def _report(proc: BackgroundProcess) -> str:
     traits=ToolTraits(),
     available=lambda: os.name == "posix" and shutil.which("bash") is not None,
 )
-async def process(call: ToolCall, args: ProcessArgs) -> ToolOutput:
-    table = table_of(call.workspace)
+async def process(context: ToolContext, args: ProcessArgs) -> ToolOutput:
+    table = table_of(context.workspace)
     if args.action == "list":
         lines = [f"{p.id}  {p.status()}  {p.command if len(p.command) <= 120 else p.command[:117] + '...'}" for p in table]
         return ToolOutput("\n".join(lines) or "No background commands in this session.")

@@ -4,9 +4,10 @@ Output is captured as bytes with a bounded memory cost: :class:`HeadTail` keeps 
 and the last bytes of a foreground command, :class:`OutputRing` the latest bytes of a
 background one. :func:`render` turns captured bytes into text: ANSI escapes stripped,
 carriage-return redraws (progress bars) reduced to their last state, control characters
-dropped, then :func:`redact` hides secrets (known API-key shapes, ``Bearer`` tokens,
-private keys, and the values of this process's ``*KEY*`` / ``*TOKEN*`` / ``*SECRET*`` /
-``*PASSWORD*`` environment variables).
+dropped, then :func:`redact` hides secrets: the values of this process's ``*KEY*`` /
+``*TOKEN*`` / ``*SECRET*`` / ``*PASSWORD*`` environment variables, then every shape in the
+secret table the memory threat scan uses (:data:`actors.memory.SECRET_PATTERNS`: API keys,
+tokens, private keys, ``Authorization`` headers, ``NAME_TOKEN=value`` lines).
 """
 
 from __future__ import annotations
@@ -15,32 +16,16 @@ import os
 import re
 from collections.abc import Mapping
 
+from actors.memory import is_secret_name, redact_secrets
+
 from ._danger_text import strip_ansi
 
 HEAD_BYTES = 25_000
 TAIL_BYTES = 25_000
 """Together: at most 50,000 characters of output reach the model."""
 
-_SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD", re.IGNORECASE)
 _MIN_SECRET_VALUE = 6
 """Shorter values (``1``, ``true``) are too common to hide without hiding ordinary text."""
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|\Z)", re.DOTALL), "[REDACTED PRIVATE KEY]"),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), "sk-[REDACTED]"),
-    (re.compile(r"\b(gh[pousr])_[A-Za-z0-9]{20,}"), r"\1_[REDACTED]"),
-    (re.compile(r"\bgithub_pat_[A-Za-z0-9_]{20,}"), "github_pat_[REDACTED]"),
-    (re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}"), "glpat-[REDACTED]"),
-    (re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), "AKIA[REDACTED]"),
-    (re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}"), "xox-[REDACTED]"),
-    (re.compile(r"\bAIza[0-9A-Za-z_-]{35}"), "AIza[REDACTED]"),
-    (re.compile(r"\bhf_[A-Za-z0-9]{30,}"), "hf_[REDACTED]"),
-    (re.compile(r"\b(Bearer)\s+[A-Za-z0-9._~+/=-]{8,}", re.IGNORECASE), r"\1 [REDACTED]"),
-    # `NAME_TOKEN=value` lines (a .env file, `env` output) for names not in our environment.
-    (
-        re.compile(r"(?m)^(\s*(?:export\s+)?[A-Z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)[A-Z0-9_]*\s*=\s*)(['\"]?)[^\s'\"]{4,}\2"),
-        r"\1\2[REDACTED]\2",
-    ),
-)
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
 _OVERSTRIKE = re.compile(r".\x08")
 
@@ -130,7 +115,7 @@ def clean(text: str) -> str:
 def secret_values(environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
     """(name, value) of environment variables whose names say they hold secrets, longest first."""
     env = os.environ if environ is None else environ
-    found = [(name, value) for name, value in env.items() if _SECRET_NAME.search(name) and len(value) >= _MIN_SECRET_VALUE]
+    found = [(name, value) for name, value in env.items() if is_secret_name(name) and len(value) >= _MIN_SECRET_VALUE]
     return sorted(found, key=lambda item: -len(item[1]))
 
 
@@ -138,9 +123,7 @@ def redact(text: str, environ: Mapping[str, str] | None = None) -> str:
     for name, value in secret_values(environ):
         if value in text:
             text = text.replace(value, f"[REDACTED:{name}]")
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
-    return text
+    return redact_secrets(text)
 
 
 def render(text: str, environ: Mapping[str, str] | None = None) -> str:

@@ -1,6 +1,6 @@
 """The ``todo`` tool (toolset "todo"): the session's task list, for multi-step work.
 
-The list lives in ``call.workspace.extras["todo"]``: per session, in memory, touched only by
+The list lives in ``context.workspace.extras["todo"]``: per session, in memory, touched only by
 tool coroutines in the reactor thread (no lock, no await between read and write). Every
 call answers with the whole list, so the model never acts on a stale picture of it. Ids
 count up for the whole session and are never reused, not even after ``clear``.
@@ -13,7 +13,7 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 
 from ._registry import tool
 
@@ -74,8 +74,8 @@ class TodoArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 @tool(name="todo", toolset="todo", description=DESCRIPTION)
-async def todo(call: ToolCall, args: TodoArgs) -> ToolOutput:
-    todos = todo_list(call.workspace)
+async def todo(context: ToolContext, args: TodoArgs) -> ToolOutput:
+    todos = todo_list(context.workspace)
     error = _apply(todos, args)
     if error is not None:
         return ToolOutput(content=f"[error] todo: {error}\n\n{todos.render()}", ok=False)

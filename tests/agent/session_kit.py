@@ -20,7 +20,7 @@ from actors.agent import (
     ModelClients,
     ModelSettings,
     SessionDeps,
-    ToolCall,
+    ToolContext,
     ToolOutput,
     ToolSpec,
     ToolTraits,
@@ -54,19 +54,19 @@ class Intervals:
 
 
 def make_tools(intervals: Intervals) -> dict[str, ToolSpec]:
-    async def slow_read(args: dict[str, Any], _call: ToolCall) -> ToolOutput:
+    async def slow_read(args: dict[str, Any], _call: ToolContext) -> ToolOutput:
         start = time.monotonic()
         await trio.sleep(float(args.get("seconds", 0.2)))
         intervals.record(f"read:{args['path']}", start, time.monotonic())
         return ToolOutput(content=f"contents of {args['path']}")
 
-    async def slow_write(args: dict[str, Any], _call: ToolCall) -> ToolOutput:
+    async def slow_write(args: dict[str, Any], _call: ToolContext) -> ToolOutput:
         start = time.monotonic()
         await trio.sleep(float(args.get("seconds", 0.2)))
         intervals.record(f"write:{args['path']}:{args.get('content', '')}", start, time.monotonic())
         return ToolOutput(content=f"wrote {args['path']}")
 
-    async def terminal(args: dict[str, Any], _call: ToolCall) -> ToolOutput:
+    async def terminal(args: dict[str, Any], _call: ToolContext) -> ToolOutput:
         result = await run_process(["bash", "-c", str(args["command"])], grace=0.5)
         return ToolOutput(content=result.stdout.decode(errors="replace"), ok=result.returncode == 0)
 

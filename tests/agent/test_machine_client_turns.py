@@ -30,6 +30,10 @@ def test_a_call_to_a_client_tool_ends_the_turn_with_that_call_after_the_server_t
     effects = driver.feed(Persisted(token=driver.of(Persist, effects)[0].token))
     assert [r.name for r in driver.of(RunTool, effects)] == ["read_file"]  # only the server's tool runs here
     effects = driver.feed(ToolDone(call_id="c2", content="text of a"))
+    assert [e for e in events(effects) if isinstance(e, TurnCompleted)] == []  # not before its end is durable
+    pause = [p for p in driver.of(Persist, effects) if p.turn is not None]
+    assert len(pause) == 1 and pause[0].turn.event == "completed" and pause[0].messages == () and pause[0].acked
+    effects = driver.feed(Persisted(token=pause[0].token))
     completed = [e for e in events(effects) if isinstance(e, TurnCompleted)]
     assert len(completed) == 1 and [c.id for c in completed[0].tool_calls] == ["c1"]
     assert driver.state.turn is None and driver.of(CallModel, effects) == []
@@ -41,7 +45,9 @@ def test_the_clients_tool_results_open_the_next_turn_and_reach_the_model() -> No
     driver = Driver()
     model = open_turn(driver, TurnOptions(client_tools=(WEATHER,)))
     effects = driver.feed(driver_reply(model.token, (call("c1", "get_weather", "{}"),)))
-    driver.feed(Persisted(token=driver.of(Persist, effects)[0].token))
+    effects = driver.feed(Persisted(token=driver.of(Persist, effects)[0].token))
+    driver.feed(Persisted(token=driver.of(Persist, effects)[0].token))  # the pause is durable: the turn ends
+    assert driver.state.turn is None
     result = ChatMessage(role="tool", tool_call_id="c1", content="sunny")
     effects = driver.feed(UserInput(turn_id="t2", text="", tool_results=(result,), options=TurnOptions(client_tools=(WEATHER,)), now=1.0))
     persist = driver.of(Persist, effects)[0]

@@ -7,7 +7,7 @@ import threading
 import time
 from pathlib import Path
 
-from actors.agent._sanitize import CANCELLED, UNKNOWN_OUTCOME, sanitize
+from actors.agent._sanitize import CANCELLED, INTERRUPTED_RESULT, UNKNOWN_OUTCOME, sanitize
 from actors.chaos import HttpError, ScriptedCall, TextReply, ToolCallsReply
 from protocols import ChildStarted
 from protocols._session import (
@@ -277,7 +277,7 @@ def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_t
         transcript = kit.transcript("hard")
         assert [m.role for m in transcript] == ["user", "assistant", "tool"]
         assert transcript[0].content == "run the slow thing"
-        assert transcript[2].content == UNKNOWN_OUTCOME
+        assert transcript[2].content == INTERRUPTED_RESULT  # settled when the runtime started, before any session ran
         assert sanitize(transcript) == (tuple(transcript), 0)
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)

@@ -8,7 +8,7 @@ from typing import Any
 
 import trio
 
-from actors.agent import ApprovalSettings, MachineConfig, ToolCall, ToolOutput, ToolSpec
+from actors.agent import ApprovalSettings, MachineConfig, ToolContext, ToolOutput, ToolSpec
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.tools import REGISTRY
 from protocols import ApprovalRequested, ApprovalResolved, ResolveApproval, ToolFinished, TurnCompleted
@@ -62,7 +62,7 @@ def test_a_hardline_command_never_runs_even_in_yolo_mode(tmp_path: Path, model_s
 
 
 def test_a_tool_that_hangs_past_its_timeout_or_floods_output_leaves_the_session_working(tmp_path: Path, model_server: ModelServer) -> None:
-    async def hang(args: dict[str, Any], call: ToolCall) -> ToolOutput:
+    async def hang(args: dict[str, Any], call: ToolContext) -> ToolOutput:
         await trio.sleep(3600)
         return ToolOutput(content="never")
 

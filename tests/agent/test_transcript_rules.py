@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import pytest
+
+from actors.agent import ModelClients
+from actors.agent._model import _ThinkSplitter
 from actors.agent._plan import PlannedCall, ToolTraits, plan_batches
-from actors.agent._reasoning import split_reasoning
 from actors.agent._retry import backoff_delay, classify
 from actors.agent._sanitize import UNKNOWN_OUTCOME, sanitize
+from actors.chaos import TextReply, open_model_server
 from protocols import ChatMessage, ToolCall
+from tests.agent.http1_kit import ask, reply_of
 
 
 def assistant(*ids: str) -> ChatMessage:
@@ -50,12 +55,39 @@ def test_a_result_stored_after_the_next_user_message_still_pairs_and_reused_ids_
     assert [(m.role, m.content) for m in fixed][1:] == [("assistant", ""), ("tool", UNKNOWN_OUTCOME), ("user", "two"), ("assistant", ""), ("tool", "second result")]
 
 
-def test_reasoning_comes_from_reasoning_content_or_think_blocks_and_leaves_the_answer_clean() -> None:
-    assert split_reasoning("answer", "because") == ("answer", "because")
-    assert split_reasoning("<think>step 1</think>The answer.") == ("The answer.", "step 1")
-    assert split_reasoning("<think>a</think>x<think>b</think>y") == ("xy", "a\n\nb")
-    assert split_reasoning("<think>cut off mid-thought") == ("", "cut off mid-thought")
-    assert split_reasoning("plain") == ("plain", None)
+def split(*chunks: str) -> tuple[str, str]:
+    """Answer and reasoning of a streamed content, as ``call_model`` joins them."""
+    splitter = _ThinkSplitter()
+    answer, reasoning = [], []
+    for chunk in (*chunks, None):
+        text, thought = splitter.feed(chunk) if chunk is not None else splitter.flush()
+        answer.append(text)
+        reasoning.append(thought)
+    return "".join(answer), "".join(reasoning)
+
+
+@pytest.mark.parametrize(
+    ("chunks", "expected"),
+    [
+        (("plain",), ("plain", "")),
+        (("<think>step 1</think>The answer.",), ("The answer.", "step 1")),
+        (("<th", "ink>step", " 1</thi", "nk>The ", "answer."), ("The answer.", "step 1")),
+        (("<think>a</think>x<think>b</think>y",), ("xy", "ab")),
+        (("<think>cut off mid-thought",), ("", "cut off mid-thought")),
+        (("a < b and <thin", "g>"), ("a < b and <thing>", "")),
+        (("ends with <thi",), ("ends with <thi", "")),
+    ],
+)
+def test_think_blocks_go_to_reasoning_even_when_a_tag_is_split_across_chunks(chunks: tuple[str, ...], expected: tuple[str, str]) -> None:
+    assert split(*chunks) == expected
+
+
+@pytest.mark.parametrize("think", [True, False])
+async def test_a_reply_keeps_its_reasoning_apart_from_the_answer(clients: ModelClients, think: bool) -> None:
+    async with open_model_server() as server:
+        server.script([TextReply(content="It is 4.", reasoning="two and two make four", think=think)])
+        reply = reply_of(await ask(clients, server.base_url))
+    assert (reply.content, reply.reasoning) == ("It is 4.", "two and two make four")
 
 
 def test_errors_are_classified_as_retryable_or_fatal() -> None:

@@ -6,7 +6,7 @@ import io
 import json
 
 from actors.chaos._chaos_cli import main
-from actors.chaos._faults import default_plan, parse_plan
+from actors.chaos._faults import PRESETS, default_plan, parse_plan
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -38,6 +38,19 @@ def test_sim_json_is_one_object_with_the_failing_seeds() -> None:
     assert status == 0 and record["seeds"] == 20 and record["failing_seeds"] == [] and record["sessions_per_cpu_s"] > 0
 
 
+def test_sim_all_presets_sweeps_the_same_seeds_of_every_preset_and_names_the_commit() -> None:
+    status, out, _ = run("sim", "--all-presets", "--seeds", "4", "--start", "10", "--json")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["plan"] for r in records] == [make().name for make in PRESETS.values()]
+    assert all(r["seeds"] == 4 and r["start"] == 10 and r["commit"] and r["wall_s"] >= 0 for r in records)
+    assert status == (1 if any(r["failing_seeds"] for r in records) else 0)
+    status, out, _ = run("sim", "--all-presets", "--seeds", "4", "--start", "10", "--show", "0")
+    table = out.splitlines()[-len(PRESETS) - 1 :]
+    assert table[0].startswith("every preset, seeds 10-13; commit ")
+    assert [line.split()[:3] for line in table[1:]] == [[make().name, "4", "seeds,"] for make in PRESETS.values()]
+    assert all("s wall" in line and "sessions per CPU second" in line for line in table[1:])
+
+
 def test_replay_prints_the_same_trace_every_time() -> None:
     first = run("replay", "7", "--plan", "crash", "--full")
     assert first == run("replay", "7", "--plan", "crash", "--full")
@@ -55,4 +68,5 @@ def test_a_bad_plan_or_argument_is_a_usage_error_with_exit_status_two() -> None:
     status, _, err = run("sim", "--plan", "/nonexistent.yaml")
     assert status == 2 and "cannot read the fault plan" in err
     assert run("sim", "--seeds", "0")[0] == 2
+    assert run("sim", "--all-presets", "--plan", "crash")[0] == 2
     assert run("frobnicate")[0] == 2

@@ -55,7 +55,8 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
         with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
             run = http.post("/v1/runs", json={"input": "run the slow thing", "session_id": "crashy"})
             assert run.status_code == 202
-            with http.stream("GET", f"/v1/runs/{run.json()['run_id']}/events") as response:
+            run_id = run.json()["run_id"]
+            with http.stream("GET", f"/v1/runs/{run_id}/events") as response:
                 stream = SSE(response)
                 while stream.next().get("event") != "tool.started":
                     pass
@@ -75,6 +76,23 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
             assert select.select([fd], [], [], DEADLINE)[0], "the restarted server did not reap the orphaned command"
             os.close(fd)
         exits = []
+        with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
+            # Settled before the server admitted any request: the first reads after /health
+            # already show it (no waiting, no session needed to run first).
+            assert http.get("/health").status_code == 200
+            settled = http.get("/v1/sessions/crashy/messages").json()["data"]
+            status = http.get(f"/v1/runs/{run_id}").json()
+            with http.stream("GET", "/v1/sessions/crashy/events", params={"after": 0}) as response:
+                stream = SSE(response)
+                seen = [stream.next() for _ in range(2)]
+        assert [m["role"] for m in settled] == ["user", "assistant", "tool"]
+        calls = [c["id"] for m in settled for c in m.get("tool_calls") or ()]
+        results = [m["tool_call_id"] for m in settled if m["role"] == "tool"]
+        assert sorted(calls) == sorted(results) and len(set(results)) == len(results)  # every call, exactly one result
+        assert "outcome is unknown" in settled[2]["content"]
+        assert status["status"] == "failed" and "interrupted" in (status["error"] or ""), status
+        assert [e.get("event") for e in seen] == ["SessionRecovered", "TurnFailed"], seen
+        assert json.loads(seen[1]["data"])["kind"] == "interrupted"
         model_server.script([TextReply(content="back again")], session="crashy")
         with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
             chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "are you there?"}]}, headers={"X-Hermes-Session-Id": "crashy"})
@@ -83,7 +101,7 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
         roles = [m["role"] for m in messages]
         assert roles == ["user", "assistant", "tool", "user", "assistant"], roles
         assert messages[0]["content"] == "run the slow thing"  # acknowledged, so kept
-        assert "outcome unknown" in messages[2]["content"]  # settled, never re-run
+        assert messages[2]["content"] == settled[2]["content"]  # settled once, never re-run
         assert messages[1]["tool_calls"][0]["id"] == messages[2]["tool_call_id"]
     finally:
         second.send_signal(signal.SIGTERM)

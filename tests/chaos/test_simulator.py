@@ -11,9 +11,10 @@ from __future__ import annotations
 import functools
 
 import msgspec
+import pytest
 
-from actors.agent import _machine
-from actors.chaos import _sim_session
+from actors.agent import _machine, _session_host
+from actors.agent._session_host import SessionHost
 from actors.chaos._faults import calm_plan, client_retries_plan, crash_plan, default_plan, passivate_plan, store_busy_plan
 from actors.chaos._sim import SimOptions, SimResult, SweepResult, replay, shrink, simulate, sweep
 from protocols._faults import FaultPlan
@@ -33,8 +34,22 @@ def _broken(result: SweepResult, rule: str, detail: str = "") -> list[int]:
     return [f.seed for f in result.failures if any(v.rule == rule and detail in v.detail for v in f.violations)]
 
 
-def test_the_simulator_runs_the_real_turn_machine() -> None:
-    assert _sim_session.step is _machine.step
+def test_the_simulator_runs_the_session_actors_interpreter(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every input the simulated sessions handle goes through the one ``SessionHost``, and the
+    machine it steps is the runtime's (``tests/agent/test_session_host.py`` shows the actor
+    runs the same class)."""
+    fed: list[str] = []
+    real_feed = SessionHost.feed
+
+    def feed(self: SessionHost, event: object) -> None:
+        fed.append(type(self.port).__name__)
+        real_feed(self, event)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SessionHost, "feed", feed)
+    result = simulate(7)
+    assert result.ok and result.counts["sessions"] > 0
+    assert len(fed) > 10 and set(fed) == {"SimSession"}
+    assert _session_host.step is _machine.step
 
 
 def test_two_thousand_seeded_sessions_under_the_default_plan_keep_every_invariant() -> None:

@@ -47,10 +47,10 @@ class ServerKit:
 
 def guarded_tool(marker: Path) -> Any:
     """A dangerous tool: it asks for approval, and creates ``marker`` only when allowed."""
-    from actors.agent import ToolCall, ToolOutput, ToolSpec
+    from actors.agent import ToolContext, ToolOutput, ToolSpec
     from actors.agent._approvals import ALLOWING
 
-    async def run(args: dict[str, Any], call: ToolCall) -> ToolOutput:
+    async def run(args: dict[str, Any], call: ToolContext) -> ToolOutput:
         assert call.workspace.approvals is not None
         decision = await call.workspace.approvals.request(
             turn_id=call.turn_id, call_id=call.call_id, command="touch marker", reasons=("test danger",), keys=("test",), timeout=float(args.get("timeout", 30))

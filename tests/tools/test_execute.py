@@ -7,14 +7,14 @@ from pathlib import Path
 
 import trio
 
-from actors.agent import ToolCall, Workspace
+from actors.agent import ToolContext, Workspace
 from actors.tools import REGISTRY
 from tests.processes import live_processes_with
 
 
-def call_in(tmp_path: Path) -> ToolCall:
+def call_in(tmp_path: Path) -> ToolContext:
     tools = {name: REGISTRY.get(name).spec() for name in ("read_file", "write_file", "execute_code", "delegate_task")}
-    return ToolCall(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path), tools=tools)
+    return ToolContext(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path), tools=tools)
 
 
 async def test_a_script_runs_prints_and_calls_tools(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ import pytest
 import actors.tools._files  # noqa: F401  (registers read_file, write_file)
 import actors.tools._patch  # noqa: F401  (registers patch)
 import actors.tools._search  # noqa: F401  (registers search_files)
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY
 from actors.tools._files import MAX_LINE_CHARS, MAX_OUTPUT_CHARS
 from actors.tools._paths import write_refusal
@@ -20,13 +20,13 @@ FILE_TOOLS = ("read_file", "write_file", "patch", "search_files")
 
 
 @pytest.fixture
-def call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToolCall:
+def call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToolContext:
     monkeypatch.setenv("HOME", str(tmp_path / "user"))  # ~ is a scratch home: the denylist is tested there
     (tmp_path / "user").mkdir()
-    return ToolCall(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path))
+    return ToolContext(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path))
 
 
-async def run(name: str, arguments: dict[str, Any], call: ToolCall) -> ToolOutput:
+async def run(name: str, arguments: dict[str, Any], call: ToolContext) -> ToolOutput:
     return await REGISTRY.get(name).run(arguments, call)
 
 
@@ -57,13 +57,13 @@ def test_reads_are_read_only_and_writes_are_scoped_to_their_path() -> None:
 # -- read_file -----------------------------------------------------------------------------------
 
 
-async def test_read_file_numbers_lines_and_resolves_relative_paths_against_the_workspace(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_numbers_lines_and_resolves_relative_paths_against_the_workspace(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "notes.txt").write_text("alpha\r\nbeta\ngamma")
     result = await run("read_file", {"path": "notes.txt"}, call)
     assert result.ok and result.content == "     1|alpha\n     2|beta\n     3|gamma"
 
 
-async def test_read_file_pages_with_offset_and_limit_and_says_how_to_continue(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_pages_with_offset_and_limit_and_says_how_to_continue(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "long.txt").write_text("".join(f"row {i}\n" for i in range(1, 3001)))
     first = await run("read_file", {"path": "long.txt"}, call)
     assert first.content.splitlines()[-2] == "   500|row 500"
@@ -78,13 +78,13 @@ async def test_read_file_pages_with_offset_and_limit_and_says_how_to_continue(ca
     assert tail.content == "  2999|row 2999\n  3000|row 3000"
 
 
-async def test_read_file_past_the_end_is_an_error_that_gives_the_length(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_past_the_end_is_an_error_that_gives_the_length(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "short.txt").write_text("a\nb\n")
     result = await run("read_file", {"path": "short.txt", "offset": 10}, call)
     assert not result.ok and result.content == "[error] offset 10 is past the end of short.txt (it has 2 lines)."
 
 
-async def test_read_file_cuts_long_lines_and_caps_the_output_with_a_note(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_cuts_long_lines_and_caps_the_output_with_a_note(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "wide.txt").write_text("x" * (MAX_LINE_CHARS + 500) + "\nshort\n")
     wide = await run("read_file", {"path": "wide.txt"}, call)
     assert "… [500 more characters on this line]" in wide.content and "     2|short" in wide.content
@@ -95,7 +95,7 @@ async def test_read_file_cuts_long_lines_and_caps_the_output_with_a_note(call: T
     assert f"output is capped at {MAX_OUTPUT_CHARS:,} characters; continue with offset=80]" in big.content
 
 
-async def test_read_file_refuses_binary_files_clearly(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_refuses_binary_files_clearly(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "blob.bin").write_bytes(b"\x7fELF\x00\x01\x02" + bytes(range(256)))
     (tmp_path / "photo.png").write_bytes(b"not really a png")
     blob = await run("read_file", {"path": "blob.bin"}, call)
@@ -104,7 +104,7 @@ async def test_read_file_refuses_binary_files_clearly(call: ToolCall, tmp_path: 
     assert not png.ok and "its .png name says binary" in png.content
 
 
-async def test_read_file_on_a_missing_file_suggests_similar_names(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_on_a_missing_file_suggests_similar_names(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("a: 1\n")
     typo = await run("read_file", {"path": "confg.yaml"}, call)
     assert not typo.ok and typo.content.startswith("[error] confg.yaml: no such file.")
@@ -113,7 +113,7 @@ async def test_read_file_on_a_missing_file_suggests_similar_names(call: ToolCall
     assert f"The directory {tmp_path / 'missing'} does not exist." in nodir.content
 
 
-async def test_read_file_on_a_directory_an_empty_file_or_a_fifo_says_what_it_is(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_on_a_directory_an_empty_file_or_a_fifo_says_what_it_is(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "empty.txt").write_text("")
     os.mkfifo(tmp_path / "pipe")
     assert (await run("read_file", {"path": "empty.txt"}, call)).content == "[empty.txt is empty]"
@@ -123,7 +123,7 @@ async def test_read_file_on_a_directory_an_empty_file_or_a_fifo_says_what_it_is(
     assert not fifo.ok and "not a regular file" in fifo.content
 
 
-async def test_read_file_expands_the_home_directory(call: ToolCall, tmp_path: Path) -> None:
+async def test_read_file_expands_the_home_directory(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "user" / "todo.md").write_text("- ship it\n")
     assert (await run("read_file", {"path": "~/todo.md"}, call)).content == "     1|- ship it"
 
@@ -131,7 +131,7 @@ async def test_read_file_expands_the_home_directory(call: ToolCall, tmp_path: Pa
 # -- write_file ----------------------------------------------------------------------------------
 
 
-async def test_write_file_creates_parent_directories_and_leaves_no_temporary_file(call: ToolCall, tmp_path: Path) -> None:
+async def test_write_file_creates_parent_directories_and_leaves_no_temporary_file(call: ToolContext, tmp_path: Path) -> None:
     result = await run("write_file", {"path": "deep/er/new.txt", "content": "one\ntwo\n"}, call)
     assert result.ok and result.content == "Created deep/er/new.txt: 8 bytes, 2 lines."
     assert (tmp_path / "deep/er/new.txt").read_text() == "one\ntwo\n"
@@ -141,7 +141,7 @@ async def test_write_file_creates_parent_directories_and_leaves_no_temporary_fil
     assert leftovers(tmp_path / "deep/er") == []
 
 
-async def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(call: ToolCall, tmp_path: Path) -> None:
+async def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(call: ToolContext, tmp_path: Path) -> None:
     script = tmp_path / "run.sh"
     script.write_text("echo old\n")
     script.chmod(0o750)
@@ -150,7 +150,7 @@ async def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(call
 
 
 async def test_a_failed_write_leaves_the_original_intact_and_no_temporary_file(
-    call: ToolCall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     target = tmp_path / "keep.txt"
     target.write_text("precious\n")
@@ -164,7 +164,7 @@ async def test_a_failed_write_leaves_the_original_intact_and_no_temporary_file(
     assert target.read_text() == "precious\n" and leftovers(tmp_path) == []
 
 
-async def test_write_file_through_a_symlink_changes_the_target_and_keeps_the_link(call: ToolCall, tmp_path: Path) -> None:
+async def test_write_file_through_a_symlink_changes_the_target_and_keeps_the_link(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "real.txt").write_text("old")
     (tmp_path / "link.txt").symlink_to(tmp_path / "real.txt")
     result = await run("write_file", {"path": "link.txt", "content": "new"}, call)
@@ -185,14 +185,14 @@ async def test_write_file_through_a_symlink_changes_the_target_and_keeps_the_lin
         "elsewhere/.gnupg/pubring.kbx",
     ],
 )
-async def test_write_file_refuses_protected_paths_however_they_are_spelled(call: ToolCall, tmp_path: Path, path: str) -> None:
+async def test_write_file_refuses_protected_paths_however_they_are_spelled(call: ToolContext, tmp_path: Path, path: str) -> None:
     result = await run("write_file", {"path": path, "content": "ssh-ed25519 AAAA attacker"}, call)
     assert not result.ok and result.content.startswith("[error] write refused:")
     assert "is protected" in result.content and "ask the user" in result.content
     assert not (tmp_path / "user/.ssh").exists() and not (tmp_path / "home").exists()
 
 
-async def test_write_file_refuses_a_symlink_that_leads_into_a_protected_place(call: ToolCall, tmp_path: Path) -> None:
+async def test_write_file_refuses_a_symlink_that_leads_into_a_protected_place(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
     env = tmp_path / "home" / ".env"
     env.write_text("OPENAI_API_KEY=sk-real\n")
@@ -210,14 +210,14 @@ async def test_write_file_refuses_a_symlink_that_leads_into_a_protected_place(ca
 
 
 @pytest.mark.parametrize("path", ["home/config.yaml", "home/approved_patterns.txt", "home/skills/new/SKILL.md", "sub/../home/x", "home"])
-async def test_write_file_refuses_everything_under_hermes_home_and_says_to_ask_the_user(call: ToolCall, tmp_path: Path, path: str) -> None:
+async def test_write_file_refuses_everything_under_hermes_home_and_says_to_ask_the_user(call: ToolContext, tmp_path: Path, path: str) -> None:
     result = await run("write_file", {"path": path, "content": "approvals:\n  mode: off\n"}, call)
     assert not result.ok and result.content.startswith("[error] write refused:")
     assert "the agent's own configuration (HERMES_HOME" in result.content and "ask the user" in result.content
     assert not (tmp_path / "home").exists()
 
 
-async def test_write_file_refuses_a_symlink_into_hermes_home_and_still_writes_beside_it(call: ToolCall, tmp_path: Path) -> None:
+async def test_write_file_refuses_a_symlink_into_hermes_home_and_still_writes_beside_it(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "home").mkdir()
     (tmp_path / "config-link.yaml").symlink_to(tmp_path / "home" / "config.yaml")
     via_link = await run("write_file", {"path": "config-link.yaml", "content": "x"}, call)

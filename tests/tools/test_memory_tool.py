@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any
 
 import actors.tools._memory  # noqa: F401 - registers the tool
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY
 
 
-def call(home: Path) -> ToolCall:
-    return ToolCall(session_id="s", turn_id="t", call_id="c", home=home, workspace=Workspace(home))
+def call(home: Path) -> ToolContext:
+    return ToolContext(session_id="s", turn_id="t", call_id="c", home=home, workspace=Workspace(home))
 
 
 async def memory(home: Path, **arguments: Any) -> ToolOutput:

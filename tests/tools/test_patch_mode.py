@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import actors.tools._patch  # noqa: F401  (registers patch)
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY
 from actors.tools._patch_hunks import HunkFailed, apply_hunks
 from actors.tools._patch_format import UpdateFile, parse_patch
@@ -30,16 +30,16 @@ def save(path, data):
 
 
 @pytest.fixture
-def call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToolCall:
+def call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ToolContext:
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     (tmp_path / "app.py").write_text(APP)
     (tmp_path / "old.txt").write_text("obsolete\n")
     (tmp_path / "util.py").write_text("def helper():\n    return 1\n")
     os.chmod(tmp_path / "util.py", 0o755)
-    return ToolCall(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path))
+    return ToolContext(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path))
 
 
-async def apply(call: ToolCall, text: str) -> ToolOutput:
+async def apply(call: ToolContext, text: str) -> ToolOutput:
     return await REGISTRY.get("patch").run({"mode": "patch", "patch": text}, call)
 
 
@@ -74,7 +74,7 @@ FOUR_FILES = """\
 """
 
 
-async def test_one_patch_adds_updates_with_two_hunks_moves_and_deletes(call: ToolCall, tmp_path: Path) -> None:
+async def test_one_patch_adds_updates_with_two_hunks_moves_and_deletes(call: ToolContext, tmp_path: Path) -> None:
     result = await apply(call, FOUR_FILES)
     assert result.ok, result.content
     assert result.content.splitlines() == [
@@ -92,7 +92,7 @@ async def test_one_patch_adds_updates_with_two_hunks_moves_and_deletes(call: Too
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
 
 
-async def test_a_failing_hunk_in_the_third_file_leaves_every_file_unchanged(call: ToolCall, tmp_path: Path) -> None:
+async def test_a_failing_hunk_in_the_third_file_leaves_every_file_unchanged(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "third.py").write_text("value = 1\n")
     before = snapshot(tmp_path)
     text = """\
@@ -123,7 +123,7 @@ async def test_a_failing_hunk_in_the_third_file_leaves_every_file_unchanged(call
     assert snapshot(tmp_path) == before
 
 
-async def test_a_malformed_patch_gets_a_clear_error_with_the_format(call: ToolCall, tmp_path: Path) -> None:
+async def test_a_malformed_patch_gets_a_clear_error_with_the_format(call: ToolContext, tmp_path: Path) -> None:
     before = snapshot(tmp_path)
     result = await apply(call, "*** Begin Patch\n*** Update File: app.py\n-import os\n+import sys\n")
     assert not result.ok
@@ -148,7 +148,7 @@ async def test_a_malformed_patch_gets_a_clear_error_with_the_format(call: ToolCa
     ],
 )
 async def test_a_patch_naming_a_missing_existing_protected_or_repeated_file_changes_nothing(
-    call: ToolCall, tmp_path: Path, text: str, message: str
+    call: ToolContext, tmp_path: Path, text: str, message: str
 ) -> None:
     (tmp_path / "user" / ".ssh").mkdir(parents=True)
     (tmp_path / "user" / ".ssh" / "id_rsa").write_text("key\n")
@@ -159,7 +159,7 @@ async def test_a_patch_naming_a_missing_existing_protected_or_repeated_file_chan
     assert snapshot(tmp_path) == before
 
 
-async def test_an_escape_drifted_hunk_is_refused_like_a_replacement(call: ToolCall, tmp_path: Path) -> None:
+async def test_an_escape_drifted_hunk_is_refused_like_a_replacement(call: ToolContext, tmp_path: Path) -> None:
     (tmp_path / "greet.py").write_text('def greet(name):\n    message = "Hello, " + name   \n    print(message)\n    return message\n')
     before = snapshot(tmp_path)
     text = (
@@ -174,7 +174,7 @@ async def test_an_escape_drifted_hunk_is_refused_like_a_replacement(call: ToolCa
 
 
 async def test_a_write_failing_part_way_puts_back_the_files_already_written(
-    call: ToolCall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = snapshot(tmp_path)
 
@@ -188,7 +188,7 @@ async def test_a_write_failing_part_way_puts_back_the_files_already_written(
     assert snapshot(tmp_path) == before
 
 
-async def test_replace_mode_arguments_and_patch_mode_arguments_do_not_mix(call: ToolCall) -> None:
+async def test_replace_mode_arguments_and_patch_mode_arguments_do_not_mix(call: ToolContext) -> None:
     patch = REGISTRY.get("patch")
     mixed = await patch.run({"mode": "patch", "patch": FOUR_FILES, "path": "app.py"}, call)
     assert not mixed.ok and "mode 'patch' takes only 'patch'; leave out path" in mixed.content
@@ -260,7 +260,7 @@ def test_an_escaped_tab_in_added_lines_is_a_tab_in_a_tab_indented_file() -> None
     assert applied.text == "app:\n\tcc -O2 app.c\n"
 
 
-async def test_neither_mode_may_change_the_agents_own_configuration(call: ToolCall) -> None:
+async def test_neither_mode_may_change_the_agents_own_configuration(call: ToolContext) -> None:
     config = call.home / "config.yaml"
     config.parent.mkdir(parents=True, exist_ok=True)
     config.write_text("approvals:\n  mode: manual\n")

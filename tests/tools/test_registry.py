@@ -9,7 +9,7 @@ import msgspec
 import pytest
 
 from actors import UsageError
-from actors.agent import ToolCall, ToolOutput, ToolTraits, Workspace
+from actors.agent import ToolContext, ToolOutput, ToolTraits, Workspace
 from actors.tools import Registry, Toolset, resolve_toolsets, tool
 
 
@@ -23,22 +23,22 @@ def registry_with_tools() -> Registry:
     registry = Registry()
 
     @tool(name="look", toolset="file", description="Look at a path.", traits=ToolTraits(read_only=True, path_argument="path"), registry=registry)
-    async def look(call: ToolCall, args: Args) -> str:
+    async def look(call: ToolContext, args: Args) -> str:
         return f"{args.path} x{args.count}"
 
     @tool(name="boom", toolset="file", description="Always fails.", registry=registry)
-    async def boom(call: ToolCall, args: Args) -> str:
+    async def boom(call: ToolContext, args: Args) -> str:
         raise OSError("disk on fire")
 
     @tool(name="flood", toolset="noisy", description="Too much output.", max_result_chars=100, registry=registry)
-    async def flood(call: ToolCall, args: Args) -> ToolOutput:
+    async def flood(call: ToolContext, args: Args) -> ToolOutput:
         return ToolOutput(content="x" * 1000)
 
     return registry
 
 
-def call(tmp_path: Path) -> ToolCall:
-    return ToolCall(session_id="s", turn_id="t", call_id="c", home=tmp_path, workspace=Workspace(tmp_path))
+def call(tmp_path: Path) -> ToolContext:
+    return ToolContext(session_id="s", turn_id="t", call_id="c", home=tmp_path, workspace=Workspace(tmp_path))
 
 
 def test_the_schema_is_an_inlined_json_object_schema_the_openai_tool_format_accepts() -> None:
@@ -71,13 +71,13 @@ def test_duplicate_names_and_bad_handlers_are_refused() -> None:
     with pytest.raises(UsageError, match="registered already"):
 
         @tool(name="look", toolset="x", description="again", registry=registry)
-        async def again(call: ToolCall, args: Args) -> str:
+        async def again(call: ToolContext, args: Args) -> str:
             return ""
 
     with pytest.raises(UsageError, match="must be async"):
 
         @tool(name="odd", toolset="x", description="no args struct", registry=registry)
-        async def odd(call: ToolCall, args: dict) -> str:  # type: ignore[type-arg]
+        async def odd(call: ToolContext, args: dict) -> str:  # type: ignore[type-arg]
             return ""
 
 

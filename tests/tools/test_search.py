@@ -11,7 +11,7 @@ import pytest
 import trio
 
 import actors.tools._search  # noqa: F401  (registers search_files)
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY, _search_rg
 from actors.tools._search import expand_braces
 from tests.conftest import DEADLINE
@@ -36,7 +36,7 @@ TREE: dict[str, str | bytes] = {
 
 
 @pytest.fixture
-def call(tmp_path: Path) -> ToolCall:
+def call(tmp_path: Path) -> ToolContext:
     for name, content in TREE.items():
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -44,7 +44,7 @@ def call(tmp_path: Path) -> ToolCall:
             path.write_bytes(content)
         else:
             path.write_text(content)
-    return ToolCall(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path))
+    return ToolContext(session_id="s", turn_id="t", call_id="c", home=tmp_path / "home", workspace=Workspace(tmp_path))
 
 
 @pytest.fixture(params=["python", "ripgrep"])
@@ -57,11 +57,11 @@ def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     return str(request.param)
 
 
-async def search(call: ToolCall, **arguments: Any) -> ToolOutput:
+async def search(call: ToolContext, **arguments: Any) -> ToolOutput:
     return await REGISTRY.get("search_files").run(arguments, call)
 
 
-async def test_content_search_walks_in_path_order_and_skips_vcs_packages_and_binaries(call: ToolCall, backend: str) -> None:
+async def test_content_search_walks_in_path_order_and_skips_vcs_packages_and_binaries(call: ToolContext, backend: str) -> None:
     result = await search(call, pattern="needle", file_glob="*.{txt,md}")
     assert result.ok
     assert result.content.splitlines()[:5] == [
@@ -77,7 +77,7 @@ async def test_content_search_walks_in_path_order_and_skips_vcs_packages_and_bin
     assert "image.bin" not in everything.content and "src/app.py:4:def needle():" in everything.content
 
 
-async def test_case_context_and_the_limit_note(call: ToolCall, backend: str) -> None:
+async def test_case_context_and_the_limit_note(call: ToolContext, backend: str) -> None:
     caps = await search(call, pattern="needle", path="src", ignore_case=True, file_glob="*.py")
     assert caps.content.splitlines() == [
         "src/app.py:4:def needle():",
@@ -106,7 +106,7 @@ async def test_case_context_and_the_limit_note(call: ToolCall, backend: str) -> 
     assert lines[-1] == "[2 matches in 1 file; stopped at limit=2, there are more: narrow the pattern, path or file_glob, or raise limit (at most 1,000)]"
 
 
-async def test_file_name_search_by_glob_and_by_path_glob(call: ToolCall, backend: str) -> None:
+async def test_file_name_search_by_glob_and_by_path_glob(call: ToolContext, backend: str) -> None:
     names = await search(call, target="files", pattern="*.py")
     assert names.content == "src/app.py\nsrc/util.py"
     nested = await search(call, target="files", pattern="src/*/*.ts")
@@ -117,7 +117,7 @@ async def test_file_name_search_by_glob_and_by_path_glob(call: ToolCall, backend
     assert none.ok and none.content == "No files matching '*.rs' under the working directory."
 
 
-async def test_bad_requests_get_clear_errors(call: ToolCall, backend: str) -> None:
+async def test_bad_requests_get_clear_errors(call: ToolContext, backend: str) -> None:
     bad = await search(call, pattern="(unclosed")
     assert not bad.ok and bad.content.startswith("[error] invalid regular expression '(unclosed':")
     missing = await search(call, pattern="x", path="srcc")
@@ -130,14 +130,14 @@ async def test_bad_requests_get_clear_errors(call: ToolCall, backend: str) -> No
     assert nothing.ok and nothing.content == "No matches for 'haystack' in the working directory."
 
 
-async def test_look_around_patterns_work_on_both_backends(call: ToolCall, backend: str) -> None:
+async def test_look_around_patterns_work_on_both_backends(call: ToolContext, backend: str) -> None:
     result = await search(call, pattern=r"needle(?= \d)", path="hay.txt", limit=1)
     assert result.content.splitlines()[0] == "hay.txt:3:needle 3"
 
 
 @needs_rg
 async def test_forcing_the_python_fallback_gives_exactly_what_ripgrep_gives(
-    call: ToolCall, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tmp_path / "crlf.txt").write_bytes(b"needle\r\nstraw\r\n")
     (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbfneedle with a bom\n")

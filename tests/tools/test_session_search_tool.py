@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import actors.tools._session_search  # noqa: F401 - registers the tool
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.store import open_writer
 from actors.tools import REGISTRY
 
@@ -38,7 +38,7 @@ def write_store(path: Path) -> None:
 
 
 async def search(store_file: Path | None, **arguments: Any) -> ToolOutput:
-    call = ToolCall(session_id="now", turn_id="t", call_id="c", home=Path("/nonexistent"), workspace=Workspace(Path(".")), store_file=store_file)
+    call = ToolContext(session_id="now", turn_id="t", call_id="c", home=Path("/nonexistent"), workspace=Workspace(Path(".")), store_file=store_file)
     return await REGISTRY.get("session_search").run(arguments, call)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import actors.tools._skills  # noqa: F401 - registers the tools
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY
 
 
@@ -16,7 +16,7 @@ def skill_text(name: str, description: str = "Use when shipping a release.", bod
 
 
 async def run(home: Path, tool: str, /, **arguments: Any) -> ToolOutput:
-    call = ToolCall(session_id="s", turn_id="t", call_id="c", home=home, workspace=Workspace(home))
+    call = ToolContext(session_id="s", turn_id="t", call_id="c", home=home, workspace=Workspace(home))
     return await REGISTRY.get(tool).run(arguments, call)
 
 

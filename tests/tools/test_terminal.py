@@ -18,28 +18,28 @@ import trio
 import trio.testing
 
 import actors.tools._terminal as terminal_module
-from actors.agent import ApprovalGate, ApprovalSettings, ToolCall, ToolOutput, Workspace
+from actors.agent import ApprovalGate, ApprovalSettings, ToolContext, ToolOutput, Workspace
 from actors.agent._plan import PlannedCall, plan_batches
 from actors.tools import REGISTRY
-from actors.tools._terminal_background import close_processes, table_of
+from actors.tools._terminal_background import table_of
 from protocols._session import ApprovalRequested, ApprovalResolved
 from tests.conftest import DEADLINE
 from tests.processes import live_processes_with, open_fifo
 
 
-def make_call(tmp_path: Path, gate: ApprovalGate | None = None, session: str = "s") -> ToolCall:
+def make_call(tmp_path: Path, gate: ApprovalGate | None = None, session: str = "s") -> ToolContext:
     work = tmp_path / "work"
     work.mkdir(exist_ok=True)
     home = tmp_path / "hermes"  # HERMES_HOME beside the work: every write under it needs approval
-    return ToolCall(session_id=session, turn_id="t1", call_id="call1", home=home, workspace=Workspace(work, gate))
+    return ToolContext(session_id=session, turn_id="t1", call_id="call1", home=home, workspace=Workspace(work, gate))
 
 
-async def run(call: ToolCall, command: str, **arguments: Any) -> ToolOutput:
+async def run(call: ToolContext, command: str, **arguments: Any) -> ToolOutput:
     with trio.fail_after(DEADLINE):
         return await REGISTRY.get("terminal").run({"command": command, **arguments}, call)
 
 
-async def process(call: ToolCall, action: str, process_id: str | None = None, **arguments: Any) -> ToolOutput:
+async def process(call: ToolContext, action: str, process_id: str | None = None, **arguments: Any) -> ToolOutput:
     with trio.fail_after(DEADLINE):
         return await REGISTRY.get("process").run({"action": action, "process_id": process_id, **arguments}, call)
 
@@ -240,7 +240,8 @@ async def test_background_commands_belong_to_their_session(tmp_path: Path) -> No
     await run(mine, f"sleep {sleeper}", background=True)
     assert not (await process(other, "poll", "bg1")).ok
     assert (await process(other, "list")).content == "No background commands in this session."
-    assert close_processes(mine.workspace) == 1  # what a session does when it ends
+    assert len(table_of(mine.workspace).running()) == 1
+    mine.workspace.close()  # what a session does when it ends
     with trio.fail_after(DEADLINE):
         await table_of(mine.workspace).get("bg1").done.wait()  # type: ignore[union-attr]
     assert live_processes_with(f"sleep {sleeper}") == []

@@ -6,13 +6,13 @@ from pathlib import Path
 from typing import Any
 
 import actors.tools._todo  # noqa: F401 - registers the tool
-from actors.agent import ToolCall, ToolOutput, Workspace
+from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY
 from actors.tools._todo import TodoList
 
 
 async def todo(workspace: Workspace, **arguments: Any) -> ToolOutput:
-    call = ToolCall(session_id="s", turn_id="t", call_id="c", home=workspace.cwd, workspace=workspace)
+    call = ToolContext(session_id="s", turn_id="t", call_id="c", home=workspace.cwd, workspace=workspace)
     return await REGISTRY.get("todo").run(arguments, call)
 
 

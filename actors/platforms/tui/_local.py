@@ -24,6 +24,7 @@ from typing import Any
 
 from actors import DeliveryError, HermesError, claim_group_ledger, use_group_ledger
 from actors.agent import (
+    SESSIONS_PATH,
     ConfigError,
     HubRegistry,
     MachineConfig,
@@ -31,13 +32,13 @@ from actors.agent import (
     SessionDeps,
     SessionHub,
     ToolSpec,
-    agent_specs,
+    build_agent_runtime,
     load_approval_settings,
     load_model_settings,
     reader_opener,
     tell_session,
 )
-from actors.store import StoreError, StoreReader
+from actors.store import STORE_PATH, StoreError, StoreReader
 from protocols import (
     AnswerClarification,
     ApprovalChoice,
@@ -46,6 +47,7 @@ from protocols import (
     EnsureSession,
     GetStoreStatistics,
     ResolveApproval,
+    SessionCommand,
     SessionEvent,
     SessionRecord,
     StartTurn,
@@ -125,8 +127,7 @@ class LocalSession:
         """Start a runtime holding the store (``store_file``) and the sessions built from ``deps``."""
         if deps.store_file is None:
             deps = dataclasses.replace(deps, store_file=store_file)
-        runtime = Runtime(agent_specs(store_file, deps))
-        runtime.reactor.at_stop(deps.clients.aclose)
+        runtime = build_agent_runtime(store_file, deps)
         runtime.start()
         return cls(runtime, deps, store_file)
 
@@ -153,9 +154,9 @@ class LocalSession:
         self._attachments.append(attachment)
         return attachment
 
-    def _tell(self, session_id: str, message: Any) -> None:
+    def _tell(self, session_id: str, message: SessionCommand) -> None:
         try:
-            tell_session(self.runtime.registry, self.runtime.lookup("/sessions"), session_id, message)
+            tell_session(self.runtime.registry, self.runtime.lookup(SESSIONS_PATH), session_id, message)
         except DeliveryError as exc:
             msg = f"session {session_id} cannot be reached ({exc}); the runtime may be stopping, restart hermes chat"
             raise RequestRefused(msg) from None
@@ -236,7 +237,7 @@ class LocalSession:
         try:
             # Barrier: the writer answers in order, so the acknowledgements of writes still in
             # flight reach their (still running) sessions before the tree stops.
-            self.runtime.lookup("/store").ask(GetStoreStatistics(), timeout=FLUSH_TIMEOUT)
+            self.runtime.lookup(STORE_PATH).ask(GetStoreStatistics(), timeout=FLUSH_TIMEOUT)
         except (HermesError, TimeoutError) as exc:
             log.warning("the store did not answer before the shutdown: %s", exc)
         stopped = self.runtime.stop(timeout=STOP_TIMEOUT, reason="hermes chat ended")

@@ -1,0 +1,91 @@
+"""How a command that runs a runtime in its main thread stops: on a signal or the runtime's end.
+
+``hermes run`` and ``hermes serve`` both hold one :class:`SignalStop` while they run. The
+first SIGINT or SIGTERM asks for an orderly stop: :meth:`SignalStop.wait` returns and the
+command shuts the runtime down its own way (``hermes serve`` drains first). A second
+signal means the person (or the service manager) will not wait: the process exits at
+once with status 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), without
+finishing the shutdown. Process groups its commands left running are killed by the next
+start (the group ledger, ``_groups.py``).
+
+The handlers run in the main thread between bytecodes (a blocked ``Event.wait`` or lock
+acquire is interrupted for them), so a second signal is honoured even while the main
+thread waits for the runtime to stop.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+from collections.abc import Sequence
+from types import FrameType, TracebackType
+from typing import TYPE_CHECKING
+
+from protocols import ChildExited, Message
+
+if TYPE_CHECKING:
+    from ._runtime import Runtime
+
+STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
+
+
+class SignalStop:
+    """A command's stop: the first signal, or the exit of the runtime's root.
+
+    Use as a context manager around everything the command does (the handlers are
+    installed on entry and the previous ones put back on exit)::
+
+        with SignalStop("hermes serve") as stop:
+            runtime = Runtime(children)
+            stop.follow(runtime)
+            runtime.start()
+            stop.wait()
+            ...  # an orderly stop; stop.received says which signal asked for it, if one did
+    """
+
+    def __init__(self, program: str, signals: Sequence[signal.Signals] = STOP_SIGNALS) -> None:
+        self.program = program
+        """Names the process in the line printed on a forced exit."""
+        self._signals = tuple(signals)
+        self._done = threading.Event()
+        self._signal: str | None = None
+        self._previous: dict[signal.Signals, object] = {}
+
+    def __enter__(self) -> SignalStop:
+        for signum in self._signals:
+            self._previous[signum] = signal.signal(signum, self._on_signal)
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
+        previous, self._previous = self._previous, {}
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)  # type: ignore[arg-type]  # what signal.signal returned
+
+    @property
+    def received(self) -> str | None:
+        """The name of the first signal received (``"SIGTERM"``), or None."""
+        return self._signal
+
+    def follow(self, runtime: Runtime) -> None:
+        """The runtime's end (its root exited: stopped, or given up) ends the wait too."""
+        runtime.subscribe(self._on_event)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until a signal or the runtime's end (or ``timeout`` seconds); whether either came."""
+        return self._done.wait(timeout)
+
+    def _on_event(self, event: Message) -> None:
+        if isinstance(event, ChildExited) and event.path == "/":
+            self._done.set()
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self._signal is None:
+            self._signal = name
+            self._done.set()
+            return
+        # os.write, not print: the main thread may be inside a print to the same stream.
+        line = f"{self.program}: {name} again: exiting now, without finishing the shutdown\n"
+        os.write(2, line.encode())
+        os._exit(128 + signum)

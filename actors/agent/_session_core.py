@@ -1,0 +1,129 @@
+"""A session's decisions outside the turn machine: pure functions the session hosts share.
+
+The turn machine (``_machine.step``) decides everything inside a turn. What a session
+decides around it lives here: what a loaded transcript becomes, what a client's history
+seeds, whether a refused write is handled in place, when an unanswered write is overdue,
+whether an idle session may passivate, what undo takes back, and which machine input a
+finished wait is. No I/O, no clock: the interpreter (``_session_host.SessionHost``) calls
+these and executes what they say, in the session actor and in the simulator alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
+
+import msgspec
+
+from protocols import ChatMessage
+
+from ._machine import ModelFailed, ModelReplied, SessionState, ToolDone
+from ._model import ModelFailure, ModelReply
+from ._sanitize import sanitize
+from ._tools import ToolOutput
+
+Sanitizer = Callable[[Sequence[ChatMessage]], tuple[tuple[ChatMessage, ...], int]]
+
+
+class Loaded(msgspec.Struct, frozen=True, kw_only=True):
+    """What a starting session found in the store (or, for a new one, the prompt it gets)."""
+
+    exists: bool
+    prompt: str
+    """The stored system prompt, or the one a new session is created with."""
+    model: str | None = None
+    messages: tuple[ChatMessage, ...] = ()
+    known_turns: tuple[str, ...] = ()
+    """Every turn id the store has a row for (a retried ``StartTurn`` of one never runs again)."""
+    running: tuple[str, ...] = ()
+    """Turns the store shows started and not ended."""
+    interrupted: tuple[tuple[str, ...], int] | None = None
+    """(turn ids, calls settled) when this start found what a dead process left open."""
+
+
+def restore(session_id: str, loaded: Loaded, sanitizer: Sanitizer = sanitize) -> tuple[SessionState, tuple[ChatMessage, ...], int]:
+    """The state a loaded session starts in, the synthetic results to store, and how many calls they settle."""
+    transcript, settled = sanitizer(loaded.messages)
+    synthetic = tuple(m for m in transcript if m not in loaded.messages) if settled else ()
+    state = SessionState(session_id=session_id, system_prompt=loaded.prompt, transcript=transcript, recent_turns=loaded.known_turns)
+    return state, synthetic, settled
+
+
+def seed_transcript(history: tuple[ChatMessage, ...], answered: frozenset[str]) -> tuple[ChatMessage, ...]:
+    """An empty session's transcript from the history a client sent (system messages excluded).
+
+    Calls of the last assistant message whose results come with the turn (``answered``: a
+    client's tool results) are left open for them; every other call is settled.
+    """
+    history = tuple(m for m in history if m.role != "system")
+    last = history[-1] if history else None
+    if last is not None and last.role == "assistant" and any(c.id in answered for c in last.tool_calls):
+        return sanitize(history[:-1])[0] + (last,)
+    return sanitize(history)[0]
+
+
+def refused_in_place(state: SessionState, token: str) -> bool:
+    """A refused write the session handles itself: its running turn's user message (nothing
+    of the turn is stored; the turn fails). Any other refusal means memory and store disagree:
+    the session restarts from the store."""
+    turn = state.turn
+    return turn is not None and turn.phase == "persist_user" and token == turn.token
+
+
+def next_ack_check(sent: float, now: float, limit: float) -> float | None:
+    """Seconds until the oldest unanswered write (sent at ``sent``) must be checked again;
+    None when it is overdue. At most 30 checks per timeout."""
+    age = now - sent
+    if age >= limit:
+        return None
+    return max(limit - age, limit / 30)
+
+
+def may_passivate(state: SessionState, generation: int, current: int, unanswered: int) -> bool | None:
+    """An idle timer passivates the session only if nothing happened since it was armed (True);
+    None: it would, but writes are still unanswered (a refusal must reach a live session,
+    which reloads and settles): wait another idle period."""
+    if generation != current or state.turn is not None or state.queued:
+        return False
+    return True if not unanswered else None
+
+
+def undo_cut(state: SessionState) -> int | str:
+    """Where undo cuts the transcript (its last user message), or why it cannot."""
+    if state.turn is not None or state.queued:
+        return "a turn is running or waiting; stop it first, then undo"
+    transcript = state.transcript
+    last = next((i for i in range(len(transcript) - 1, -1, -1) if transcript[i].role == "user"), None)
+    if last is None:
+        return "there is nothing to undo: the session has no message of yours yet"
+    return last
+
+
+def model_problem(model: str) -> str | None:
+    return "the model name is empty" if not model.strip() else None
+
+
+def outcome_input(kind: Literal["model", "tool"], key: str, status: str, value: Any, error: str, now: float) -> ModelReplied | ModelFailed | ToolDone:
+    """The machine input a finished model or tool wait is, whatever its status."""
+    if kind == "model":
+        if status == "ok" and isinstance(value, ModelReply):
+            return ModelReplied(
+                token=key,
+                content=value.content,
+                reasoning=value.reasoning,
+                tool_calls=value.tool_calls,
+                finish_reason=value.finish_reason,
+                input_tokens=value.input_tokens,
+                output_tokens=value.output_tokens,
+                now=now,
+            )
+        if status == "ok" and isinstance(value, ModelFailure):
+            return ModelFailed(token=key, kind=value.kind, status=value.status, detail=value.detail, retry_after=value.retry_after, now=now)
+        if status == "timeout":
+            return ModelFailed(token=key, kind="timeout", detail=error, now=now)
+        return ModelFailed(token=key, kind="malformed", detail=error or status, now=now)
+    if status == "ok" and isinstance(value, ToolOutput):
+        return ToolDone(call_id=key, content=value.content, ok=value.ok, now=now)
+    if status == "timeout":
+        return ToolDone(call_id=key, content=f"[error] the tool did not finish in time and was stopped ({error})", ok=False, now=now)
+    return ToolDone(call_id=key, content=f"[error] the tool failed: {error or status}", ok=False, now=now)

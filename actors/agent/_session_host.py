@@ -1,0 +1,467 @@
+"""The session interpreter: one class the session actor and the simulator both run.
+
+:class:`SessionHost` takes a session's messages (commands, store replies, wait outcomes,
+its own timers), asks the pure cores what to do (``_machine.step`` inside a turn,
+``_session_core`` around it) and executes the answer through a :class:`SessionPort`: the
+store, waits, timers, the event stream and the clock. Everything that is not I/O is here,
+once; a host (``_session.SessionActor``, ``actors.chaos._sim_session.SimSession``) only
+implements the port.
+
+Invariant: one write-acknowledgement timer per session, on the oldest unanswered write; a
+write unanswered past ``ack_timeout`` or refused (other than a running turn's user message)
+makes the session restart from the store (``port.reload``), which settles the turn.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import msgspec
+
+from protocols import WaitFinished
+from protocols._session import (
+    CancelTurn,
+    EnsureSession,
+    ModelSwitched,
+    SessionEvent,
+    SessionReady,
+    SessionRecovered,
+    StartTurn,
+    SwitchModel,
+    TurnFailed,
+    TurnUndone,
+    UndoTurn,
+)
+from protocols._store import (
+    AppendMessages,
+    CreateSession,
+    MessagesPersisted,
+    RemoveLastTurn,
+    SessionCreated,
+    SessionTotalsUpdated,
+    StoreFailed,
+    TurnMark,
+    TurnRemoved,
+    UpdateSessionTotals,
+)
+
+from ._machine import (
+    CallModel,
+    Cancel,
+    CancelModel,
+    CancelTimer,
+    CancelTool,
+    Emit,
+    MachineConfig,
+    MachineEffect,
+    MachineInput,
+    Persist,
+    Persisted,
+    PersistFailed,
+    Resume,
+    RunTool,
+    SessionState,
+    StartTimer,
+    TimerFired,
+    UserInput,
+    step,
+)
+from ._recovery import OpenTurns, plan_recovery
+from ._session_core import Loaded, Sanitizer, may_passivate, model_problem, next_ack_check, outcome_input, refused_in_place, restore, seed_transcript, undo_cut
+from ._session_deps import RecoveryPolicy
+from ._sanitize import sanitize
+
+RESTART_FAILED = (
+    "the session restarted while this turn was running or waiting; unfinished tools were not re-run "
+    "(their results say 'outcome unknown'); send the message again to continue"
+)
+INTERRUPTED_FAILED = (
+    "the server stopped while this turn was running; unfinished tools were not re-run "
+    "(their results say the outcome is unknown: check before running them again); send the message again to continue"
+)
+WRITE_REPLIES = (MessagesPersisted, StoreFailed, SessionCreated, TurnRemoved, SessionTotalsUpdated)
+"""The store's answers to a session's writes (each carries the write's token)."""
+Write = CreateSession | AppendMessages | UpdateSessionTotals | RemoveLastTurn
+
+
+class Handle(Protocol):
+    @property
+    def wait_id(self) -> int: ...
+
+
+class SessionPort(Protocol):
+    """What a host gives the interpreter: the I/O, nothing else."""
+
+    open_turns: OpenTurns
+    """The session's hub's record of open turns (outlives an incarnation within a process)."""
+
+    @property
+    def me(self) -> Any:
+        """Where the store's replies go (the ``reply_to`` of every write)."""
+
+    def now(self) -> float: ...
+    def wall(self) -> float: ...
+    def new_turn_id(self) -> str: ...
+    def tell_store(self, command: Write) -> None: ...
+    def reopen_writes(self) -> None: ...
+    def start_model(self, effect: CallModel, model: str) -> Handle: ...
+    def start_tool(self, effect: RunTool, turn_id: str) -> Handle: ...
+    def after(self, delay: float, message: Timer) -> Handle: ...
+    def cancel(self, handle: Any) -> None:
+        """Cancel a wait or timer this port started (its own handle type)."""
+
+    def publish(self, event: SessionEvent) -> None: ...
+    def reload(self, why: str) -> None:
+        """Restart from the store (memory and store disagree); the host handles nothing more."""
+
+    def passivate(self) -> None: ...
+    def idle(self, generation: int, state: SessionState) -> None:
+        """The session has no turn: arm the idle timer for ``generation`` (``IdleTimer``)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class HostConfig:
+    session_id: str
+    model: str
+    machine: MachineConfig = MachineConfig()
+    source: str = "api"
+    recovery: RecoveryPolicy = "fail"
+    ack_timeout: float = 30.0
+    parent_session_id: str | None = None
+    sanitizer: Sanitizer = sanitize
+    """What a loaded transcript goes through (the simulator plants a bug by replacing it)."""
+
+
+class TurnTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    token: str
+
+
+class IdleTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    generation: int
+
+
+class AckCheck(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Time to check that the store answered every write sent ``ack_timeout`` ago."""
+
+
+Timer = TurnTimer | IdleTimer | AckCheck
+"""What a session sends itself (``port.after``)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Answer:
+    """A request answered after its write: ``done(store reply)`` or ``refused(why)``."""
+
+    reply_to: Any
+    done: Callable[[Any], Any]
+    refused: Callable[[str], Any]
+    reload: bool = True
+    """On a refusal, reload from the store (the session changed its memory first)."""
+
+
+class SessionHost:
+    """One incarnation's interpreter state: the machine's state, stashed messages, waits, writes."""
+
+    def __init__(self, config: HostConfig, port: SessionPort) -> None:
+        self.config = config
+        self.port = port
+        self.session_id = config.session_id
+        self.model = config.model
+        self.state: SessionState | None = None
+        self.stash: list[Any] = []
+        self.waits: dict[int, tuple[str, str]] = {}
+        """wait id -> (kind, key): kind is "model" or "tool", key the token or call id."""
+        self.handles: dict[str, Handle] = {}
+        """token / call id -> handle, to cancel."""
+        self.idle_generation = 0
+        self.durable = False
+        """True once the session's row is known to be committed."""
+        self.waiting_ready: list[Any] = []
+        self.serial = 0
+        self.writes: collections.deque[tuple[float, str]] = collections.deque()
+        """Writes told to the store and not answered yet: (time sent, token), oldest first."""
+        self.ack_check_armed = False
+        self.answers: dict[str, _Answer] = {}
+        self.alive = True
+        """False once this incarnation asked to be restarted or passivated: it handles nothing more."""
+
+    def reload(self, why: str) -> None:
+        self.alive = False
+        self.port.reload(why)
+
+    def receive(self, message: Any) -> bool:
+        """Handle ``message``; False if it is not a session message (the host's own business)."""
+        if isinstance(message, WRITE_REPLIES):
+            self.acknowledged(message.token)
+        state = self.state
+        match message:
+            case Loaded():
+                self.on_loaded(message)
+            case SessionCreated(token="create"):
+                self.durable = True
+                waiting, self.waiting_ready = self.waiting_ready, []
+                for reply_to in waiting:
+                    reply_to.tell(SessionReady(session_id=self.session_id, created=True))
+            case _ if state is None:
+                self.stash.append(message)
+            case StartTurn(turn_id=turn_id, history=history):
+                if history and not state.transcript and state.turn is None:
+                    self.seed(seed_transcript(history, frozenset(m.tool_call_id or "" for m in message.tool_results)))
+                turn_id = turn_id or self.port.new_turn_id()
+                m = message
+                opening = UserInput(turn_id=turn_id, text=m.text, policy=m.policy, instructions=m.instructions, tool_results=m.tool_results, options=m.options, images=m.images, now=self.port.now())
+                self.feed(opening)
+            case CancelTurn(reason=reason, turn_id=turn_id):
+                self.feed(Cancel(reason=reason, turn_id=turn_id, now=self.port.now()))
+            case EnsureSession(reply_to=reply_to, title=title):
+                self.ensure(reply_to, title)
+            case SwitchModel(model=model, reply_to=reply_to):
+                self.switch_model(model, reply_to)
+            case UndoTurn(reply_to=reply_to):
+                self.undo(reply_to)
+            case TurnRemoved(token=token) | SessionTotalsUpdated(token=token) if token in self.answers:
+                pending = self.answers.pop(token)
+                _answer(pending.reply_to, pending.done(message))
+            case WaitFinished():
+                self.on_wait(message)
+            case MessagesPersisted(token=token):
+                self.feed(Persisted(token=token, now=self.port.now()))
+            case StoreFailed(token=token, error=error):
+                self.on_refused(token, error)
+            case AckCheck():
+                self.check_acks()
+            case TurnTimer(token=token):
+                self.handles.pop(token, None)
+                self.feed(TimerFired(token=token, now=self.port.now()))
+            case IdleTimer(generation=generation):
+                verdict = may_passivate(state, generation, self.idle_generation, len(self.writes))
+                if verdict:
+                    self.alive = False
+                    self.port.passivate()
+                elif verdict is None:
+                    self.arm_idle()
+            case _:
+                return False
+        return True
+
+    # -- writes and their acknowledgements -------------------------------------------------------
+
+    def write(self, command: Write) -> None:
+        """Tell the store a write whose reply comes back here, and expect that reply in time."""
+        self.writes.append((self.port.now(), command.token))
+        self.port.tell_store(command)
+        if not self.ack_check_armed:
+            self.ack_check_armed = True
+            self.port.after(self.config.ack_timeout, AckCheck())
+
+    def acknowledged(self, token: str) -> None:
+        writes = self.writes
+        if writes and writes[0][1] == token:
+            writes.popleft()  # the store answers in order: nearly always the oldest
+            return
+        for index, (_, pending) in enumerate(writes):
+            if pending == token:
+                del writes[index]
+                return
+
+    def check_acks(self) -> None:
+        self.ack_check_armed = False
+        if not self.writes:
+            return
+        sent, token = self.writes[0]
+        delay = next_ack_check(sent, self.port.now(), self.config.ack_timeout)
+        if delay is None:  # lost or stuck: either way this memory may hold what the store does not
+            self.reload(f"the store did not answer write {token!r} within {self.config.ack_timeout:g} s")
+            return
+        self.ack_check_armed = True
+        self.port.after(delay, AckCheck())
+
+    def on_refused(self, token: str, error: str) -> None:
+        assert self.state is not None
+        pending = self.answers.pop(token, None)
+        if pending is not None:
+            _answer(pending.reply_to, pending.refused(f"the store refused it ({error})"))
+            if pending.reload:  # memory changed first: the store is the truth
+                self.reload(f"write {token!r} was not stored ({error})")
+        elif refused_in_place(self.state, token):
+            self.feed(PersistFailed(token=token, error=error, now=self.port.now()))
+            self.port.reopen_writes()
+        else:
+            self.reload(f"write {token!r} was not stored ({error})")
+
+    def write_answered(self, command: Write, pending: _Answer) -> None:
+        """Write ``command`` and answer ``pending`` once the store committed or refused it."""
+        self.serial += 1
+        token = f"{type(command).__name__}/{self.serial}"
+        self.answers[token] = pending
+        self.write(msgspec.structs.replace(command, token=token, reply_to=self.port.me))
+
+    def append(self, token: str, messages: tuple[Any, ...], mark: TurnMark | None = None) -> None:
+        command = AppendMessages(session_id=self.session_id, messages=messages, timestamp=self.port.wall(), turn=mark, token=token, reply_to=self.port.me)
+        self.write(command)
+
+    # -- commands that change the stored session ------------------------------------------------------
+
+    def ensure(self, reply_to: Any, title: str | None) -> None:
+        sid = self.session_id
+        if self.durable and title:
+            # It exists (made by a model switch, say) but may have no title yet: give it this
+            # one, and answer once that is stored. A refused title is cosmetic.
+            ready = SessionReady(session_id=sid, created=False)
+            update = UpdateSessionTotals(session_id=sid, title=title, title_if_untitled=True)
+            self.write_answered(update, _Answer(reply_to, lambda _: ready, lambda _: ready, reload=False))
+        elif self.durable:
+            _answer(reply_to, SessionReady(session_id=sid, created=False))
+        else:
+            self.waiting_ready.append(reply_to)
+
+    def switch_model(self, model: str, reply_to: Any) -> None:
+        sid = self.session_id
+        problem = model_problem(model)
+        if problem is not None:
+            _answer(reply_to, ModelSwitched(session_id=sid, model=model, error=problem))
+            return
+        chosen = self.model = model.strip()
+        done = _Answer(reply_to, lambda _: ModelSwitched(session_id=sid, model=chosen), lambda why: ModelSwitched(session_id=sid, model=chosen, error=why))
+        self.write_answered(UpdateSessionTotals(session_id=sid, model=chosen), done)
+
+    def undo(self, reply_to: Any) -> None:
+        """Take back the last exchange: trimmed here now, answered once the store removed it too."""
+        assert self.state is not None
+        sid, cut = self.session_id, undo_cut(self.state)
+        if isinstance(cut, str):
+            _answer(reply_to, TurnUndone(session_id=sid, error=cut))
+            return
+        # The store answers in order: a message sent after this lands after the removal.
+        self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[:cut])
+        done = _Answer(reply_to, lambda r: TurnUndone(session_id=sid, removed=r.removed, text=r.text), lambda why: TurnUndone(session_id=sid, error=why))
+        self.write_answered(RemoveLastTurn(session_id=sid), done)
+
+    # -- loading and recovery -------------------------------------------------------------------------
+
+    def on_loaded(self, loaded: Loaded) -> None:
+        port, sid = self.port, self.session_id
+        if not loaded.exists:
+            title = next((m.title for m in self.stash if isinstance(m, EnsureSession) and m.title), None)
+            branched = next((m.branched_from for m in self.stash if isinstance(m, StartTurn) and m.branched_from), None)
+            create = CreateSession(
+                session_id=sid,
+                source=self.config.source,
+                model=self.model,
+                system_prompt=loaded.prompt,
+                title=title,
+                number_taken_title=True,
+                parent_session_id=self.config.parent_session_id or branched,
+                started_at=port.wall(),
+                token="create",
+                reply_to=port.me,
+            )
+            self.write(create)
+            self.state = SessionState(session_id=sid, system_prompt=loaded.prompt, recent_turns=port.open_turns.known())
+            self.recover(loaded, (), 0)  # turns this process saw start but that never became durable
+        else:
+            self.durable = True
+            self.model = loaded.model or self.model  # the session's own choice
+            state, synthetic, settled = restore(sid, loaded, self.config.sanitizer)
+            known = state.recent_turns + tuple(t for t in port.open_turns.known() if t not in state.recent_turns)
+            self.state = msgspec.structs.replace(state, recent_turns=known)
+            if synthetic:  # the store must agree with what the model sees
+                self.append("recover", synthetic)
+            self.recover(loaded, state.transcript, settled)
+        stash, self.stash = self.stash, []
+        for message in stash:
+            if not self.alive:
+                return  # a reload stopped this incarnation
+            self.receive(message)
+        self.arm_idle()
+
+    def recover(self, loaded: Loaded, transcript: tuple[Any, ...], settled: int) -> None:
+        """Settle the turns that were open when the last incarnation (or process) ended."""
+        port = self.port
+        if loaded.interrupted is not None:  # a dead process left them; the store settled them at start
+            turn_ids, calls = loaded.interrupted
+            port.publish(SessionRecovered(settled_calls=calls + settled, resumed=False))
+            for turn_id in turn_ids:
+                port.publish(TurnFailed(turn_id=turn_id, error=INTERRUPTED_FAILED, kind="interrupted"))
+            return
+        opened = port.open_turns
+        transcript_open = bool(transcript) and transcript[-1].role in ("user", "tool")
+        stored = loaded.running if loaded.known_turns or not loaded.exists else None
+        plan = plan_recovery(seen=opened.seen, open_turns=opened.snapshot(), transcript_open=transcript_open, settled=settled, policy=self.config.recovery, stored=stored)
+        if plan.announce:
+            port.publish(SessionRecovered(settled_calls=settled, resumed=plan.resume is not None))
+        for turn_id in plan.fail:
+            port.publish(TurnFailed(turn_id=turn_id, error=RESTART_FAILED, kind="restarted"))
+        for turn_id in loaded.running:  # the store's record of them ends too (a resumed one ends when it does)
+            if turn_id != plan.resume:
+                self.append(f"{turn_id}/end", (), TurnMark(turn_id=turn_id, event="failed", reason="restarted"))
+        if plan.resume is not None:
+            self.feed(Resume(turn_id=plan.resume or port.new_turn_id(), now=port.now()))
+
+    def seed(self, messages: tuple[Any, ...]) -> None:
+        assert self.state is not None
+        if messages:
+            self.state = msgspec.structs.replace(self.state, transcript=messages)
+            self.append("seed", messages)
+
+    # -- the machine and its effects ------------------------------------------------------------------
+
+    def feed(self, event: MachineInput) -> None:
+        assert self.state is not None
+        self.state, effects = step(self.state, event, self.config.machine)
+        for effect in effects:
+            self.execute(effect)
+            if not self.alive:
+                return  # a reload stopped this incarnation
+        if self.state.turn is None:
+            self.arm_idle()
+
+    def execute(self, effect: MachineEffect) -> None:
+        port = self.port
+        match effect:
+            case Emit(event=event):
+                port.publish(event)
+            case Persist(token=token, messages=messages, turn=mark):
+                self.append(token, messages, mark)
+            case CallModel(token=token):
+                self.track(port.start_model(effect, self.model), "model", token)
+            case RunTool(call_id=call_id):
+                assert self.state is not None and self.state.turn is not None
+                self.track(port.start_tool(effect, self.state.turn.turn_id), "tool", call_id)
+            case CancelModel(token=key) | CancelTool(call_id=key) | CancelTimer(token=key):
+                pending = self.handles.pop(key, None)
+                if pending is not None:
+                    port.cancel(pending)
+                    self.waits.pop(pending.wait_id, None)
+            case StartTimer(token=token, delay=delay):
+                self.handles[token] = port.after(delay, TurnTimer(token=token))
+
+    def track(self, handle: Handle, kind: str, key: str) -> None:
+        self.waits[handle.wait_id] = (kind, key)
+        self.handles[key] = handle
+
+    def on_wait(self, finished: WaitFinished) -> None:
+        entry = self.waits.pop(finished.wait_id, None)
+        if entry is None:
+            return  # cancelled on purpose; the machine has moved on
+        kind, key = entry
+        self.handles.pop(key, None)
+        self.feed(outcome_input("model" if kind == "model" else "tool", key, finished.status, finished.value, finished.error, self.port.now()))
+
+    def arm_idle(self) -> None:
+        if self.state is not None:
+            self.idle_generation += 1
+            self.port.idle(self.idle_generation, self.state)
+
+    def stop_turn(self, reason: str) -> None:
+        """An orderly stop settles the running turn first (its results reach the store)."""
+        if self.state is not None and self.state.turn is not None:
+            self.feed(Cancel(reason=reason, now=self.port.now()))
+
+
+def _answer(reply_to: Any, message: Any) -> None:
+    if reply_to is not None:
+        reply_to.tell(message)

@@ -1,0 +1,68 @@
+"""``SignalStop``, the stop of ``hermes run`` and ``hermes serve``: the first signal asks for an
+orderly stop, a second exits at once; the previous handlers come back afterwards."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from actors import SignalStop
+from tests.conftest import DEADLINE
+
+# A command whose orderly stop hangs: only a second signal ends it.
+STUCK_COMMAND = """
+import time
+from actors import SignalStop
+with SignalStop("stuck") as stop:
+    print("up", flush=True)
+    stop.wait()
+    print("stopping after", stop.received, flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_signal_exits_at_once_with_128_plus_its_number(signum: signal.Signals) -> None:
+    process = subprocess.Popen([sys.executable, "-c", STUCK_COMMAND], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == "up\n"
+        process.send_signal(signum)
+        assert process.stdout.readline() == f"stopping after {signum.name}\n"
+        process.send_signal(signum)
+        stdout, stderr = process.communicate(timeout=DEADLINE)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(DEADLINE)
+    assert process.returncode == 128 + signum
+    assert stderr == f"stuck: {signum.name} again: exiting now, without finishing the shutdown\n"
+
+
+def test_the_first_signal_ends_the_wait_and_the_old_handlers_come_back() -> None:
+    before = signal.getsignal(signal.SIGTERM)
+    with SignalStop("test") as stop:
+        assert not stop.wait(0) and stop.received is None
+        signal.raise_signal(signal.SIGTERM)
+        assert stop.wait(DEADLINE) and stop.received == "SIGTERM"
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_the_end_of_the_runtime_ends_the_wait_without_a_signal() -> None:
+    from supervisor import Runtime
+
+    with SignalStop("test") as stop:
+        runtime = Runtime()
+        stop.follow(runtime)
+        runtime.start()
+        assert not stop.wait(0)
+        stopper = threading.Thread(target=runtime.stop)
+        stopper.start()
+        assert stop.wait(DEADLINE)
+        stopper.join(DEADLINE)
+    assert stop.received is None
