@@ -304,7 +304,7 @@ class _Step:
             prompt += (ChatMessage(role="assistant", content=answer), ChatMessage(role="user", content=FORMAT_INSTRUCTION.format(why=why)))
         timeout = max(0.001, min(self.config.model_timeout, turn.deadline - now))
         use_tools = not grace and (bool(self.config.traits) or bool(turn.options and turn.options.client_tools))
-        self.effects.append(CallModel(token=token, messages=prompt, use_tools=use_tools, timeout=timeout, options=turn.options))
+        self.effects.append(CallModel(token=token, turn_id=turn.turn_id, messages=prompt, use_tools=use_tools, timeout=timeout, options=turn.options))
 
     def on_reply(self, turn: Turn, reply: ModelReplied) -> None:
         form = turn.options.response_format if turn.options is not None else None

@@ -156,8 +156,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             # A client's tool shadows a server tool of the same name for its turn.
             tools = [t for t in tools if t.get("function", {}).get("name") not in options.client_tool_names]
             tools += [t.schema for t in options.client_tools]
-        turn_id = effect.token.split("/", 1)[0]
-        call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=turn_id, session_id=self.session_id, options=options)
+        call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=options)
         return self.start_wait(call, tag="model", timeout=effect.timeout)
 
     def start_tool(self, effect: RunTool, turn_id: str) -> WaitHandle:

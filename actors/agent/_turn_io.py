@@ -105,6 +105,8 @@ class Persist(Effect, frozen=True, kw_only=True):
 
 class CallModel(Effect, frozen=True, kw_only=True):
     token: str
+    turn_id: str
+    """The turn the call belongs to (hosts never take tokens apart)."""
     messages: tuple[ChatMessage, ...]
     use_tools: bool
     timeout: float

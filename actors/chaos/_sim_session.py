@@ -141,7 +141,7 @@ class SimSession(SimSupervised):
             world.note(f"{self.session_id} does {show(effect)}")
         checker.model_called(self.session_id, effect.messages, world.now)
         durable = world.store.user_texts.get(self.session_id, ())
-        checker.user_message_durable(self.session_id, effect.token.split("/", 1)[0], durable, world.now, rule="model_before_ack")
+        checker.user_message_durable(self.session_id, effect.turn_id, durable, world.now, rule="model_before_ack")
         assert self.current is not None
         return SimHandle(*world.start_model(self.current, effect.use_tools, effect.timeout))
 

@@ -6,8 +6,8 @@ that replays it and the first invariant it broke.
 
 The seed count keeps the whole file near 60 s on a 2-core machine: one seed costs 0.4-0.6 ms
 of CPU (``hermes chaos sim --seeds 10000 --plan P`` runs 1,700-2,600 sessions per CPU second),
-so each preset takes 7-10 s (57 s for the file on a quiet machine; a new preset adds about 8 s).
-Sweeps longer than CI's, by hand: ``hermes chaos sim --all-presets --start 18000 --seeds 100000``
+so each preset takes 6-9 s (eight presets: about 60 s on a quiet machine; a new preset adds
+about 7 s). Sweeps longer than CI's, by hand: ``hermes chaos sim --all-presets --start 16000 --seeds 100000``
 (see ``actors/chaos/_chaos_cli.py``).
 """
 
@@ -21,8 +21,8 @@ import pytest
 from actors.chaos._faults import PRESETS, load_plan
 from actors.chaos._sim import SweepResult, format_result, replay, sweep
 
-SEEDS_PER_PRESET = 18_000
-"""Seeds swept per preset (0 to 17,999)."""
+SEEDS_PER_PRESET = 16_000
+"""Seeds swept per preset (0 to 15,999)."""
 
 
 def failing_seeds_report(name: str, result: SweepResult) -> str:
