@@ -19,6 +19,7 @@ from typing import Any
 import msgspec
 
 from actors import Actor, HermesError, WaitHandle
+from actors.store import store_address
 from protocols import WaitFinished
 from protocols._session import SessionInbox, AnswerClarification, ResolveApproval, SessionEvent, Subscribe, TurnCompleted, Unsubscribe
 from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
@@ -74,7 +75,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
     def started(self) -> None:
         context = self._context()
         self.me = self.actor_ref
-        self.store = context.registry.lookup(self.deps.store_path)
+        self.store = store_address(context.registry, self.deps.store_path)
         depth = self.overrides.depth if self.overrides is not None else 0
         self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth)
         # Load only after the writer has committed everything sent before now: writes of a

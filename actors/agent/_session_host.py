@@ -23,6 +23,7 @@ import msgspec
 
 from protocols import WaitFinished
 from protocols._session import (
+    SessionInbox,
     CancelTurn,
     EnsureSession,
     ModelSwitched,
@@ -192,7 +193,7 @@ class SessionHost:
         self.alive = False
         self.port.reload(why)
 
-    def receive(self, message: Any) -> bool:
+    def receive(self, message: SessionInbox | Timer | Loaded) -> bool:
         """Handle ``message``; False if it is not a session message (the host's own business)."""
         if isinstance(message, WRITE_REPLIES):
             self.acknowledged(message.token)
