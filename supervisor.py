@@ -63,7 +63,7 @@ log = logging.getLogger(__name__)
 
 
 def supervisor_spec(
-    id: str,  # noqa: A002 - OTP's word
+    id: str,
     children: Sequence[ChildSpec],
     *,
     strategy: Strategy = Strategy.ONE_FOR_ONE,
@@ -79,7 +79,6 @@ def supervisor_spec(
         kwargs={"strategy": strategy, "intensity": intensity, "backoff": backoff},
         shutdown=shutdown,
     )
-
 
 
 class Escalation(HermesError):
@@ -195,9 +194,7 @@ class Supervisor(Actor[SupervisorInbox]):
         child.status = "running"
         child.address.phase = None
         if child.incarnation > 1:
-            self._publish(
-                ChildRestarted(path=context.path, incarnation=child.incarnation, restarts=child.incarnation - 1)
-            )
+            self._publish(ChildRestarted(path=context.path, incarnation=child.incarnation, restarts=child.incarnation - 1))
         else:
             self._publish(ChildStarted(path=context.path, incarnation=child.incarnation))
         try:
@@ -342,9 +339,7 @@ class Supervisor(Actor[SupervisorInbox]):
             self._in_flight.add(child.spec.id)
             _request_stop(child, "stop requested")
             try:
-                child.stop_timer = self.send_after(
-                    child.spec.shutdown_timeout, ShutdownTimedOut(child_id=child.spec.id, incarnation=child.incarnation)
-                )
+                child.stop_timer = self.send_after(child.spec.shutdown_timeout, ShutdownTimedOut(child_id=child.spec.id, incarnation=child.incarnation))
             except ReactorStopped:
                 pass  # the runtime is ending: no timeout can fire; wait for the exit itself
         if self._stop_queue or self._in_flight:
@@ -372,16 +367,14 @@ class Supervisor(Actor[SupervisorInbox]):
         ref = child.ref
         what = "finish stopping its children" if child.spec.kind == "supervisor" else "stop (a handler is stuck)"
         log.error("%s did not %s within %g s; abandoning its thread", child.address.path, what, child.spec.shutdown_timeout)
-        self._publish(
-            ChildExited(path=child.address.path, child_id=child_id, incarnation=incarnation, kind="abandoned", error=f"did not {what}")
-        )
+        self._publish(ChildExited(path=child.address.path, child_id=child_id, incarnation=incarnation, kind="abandoned", error=f"did not {what}"))
         self._in_flight.discard(child_id)
         child.stop_timer = None
         child.status = "abandoned"
         child.address.phase = "abandoned"
         if ref is not None:
             # Take its unread messages for the next incarnation, and its waits away.
-            child.address._unbind(incarnation, ref.actor_inbox)  # type: ignore[arg-type]  # noqa: SLF001
+            child.address._unbind(incarnation, ref.actor_inbox)  # type: ignore[arg-type]
             self.reactor.cancel_owner(ref.actor_urn)
             try:
                 ref.stop(block=False)  # it exits whenever its handler returns

@@ -125,9 +125,7 @@ class Actor(pykka.ThreadingActor, Generic[M]):
     def reactor(self) -> Reactor:
         return self._context().reactor
 
-    def start_wait(
-        self: Actor[WaitFinished], fn: Callable[..., Awaitable[Any]], *args: Any, tag: str, timeout: float
-    ) -> WaitHandle:
+    def start_wait(self: Actor[WaitFinished], fn: Callable[..., Awaitable[Any]], *args: Any, tag: str, timeout: float) -> WaitHandle:
         """Run ``await fn(*args)`` in the reactor; the outcome comes back as ``WaitFinished``
         (so only an actor whose inbox takes ``WaitFinished`` may start one)."""
         return self.reactor.start_wait(self.actor_ref, fn, *args, tag=tag, timeout=timeout)
@@ -139,9 +137,7 @@ class Actor(pykka.ThreadingActor, Generic[M]):
     def cancel_wait(self, handle: WaitHandle) -> None:
         self.reactor.cancel(handle)
 
-    def run_process(
-        self: Actor[WaitFinished], argv: Sequence[str], *, tag: str, timeout: float, **options: Any
-    ) -> WaitHandle:
+    def run_process(self: Actor[WaitFinished], argv: Sequence[str], *, tag: str, timeout: float, **options: Any) -> WaitHandle:
         """Run a subprocess group in the reactor; ``WaitFinished.value`` is a ``ProcessResult``."""
         return self.start_wait(lambda: run_process(argv, **options), tag=tag, timeout=timeout)
 
@@ -157,12 +153,12 @@ class Actor(pykka.ThreadingActor, Generic[M]):
         set_in_handler(True)  # this thread only ever runs this actor
         try:
             self.started()
-        except BaseException as exc:  # noqa: BLE001 - SystemExit too: only this actor dies
+        except BaseException as exc:
             log.error("%s failed to start: %s", self.path, _describe(exc), exc_info=exc)
             self._die("start_failed", exc)
             return
         if self.context is not None:
-            self.context.address._bind(self.actor_ref, self.context.incarnation)  # noqa: SLF001
+            self.context.address._bind(self.actor_ref, self.context.incarnation)
 
     def on_receive(self, message: Any) -> Any:
         if type(message) is InjectCrash:
@@ -171,7 +167,7 @@ class Actor(pykka.ThreadingActor, Generic[M]):
         if type(message) is Ask:
             try:
                 result = self.receive(message.message)
-            except BaseException as exc:  # noqa: BLE001
+            except BaseException as exc:
                 crashed = ActorCrashed(f"{self.path} crashed handling {type(message.message).__name__}: {_describe(exc)}")
                 # Report the exit before answering, so the caller's next message to this
                 # address (or to the supervisor) is ordered after the crash.
@@ -182,7 +178,7 @@ class Actor(pykka.ThreadingActor, Generic[M]):
             return None
         try:
             return self.receive(message)
-        except BaseException as exc:  # noqa: BLE001 - SystemExit in a handler must not stop_all
+        except BaseException as exc:
             if self.context is None:
                 # Unsupervised (tests, benchmarks): plain pykka semantics, minus stop_all.
                 if isinstance(exc, Exception):
@@ -194,7 +190,7 @@ class Actor(pykka.ThreadingActor, Generic[M]):
     def on_stop(self) -> None:
         try:
             self.stopping()
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             log.error("%s crashed while stopping: %s", self.path, _describe(exc), exc_info=exc)
             self._exit("crashed", exc)
         else:
@@ -223,7 +219,7 @@ class Actor(pykka.ThreadingActor, Generic[M]):
         context = self.context
         if context is None:
             return
-        context.address._unbind(context.incarnation, self.actor_inbox)  # type: ignore[arg-type]  # noqa: SLF001
+        context.address._unbind(context.incarnation, self.actor_inbox)  # type: ignore[arg-type]
         context.reactor.cancel_owner(self.actor_urn)
         try:
             self.terminated(kind)

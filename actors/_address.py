@@ -208,10 +208,7 @@ class Address(Generic[M]):
             raise AddressClosed(msg)
         if len(self._pending) >= self._limit:
             self._dropped += 1
-            msg = (
-                f"{self.path} is {self._state} and already holds {self._limit} messages; "
-                f"{kind} was refused (retry later or raise buffer_limit)"
-            )
+            msg = f"{self.path} is {self._state} and already holds {self._limit} messages; {kind} was refused (retry later or raise buffer_limit)"
             raise MailboxOverflow(msg)
         self._pending.append(message)
 
@@ -262,9 +259,7 @@ class Address(Generic[M]):
             for message in self._pending:
                 self._dropped += 1
                 if isinstance(message, Ask):
-                    message.reply.set_exception(
-                        exc_info=(AddressClosed, AddressClosed(f"{self.path} was stopped for good"), None)
-                    )
+                    message.reply.set_exception(exc_info=(AddressClosed, AddressClosed(f"{self.path} was stopped for good"), None))
             self._pending.clear()
 
 
@@ -325,7 +320,7 @@ class Registry:
                     siblings.discard(path)
             addresses = [a for a in (self._by_path.pop(p, None) for p in doomed) if a is not None]
         for address in addresses:
-            address._close()  # noqa: SLF001 - the registry owns its addresses
+            address._close()
 
     def items(self) -> list[tuple[str, Address[Any]]]:
         with self._lock:

@@ -35,10 +35,7 @@ def render_tree(snapshot: TreeSnapshot) -> str:
 
     def walk(node: NodeSnapshot, depth: int) -> None:
         name = node.path if depth == 0 else node.path.rsplit("/", 1)[1]
-        lines.append(
-            f"{'  ' * depth}{name:<24} {node.kind:<10} {node.state:<10} "
-            f"restarts={node.restarts} mailbox={node.mailbox} up={node.uptime_s:.1f}s"
-        )
+        lines.append(f"{'  ' * depth}{name:<24} {node.kind:<10} {node.state:<10} restarts={node.restarts} mailbox={node.mailbox} up={node.uptime_s:.1f}s")
         for child in node.children:
             walk(child, depth + 1)
 
@@ -88,11 +85,17 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="start the runtime kernel and show its supervision tree until stopped")
-    run.add_argument("--for", dest="seconds", type=float, default=None, metavar="SECONDS", help="stop after this many seconds (default: until Ctrl+C / SIGTERM)")
+    run.add_argument(
+        "--for", dest="seconds", type=float, default=None, metavar="SECONDS", help="stop after this many seconds (default: until Ctrl+C / SIGTERM)"
+    )
     run.add_argument("--json", action="store_true", help="print the tree snapshot as JSON")
     run.add_argument("--shutdown-timeout", type=float, default=30.0, metavar="SECONDS", help="how long an orderly shutdown may take (default 30)")
     run.set_defaults(handler=_run)
-    commands.add_parser("chaos", help="fault injection: a deterministic simulator (sim, replay), fault plans (plan), a real chaos run (run); see hermes chaos --help", add_help=False)
+    commands.add_parser(
+        "chaos",
+        help="fault injection: a deterministic simulator (sim, replay), fault plans (plan), a real chaos run (run); see hermes chaos --help",
+        add_help=False,
+    )
     serve = commands.add_parser("serve", help="run the OpenAI-compatible API server over the agent runtime")
     serve.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1, or api_server.host in config.yaml)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8642, or api_server.port); 0 picks a free one")

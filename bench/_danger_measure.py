@@ -55,8 +55,7 @@ def bench_danger(rounds: int) -> tuple[dict[str, Any], int]:
         samples,
         baseline,
         target_us=TARGET_US,
-        note="check_command once per corpus command (judged as written, normalised, and $IFS-split when used); "
-        "baseline shlex.split of the same command",
+        note="check_command once per corpus command (judged as written, normalised, and $IFS-split when used); baseline shlex.split of the same command",
     )
     row.update(commands=len(CORPUS), blocked=len(HARDLINE), dangerous=len(DANGEROUS), ok=len(ORDINARY), wrong_verdicts=wrong)
     return row, wrong

@@ -14,15 +14,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx  # noqa: E402
-import msgspec  # noqa: E402
-import openai  # noqa: E402
-import trio  # noqa: E402
-from _common import print_json  # noqa: E402 - beside this script
+import httpx
+import msgspec
+import openai
+import trio
+from _common import print_json
 
-from actors import run_process  # noqa: E402
-from actors.agent import ToolContext, ToolOutput, ToolSpec, ToolTraits  # noqa: E402
-from actors.chaos import Reply, ScriptedCall, TextReply, ToolCallsReply  # noqa: E402
+from actors import run_process
+from actors.agent import ToolContext, ToolOutput, ToolSpec, ToolTraits
+from actors.chaos import Reply, ScriptedCall, TextReply, ToolCallsReply
 
 DEADLINE = 15.0
 """Seconds any wait gives up after (the bench fails instead of hanging)."""
@@ -72,9 +72,7 @@ class CpuMeter:
             group = thread_group(name)
             self.by_group[group] = self.by_group.get(group, 0.0) + spent
             known += spent
-        self.by_group["(threads that ended)"] = self.by_group.get("(threads that ended)", 0.0) + max(
-            0.0, (process - self._process) - known
-        )
+        self.by_group["(threads that ended)"] = self.by_group.get("(threads that ended)", 0.0) + max(0.0, (process - self._process) - known)
 
 
 # -- baselines: the same requests straight through the OpenAI SDK, and through bare httpx ------------

@@ -28,10 +28,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import msgspec  # noqa: E402
-from _common import parse_options, print_header, print_json, versions  # noqa: E402 - beside this script
+import msgspec
+from _common import parse_options, print_header, print_json, versions
 
-from actors.platforms._asgi import decode_body  # noqa: E402
+from actors.platforms._asgi import decode_body
 
 
 def baseline(raw: bytes) -> dict[str, Any]:
@@ -43,7 +43,11 @@ def baseline(raw: bytes) -> dict[str, Any]:
 
 def bodies() -> dict[str, bytes]:
     user = {"role": "user", "content": 'Explain the difference between [a] and {b} in "json", please.\n' * 3}
-    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls -la"}'}}]}
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "terminal", "arguments": '{"command": "ls -la"}'}}],
+    }
     result = {"role": "tool", "tool_call_id": "c1", "content": "x" * 100}
     system = {"role": "system", "content": "You are helpful. " * 40}
     normal = {"model": "hermes", "messages": [system, user, user, user, user, call, result, {"role": "assistant", "content": "ok"}, user], "stream": False}

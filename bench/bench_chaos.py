@@ -31,13 +31,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import parse_options, print_header, print_json, versions  # noqa: E402 - beside this script
+from _common import parse_options, print_header, print_json, versions
 
-from actors.agent import _machine  # noqa: E402
-from actors.agent import _session_host  # noqa: E402
-from actors.chaos._faults import PRESETS  # noqa: E402
-from actors.chaos._runner import RunOptions, run_chaos  # noqa: E402
-from actors.chaos._sim import sweep  # noqa: E402
+from actors.agent import (
+    _machine,
+    _session_host,
+)
+from actors.chaos._faults import PRESETS
+from actors.chaos._runner import RunOptions, run_chaos
+from actors.chaos._sim import sweep
 
 GOAL_SESSIONS_PER_CPU_S = 1_000
 

@@ -29,9 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import msgspec  # noqa: E402
-import pykka  # noqa: E402
-from _common import (  # noqa: E402 - beside this script
+import msgspec
+import pykka
+from _common import (
     can_pin,
     parse_options,
     percentile,
@@ -41,8 +41,8 @@ from _common import (  # noqa: E402 - beside this script
     versions,
 )
 
-from actors import Actor  # noqa: E402
-from supervisor import ChildSpec, Runtime  # noqa: E402
+from actors import Actor
+from supervisor import ChildSpec, Runtime
 
 ASK_TARGET_RATIO = 2.0
 
@@ -281,9 +281,7 @@ def main() -> int:
         ask_row("ask_rtt", rtts, raw_rtts, f"address.ask / pykka ref.ask (target <= {ASK_TARGET_RATIO:g}x)"),
     ]
     if pinned_rtts:
-        rows.append(
-            ask_row("ask_rtt_1cpu", pinned_rtts, pinned_raw_rtts, "same, caller and actors pinned to one CPU")
-        )
+        rows.append(ask_row("ask_rtt_1cpu", pinned_rtts, pinned_raw_rtts, "same, caller and actors pinned to one CPU"))
     emit(rows, options.json)
     return 0
 

@@ -43,8 +43,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import trio  # noqa: E402
-from _common import (  # noqa: E402 - beside this script
+import trio
+from _common import (
     can_pin,
     fifo_reader,
     group_survivors,
@@ -56,9 +56,9 @@ from _common import (  # noqa: E402 - beside this script
     versions,
 )
 
-from actors import Actor, WaitHandle  # noqa: E402
-from protocols import WaitFinished  # noqa: E402
-from supervisor import ChildSpec, Runtime  # noqa: E402
+from actors import Actor, WaitHandle
+from protocols import WaitFinished
+from supervisor import ChildSpec, Runtime
 
 RTT_TARGET_US = 300.0
 CANCEL_TARGET_US = 50_000.0
@@ -266,9 +266,7 @@ class TrioThread:
         scope = trio.CancelScope()
 
         async def child() -> None:
-            process = await trio.lowlevel.open_process(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-            )
+            process = await trio.lowlevel.open_process(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
             try:
                 with scope:
                     await process.wait()
@@ -411,10 +409,7 @@ def main() -> int:
     sleeps = 5 if options.quick else 20
     processes = 2 if options.quick else 5
 
-    text = (
-        f"rounds {rounds} (fresh runtime each); per round: {trips} round trips, "
-        f"{sleeps} sleep cancels, {processes} process cancels\n"
-    )
+    text = f"rounds {rounds} (fresh runtime each); per round: {trips} round trips, {sleeps} sleep cancels, {processes} process cancels\n"
     print_header("reactor", versions("pykka", "trio", "msgspec"), options.json, text)
 
     results = Results()
@@ -424,8 +419,7 @@ def main() -> int:
 
     s = results.series
     rows = []
-    for suffix, note in (("", "start_wait(noop) -> WaitFinished; base: run_sync_soon(Event.set)"),
-                         ("_1cpu", "same, all threads pinned to one CPU")):
+    for suffix, note in (("", "start_wait(noop) -> WaitFinished; base: run_sync_soon(Event.set)"), ("_1cpu", "same, all threads pinned to one CPU")):
         if "wait_rtt" + suffix not in s:
             continue
         rtt_row = latency_row("reactor", "wait_rtt" + suffix, s["wait_rtt" + suffix], s["hop" + suffix], target_us=RTT_TARGET_US, note=note)

@@ -38,13 +38,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import apsw  # noqa: E402
-from _common import parse_options, print_header, print_json, versions  # noqa: E402 - beside this script
+import apsw
+from _common import parse_options, print_header, print_json, versions
 
-from actors.store import open_reader, open_writer, settle_interrupted  # noqa: E402
-from actors.store._writes import append_messages, create_session  # noqa: E402
-from protocols import ChatMessage, ToolCall  # noqa: E402
-from protocols._store import AppendMessages, CreateSession, TurnMark  # noqa: E402
+from actors.store import open_reader, open_writer, settle_interrupted
+from actors.store._writes import append_messages, create_session
+from protocols import ChatMessage, ToolCall
+from protocols._store import AppendMessages, CreateSession, TurnMark
 
 GOAL_S = 1.0
 OPEN_SESSIONS = 1_000
@@ -69,7 +69,15 @@ def _result(call_id: str) -> ChatMessage:
 
 def _turn(db: apsw.Connection, session_id: str, turn_id: str, at: float, *, end: bool) -> None:
     """One turn: the user message (start), a call and its result, the answer (end, if ``end``)."""
-    append_messages(db, AppendMessages(session_id=session_id, messages=(ChatMessage(role="user", content=f"please look at {turn_id}"),), timestamp=at, turn=TurnMark(turn_id=turn_id, event="started")))
+    append_messages(
+        db,
+        AppendMessages(
+            session_id=session_id,
+            messages=(ChatMessage(role="user", content=f"please look at {turn_id}"),),
+            timestamp=at,
+            turn=TurnMark(turn_id=turn_id, event="started"),
+        ),
+    )
     append_messages(db, AppendMessages(session_id=session_id, messages=(_calls(turn_id, 1), _result(f"{turn_id}_0")), timestamp=at + 1))
     if end:
         answer = ChatMessage(role="assistant", content=f"The directory is empty ({turn_id}).", finish_reason="stop")
@@ -120,9 +128,7 @@ def read_last_messages(path: Path) -> float:
     db = open_reader(path)
     try:
         for (session_id,) in db.execute("SELECT id FROM sessions").fetchall():
-            db.execute(
-                "SELECT role, tool_calls FROM messages WHERE session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", (session_id,)
-            ).fetchall()
+            db.execute("SELECT role, tool_calls FROM messages WHERE session_id = ? ORDER BY timestamp DESC, id DESC LIMIT 1", (session_id,)).fetchall()
     finally:
         db.close()
     return time.perf_counter() - started
@@ -154,8 +160,7 @@ def emit(row: dict[str, Any], as_json: bool) -> None:
         return
     goal = f"   goal <= {row['goal_ms']:,} ms {'met' if row['meets_goal'] else 'MISSED'}" if "goal_ms" in row else ""
     print(
-        f"{row['metric']:<13} median {row['median_ms']:>8.1f} ms   baseline {row['baseline_median_ms']:>7.1f} ms   "
-        f"ratio {row['ratio']:.2f}{goal}",
+        f"{row['metric']:<13} median {row['median_ms']:>8.1f} ms   baseline {row['baseline_median_ms']:>7.1f} ms   ratio {row['ratio']:.2f}{goal}",
         flush=True,
     )
 

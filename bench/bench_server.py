@@ -100,8 +100,8 @@ import httpx
 import msgspec
 import openai
 import trio
-from _common import bench_parser, percentile, print_header, print_json, versions  # noqa: E402 - beside this script
-from _server_procs import (  # noqa: E402 - beside this script
+from _common import bench_parser, percentile, print_header, print_json, versions
+from _server_procs import (
     KEY,
     MODEL_LATENCY,
     NOOP_SCHEMA,
@@ -115,7 +115,7 @@ from _server_procs import (  # noqa: E402 - beside this script
     sut_main,
 )
 
-from actors.agent._http1 import Endpoint, Pool  # noqa: E402 - after the path insert
+from actors.agent._http1 import Endpoint, Pool
 
 MODEL_TIME = 2 * MODEL_LATENCY
 """The model's own time per turn: two round trips."""
@@ -245,7 +245,13 @@ async def baseline_turn(sdk: openai.AsyncOpenAI, session: str, history: list[dic
         if round_trip == 0:
             if finish != "tool_calls" or [c["name"] for c in calls.values()] != ["noop"]:
                 return "no tool call"
-            history.append({"role": "assistant", "content": None, "tool_calls": [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls.values()]})
+            history.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [{"id": c["id"], "type": "function", "function": {"name": c["name"], "arguments": c["arguments"]}} for c in calls.values()],
+                }
+            )
             history.extend({"role": "tool", "tool_call_id": c["id"], "content": "ok"} for c in calls.values())
         else:
             history.append({"role": "assistant", "content": "".join(text)})
@@ -277,7 +283,19 @@ class Probes:
         }
 
 
-async def run_round(side: Side, turn: Any, conns: list[Any], prefixes: list[str], histories: list[list[dict[str, Any]]], turns: int, *, warmup: bool, probes: Probes, deadline: float, stagger: bool) -> None:
+async def run_round(
+    side: Side,
+    turn: Any,
+    conns: list[Any],
+    prefixes: list[str],
+    histories: list[list[dict[str, Any]]],
+    turns: int,
+    *,
+    warmup: bool,
+    probes: Probes,
+    deadline: float,
+    stagger: bool,
+) -> None:
     """All clients do ``turns`` turns each, one after another; record them unless ``warmup``.
 
     With ``stagger``, client i starts i/C of a model turn (0.4 s) after the first, so
@@ -297,7 +315,7 @@ async def run_round(side: Side, turn: Any, conns: list[Any], prefixes: list[str]
             try:
                 with trio.fail_after(TURN_TIMEOUT):
                     problem = await turn(conns[index], prefixes[index], histories[index])
-            except Exception as exc:  # noqa: BLE001 - every failure is a counted error
+            except Exception as exc:
                 problem = f"{type(exc).__name__}: {str(exc)[:60]}"
             wall = time.perf_counter() - start
             completed += 1
@@ -375,7 +393,9 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
         else:
             clients = [
                 await stack.enter_async_context(
-                    httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=TURN_TIMEOUT, verify=tls)
+                    httpx.AsyncClient(
+                        base_url=f"http://127.0.0.1:{port}", headers={"Authorization": f"Bearer {KEY}"}, limits=limits, timeout=TURN_TIMEOUT, verify=tls
+                    )
                 )
                 for _ in range(c)
             ]
@@ -450,7 +470,9 @@ def side_row(side: Side) -> dict[str, Any]:
         "turns_per_s": round(statistics.median(side.rates), 1) if side.rates else None,
         "cpu_ms_per_turn": per_turn,
         "server_cpu_ms_per_turn_by_thread": {
-            name: round(seconds * 1000 / n, 2) for name, seconds in sorted(side.server_threads.items(), key=lambda item: -item[1]) if n and seconds * 1000 / n >= 0.01
+            name: round(seconds * 1000 / n, 2)
+            for name, seconds in sorted(side.server_threads.items(), key=lambda item: -item[1])
+            if n and seconds * 1000 / n >= 0.01
         },
     }
 
@@ -490,18 +512,49 @@ def goal_rows(rows: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
     if 100 in rows:
         measured = rows[100]["stack"]["added_p99_ms"]
         baseline = rows[100]["baseline"]["added_p99_ms"]
-        goals.append({"bench": "server", "goal": "C=100 p99 added <= 100 ms", "measured_ms": measured, "baseline_ms": baseline, "met": measured is not None and measured <= ADDED_P99_TARGET_MS})
+        goals.append(
+            {
+                "bench": "server",
+                "goal": "C=100 p99 added <= 100 ms",
+                "measured_ms": measured,
+                "baseline_ms": baseline,
+                "met": measured is not None and measured <= ADDED_P99_TARGET_MS,
+            }
+        )
     if 1000 in rows:
         stack = rows[1000]["stack"]
-        goals.append({"bench": "server", "goal": "C=1000 0 errors", "measured": stack["errors"] + stack["warmup_errors"], "met": stack["errors"] + stack["warmup_errors"] == 0})
-        goals.append({"bench": "server", "goal": "C=1000 every turn completes", "measured": f"{stack['completed_ok']}/{stack['turns']}", "met": stack["completed_ok"] == stack["turns"]})
+        goals.append(
+            {
+                "bench": "server",
+                "goal": "C=1000 0 errors",
+                "measured": stack["errors"] + stack["warmup_errors"],
+                "met": stack["errors"] + stack["warmup_errors"] == 0,
+            }
+        )
+        goals.append(
+            {
+                "bench": "server",
+                "goal": "C=1000 every turn completes",
+                "measured": f"{stack['completed_ok']}/{stack['turns']}",
+                "met": stack["completed_ok"] == stack["turns"],
+            }
+        )
         ratio = rows[1000].get("throughput_ratio")
-        goals.append({"bench": "server", "goal": "C=1000 throughput >= 80% of baseline", "measured": ratio, "met": ratio is not None and ratio >= THROUGHPUT_RATIO_TARGET})
+        goals.append(
+            {
+                "bench": "server",
+                "goal": "C=1000 throughput >= 80% of baseline",
+                "measured": ratio,
+                "met": ratio is not None and ratio >= THROUGHPUT_RATIO_TARGET,
+            }
+        )
     return goals
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    print(f"{'C':>5} {'side':<9} {'turns':>6} {'err':>4} {'wall p50':>9} {'p99':>7} {'added p50':>10} {'p99':>7} {'turns/s':>8} {'ratio':>6}  cpu ms/turn server/model/client")
+    print(
+        f"{'C':>5} {'side':<9} {'turns':>6} {'err':>4} {'wall p50':>9} {'p99':>7} {'added p50':>10} {'p99':>7} {'turns/s':>8} {'ratio':>6}  cpu ms/turn server/model/client"
+    )
     for row in rows:
         for name in ("stack", "baseline"):
             side = row[name]
@@ -537,7 +590,12 @@ def model_process(workdir: Path) -> Iterator[tuple[Child, str]]:
 
 def main() -> int:
     parser = bench_parser(__doc__, quick_help="C = 10 and 100, fewer turns (about 25 s)")
-    parser.add_argument("--client", choices=("h11", "httpx"), default="h11", help="the stack side's HTTP client (default: h11, the runtime's own; httpx: one AsyncClient per user)")
+    parser.add_argument(
+        "--client",
+        choices=("h11", "httpx"),
+        default="h11",
+        help="the stack side's HTTP client (default: h11, the runtime's own; httpx: one AsyncClient per user)",
+    )
     parser.add_argument("--burst", action="store_true", help="start all C clients of a round at once (default: spread over 0.4 s)")
     parser.add_argument("--levels", type=lambda text: [int(x) for x in text.split(",")], help="concurrency levels, e.g. 10,100,1000")
     parser.add_argument("--model-server", action="store_true", help=argparse.SUPPRESS)

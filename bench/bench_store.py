@@ -36,18 +36,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import apsw  # noqa: E402
-from _common import parse_options, percentile, print_header, print_json, versions  # noqa: E402 - beside this script
+import apsw
+from _common import parse_options, percentile, print_header, print_json, versions
 
-from actors.store import StoreReader, StoreWriter, open_writer  # noqa: E402
-from protocols import ChatMessage  # noqa: E402
-from protocols._store import (  # noqa: E402
+from actors.store import StoreReader, StoreWriter, open_writer
+from protocols import ChatMessage
+from protocols._store import (
     AppendMessages,
     CreateSession,
     GetStoreStatistics,
     StoreFailed,
 )
-from supervisor import ChildSpec, Runtime  # noqa: E402
+from supervisor import ChildSpec, Runtime
 
 APPEND_GOAL_PER_S = 20_000
 DEADLINE = 120.0

@@ -35,9 +35,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import msgspec  # noqa: E402
-import pykka  # noqa: E402
-from _common import (  # noqa: E402 - beside this script
+import msgspec
+import pykka
+from _common import (
     bench_parser,
     latency_row,
     print_header,
@@ -46,8 +46,8 @@ from _common import (  # noqa: E402 - beside this script
     versions,
 )
 
-from actors import Actor  # noqa: E402
-from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime  # noqa: E402
+from actors import Actor
+from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
 RESTART_TARGET_US = 10_000.0
 NO_ESCALATION = Intensity(max_restarts=1_000_000, within=1.0)
@@ -305,12 +305,22 @@ def main() -> int:
 
     rows = [
         latency_row(
-            "supervision", "spawn", spawn, raw_spawn,
-            target_us=None, note="start_child + ask / ThreadingActor.start + ask", baseline_p90=True,
+            "supervision",
+            "spawn",
+            spawn,
+            raw_spawn,
+            target_us=None,
+            note="start_child + ask / ThreadingActor.start + ask",
+            baseline_p90=True,
         ),
         latency_row(
-            "supervision", "restart", restart, raw_restart,
-            target_us=RESTART_TARGET_US, note="crash -> next incarnation answers ask", baseline_p90=True,
+            "supervision",
+            "restart",
+            restart,
+            raw_restart,
+            target_us=RESTART_TARGET_US,
+            note="crash -> next incarnation answers ask",
+            baseline_p90=True,
         ),
         {
             "bench": "supervision",

@@ -54,17 +54,17 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import msgspec  # noqa: E402
-import trio  # noqa: E402
-from _common import bench_parser, print_json, quiet_loggers, versions, versions_line  # noqa: E402 - beside this script
-from _danger_measure import bench_danger  # noqa: E402 - beside this script
+import msgspec
+import trio
+from _common import bench_parser, print_json, quiet_loggers, versions, versions_line
+from _danger_measure import bench_danger
 
-import actors.tools._patch  # noqa: E402,F401  (registers patch)
-from actors.agent import MachineConfig, ToolContext, ToolTraits, Workspace  # noqa: E402
-from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply  # noqa: E402
-from actors.tools import REGISTRY, Registry, tool  # noqa: E402
-from actors.tools._replace import PatchRefused, fuzzy_replace  # noqa: E402
-from protocols._session import (  # noqa: E402
+import actors.tools._patch  # noqa: F401  (registers patch)
+from actors.agent import MachineConfig, ToolContext, ToolTraits, Workspace
+from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
+from actors.tools import REGISTRY, Registry, tool
+from actors.tools._replace import PatchRefused, fuzzy_replace
+from protocols._session import (
     Subscribe,
     ToolFinished,
     ToolStarted,

@@ -77,7 +77,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import (  # noqa: E402 - beside this script
+from _common import (
     fifo_reader,
     group_survivors,
     parse_options,
@@ -85,7 +85,7 @@ from _common import (  # noqa: E402 - beside this script
     print_header,
     versions,
 )
-from _turn_measure import (  # noqa: E402 - beside this script
+from _turn_measure import (
     DEADLINE,
     ECHO_SCRIPT,
     LONG_SCRIPT,
@@ -98,8 +98,8 @@ from _turn_measure import (  # noqa: E402 - beside this script
     us,
 )
 
-from actors import Address  # noqa: E402
-from actors.agent import (  # noqa: E402
+from actors import Address
+from actors.agent import (
     HubRegistry,
     MachineConfig,
     ModelClients,
@@ -109,8 +109,8 @@ from actors.agent import (  # noqa: E402
     session_address,
     start_agent_runtime,
 )
-from actors.chaos import ModelServer, Reply, ScriptedCall, TextReply, ToolCallsReply  # noqa: E402
-from protocols._session import (  # noqa: E402
+from actors.chaos import ModelServer, Reply, ScriptedCall, TextReply, ToolCallsReply
+from protocols._session import (
     TERMINAL_EVENTS,
     CancelTurn,
     StartTurn,
@@ -122,7 +122,7 @@ from protocols._session import (  # noqa: E402
     TurnCompleted,
     Unsubscribe,
 )
-from supervisor import Runtime  # noqa: E402
+from supervisor import Runtime
 
 OVERHEAD_TARGET_US = 1_000.0
 CANCEL_P99_TARGET_US = 50_000.0
@@ -204,11 +204,7 @@ class Stack:
         return address, subscriber
 
     def bodies(self, session_id: str) -> list[dict[str, Any]]:
-        return [
-            r.body
-            for r in self.server.requests
-            if r.session == session_id and r.path == "/v1/chat/completions" and isinstance(r.body, dict)
-        ]
+        return [r.body for r in self.server.requests if r.session == session_id and r.path == "/v1/chat/completions" and isinstance(r.body, dict)]
 
     def stop(self) -> bool:
         try:
@@ -378,7 +374,7 @@ def cancel_tool_started(stack: Stack, count: int, results: CancelResults) -> Non
         address.tell(StartTurn(text=USER_TEXT.format(i=i)))
         subscriber.until(ToolStarted)
         cancel_and_time(address, subscriber, results, "cancel_tool_started")
-        leftovers += settle(lambda: len(processes_with(f"sleep {marker}")))
+        leftovers += settle(lambda marker=marker: len(processes_with(f"sleep {marker}")))
     results.leftovers["cancel_tool_started"] = leftovers
 
 
@@ -406,7 +402,7 @@ def cancel_tool_running(stack: Stack, count: int, results: CancelResults, workdi
                 results.add("group_exit", time.perf_counter() - start)
         finally:
             os.close(pidfd)
-        leftovers += settle(lambda: group_survivors(pgid))
+        leftovers += settle(lambda pgid=pgid: group_survivors(pgid))
     results.leftovers["cancel_tool_running"] = leftovers
 
 
@@ -414,7 +410,7 @@ def reset_lag_max(reactor: Any) -> bool:
     """Forget the worst heartbeat lag so far (the reactor has no public reset); False if it cannot."""
     if not isinstance(getattr(reactor, "_lag_max", None), float):
         return False
-    reactor._lag_max = 0.0  # noqa: SLF001 - a bench-only peek, so the steady state is reported apart
+    reactor._lag_max = 0.0
     return True
 
 
@@ -562,8 +558,7 @@ def main() -> int:
             f"runtime stopped cleanly: {stopped}"
         )
         print(
-            f"turns not completed: {failures}; cancels not ending in TurnCancelled: {cancel.not_cancelled}; "
-            f"model server internal errors: {len(server_errors)}"
+            f"turns not completed: {failures}; cancels not ending in TurnCancelled: {cancel.not_cancelled}; model server internal errors: {len(server_errors)}"
         )
     return 0 if ok else 1
 

@@ -15,6 +15,7 @@ from ._faults import Workload as Workload
 from ._reactor import ProcessResult as ProcessResult
 from ._reactor import WaitFinished as WaitFinished
 from ._reactor import WaitStatus as WaitStatus
+from ._session import TERMINAL_EVENTS as TERMINAL_EVENTS
 from ._session import AnswerClarification as AnswerClarification
 from ._session import AnySessionEvent as AnySessionEvent
 from ._session import ApprovalChoice as ApprovalChoice
@@ -23,6 +24,7 @@ from ._session import ApprovalResolved as ApprovalResolved
 from ._session import BusyPolicy as BusyPolicy
 from ._session import CancelTurn as CancelTurn
 from ._session import ClarificationRequested as ClarificationRequested
+from ._session import ClientTool as ClientTool
 from ._session import EnsureSession as EnsureSession
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ModelSwitched as ModelSwitched
@@ -33,18 +35,16 @@ from ._session import SessionEvent as SessionEvent
 from ._session import SessionInbox as SessionInbox
 from ._session import SessionReady as SessionReady
 from ._session import SessionRecovered as SessionRecovered
-from ._session import ClientTool as ClientTool
 from ._session import StartTurn as StartTurn
-from ._session import TurnOptions as TurnOptions
 from ._session import Subscribe as Subscribe
 from ._session import SwitchModel as SwitchModel
-from ._session import TERMINAL_EVENTS as TERMINAL_EVENTS
 from ._session import TextDelta as TextDelta
 from ._session import ToolFinished as ToolFinished
 from ._session import ToolStarted as ToolStarted
 from ._session import TurnCancelled as TurnCancelled
 from ._session import TurnCompleted as TurnCompleted
 from ._session import TurnFailed as TurnFailed
+from ._session import TurnOptions as TurnOptions
 from ._session import TurnQueued as TurnQueued
 from ._session import TurnRejected as TurnRejected
 from ._session import TurnStarted as TurnStarted
@@ -71,10 +71,10 @@ from ._store import SessionEnded as SessionEnded
 from ._store import SessionRecord as SessionRecord
 from ._store import SessionTotalsUpdated as SessionTotalsUpdated
 from ._store import StoreCommand as StoreCommand
+from ._store import StoredMessage as StoredMessage
 from ._store import StoreFailed as StoreFailed
 from ._store import StoreReply as StoreReply
 from ._store import StoreStatistics as StoreStatistics
-from ._store import StoredMessage as StoredMessage
 from ._store import TurnRecord as TurnRecord
 from ._store import TurnRemoved as TurnRemoved
 from ._store import UpdateSessionTotals as UpdateSessionTotals

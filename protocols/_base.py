@@ -36,7 +36,7 @@ def to_msgpack(obj: object) -> bytes:
     return _msgpack_encoder.encode(obj)
 
 
-def from_json(data: bytes | str, type: type[T] | Any) -> T:  # noqa: A002 - msgspec's own word
+def from_json(data: bytes | str, type: type[T] | Any) -> T:
     """Decode JSON into ``type`` (a Message class or a union of them), validating it.
 
     Raises:
@@ -49,7 +49,7 @@ def from_json(data: bytes | str, type: type[T] | Any) -> T:  # noqa: A002 - msgs
     return decoder.decode(data)  # type: ignore[no-any-return]
 
 
-def from_msgpack(data: bytes, type: type[T] | Any) -> T:  # noqa: A002
+def from_msgpack(data: bytes, type: type[T] | Any) -> T:
     """Decode MessagePack into ``type``, validating it (errors as :func:`from_json`)."""
     decoder = _msgpack_decoders.get(type)
     if decoder is None:

@@ -310,29 +310,10 @@ AnySessionEvent = (
 TERMINAL_EVENTS = (TurnCompleted, TurnFailed, TurnCancelled)
 
 
-SessionCommand = (
-    StartTurn
-    | CancelTurn
-    | Subscribe
-    | Unsubscribe
-    | EnsureSession
-    | SwitchModel
-    | UndoTurn
-    | AnswerClarification
-    | ResolveApproval
-)
+SessionCommand = StartTurn | CancelTurn | Subscribe | Unsubscribe | EnsureSession | SwitchModel | UndoTurn | AnswerClarification | ResolveApproval
 """What clients (the API, the TUI, a delegating session) tell a session."""
 
-SessionInbox = (
-    SessionCommand
-    | MessagesPersisted
-    | StoreFailed
-    | SessionCreated
-    | TurnRemoved
-    | SessionTotalsUpdated
-    | StoreStatistics
-    | WaitFinished
-)
+SessionInbox = SessionCommand | MessagesPersisted | StoreFailed | SessionCreated | TurnRemoved | SessionTotalsUpdated | StoreStatistics | WaitFinished
 """What a session actor's inbox accepts: the commands, the store's answers to its writes
 (``StoreStatistics`` is the barrier it loads behind) and the outcomes of its reactor waits.
 

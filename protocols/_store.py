@@ -290,15 +290,7 @@ class StoreFailed(Message, frozen=True, kw_only=True):
 
 
 StoreReply = (
-    SessionCreated
-    | MessagesPersisted
-    | SessionEnded
-    | SessionTotalsUpdated
-    | SessionDeleted
-    | TurnRemoved
-    | ResponseStored
-    | ResponseDeleted
-    | StoreFailed
+    SessionCreated | MessagesPersisted | SessionEnded | SessionTotalsUpdated | SessionDeleted | TurnRemoved | ResponseStored | ResponseDeleted | StoreFailed
 )
 """What the store writer tells a ``reply_to`` for a write."""
 

@@ -43,10 +43,7 @@ class ChatMessage(Message, frozen=True, kw_only=True):
             parts += [{"type": "image_url", "image_url": {"url": url}} for url in self.images]
             out["content"] = parts
         if self.tool_calls:
-            out["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for c in self.tool_calls
-            ]
+            out["tool_calls"] = [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in self.tool_calls]
         if self.role == "tool":
             out["tool_call_id"] = self.tool_call_id
             if self.name is not None:

@@ -35,9 +35,7 @@ def test_hermes_run_rejects_a_negative_duration_with_a_clear_message() -> None:
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
 def test_hermes_run_stops_cleanly_on_a_signal(signum: signal.Signals) -> None:
-    process = subprocess.Popen(
-        [*HERMES, "run"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+    process = subprocess.Popen([*HERMES, "run"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         assert process.stdout is not None
         first = process.stdout.readline()  # the barrier: the runtime is up

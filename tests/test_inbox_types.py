@@ -20,7 +20,7 @@ from actors.store import STORE_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 
-MISTAKES = '''
+MISTAKES = """
 from actors import Actor, Address, Registry
 from actors.agent import SESSIONS_PATH, session_address, tell_session
 from actors.store import STORE_PATH, store_address
@@ -52,9 +52,9 @@ class NoWaits(Actor[StartTurn]):
 class Narrow(Actor[StartTurn | CancelTurn]):
     def receive(self, message: StartTurn) -> None:  # expect: override
         return None
-'''
+"""
 
-CONTROL = '''
+CONTROL = """
 from actors import Actor, Address, Registry
 from actors.agent import SESSIONS_PATH, session_address, tell_session
 from actors.store import STORE_PATH, store_address
@@ -87,7 +87,7 @@ class Worker(Actor[StartTurn | WaitFinished]):
 
     def receive(self, message: StartTurn | WaitFinished | CancelTurn) -> None:
         return None
-'''
+"""
 
 _ERROR = re.compile(r"^(?P<file>.+?):(?P<line>\d+): error: .*\[(?P<code>[a-z-]+)\]$")
 
@@ -127,7 +127,7 @@ def test_telling_an_actor_what_its_inbox_does_not_take_is_a_type_error(tmp_path:
     assert returncode != 0, output
     assert found == _expected(MISTAKES), output
     first = min(_expected(MISTAKES))[0]
-    assert f"mistakes.py:{first}: error: Argument 1 to \"tell\" of \"Address\" has incompatible type \"AppendMessages\"" in output
+    assert f'mistakes.py:{first}: error: Argument 1 to "tell" of "Address" has incompatible type "AppendMessages"' in output
 
 
 def test_what_an_inbox_takes_type_checks(tmp_path: Path, cache_dir: Path) -> None:

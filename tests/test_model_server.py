@@ -156,9 +156,7 @@ def test_malformed_tool_call_arguments_arrive_verbatim(model_server: ModelServer
         chunks = stream_chunks(client)
     assert message.tool_calls is not None
     assert message.tool_calls[0].function.arguments == broken
-    streamed = "".join(
-        d.function.arguments or "" for c in chunks for d in c.choices[0].delta.tool_calls or [] if d.function
-    )
+    streamed = "".join(d.function.arguments or "" for c in chunks for d in c.choices[0].delta.tool_calls or [] if d.function)
     assert streamed == broken
 
 
@@ -353,9 +351,7 @@ def test_models_lists_the_one_configured_model() -> None:
 def test_the_stream_is_server_sent_events_ending_with_done(model_server: ModelServer) -> None:
     model_server.script([TextReply(content="wire format")])
     with httpx.Client() as http:
-        response = http.post(
-            f"{model_server.base_url}/chat/completions", json={"model": "m", "messages": USER, "stream": True}
-        )
+        response = http.post(f"{model_server.base_url}/chat/completions", json={"model": "m", "messages": USER, "stream": True})
     assert response.headers["content-type"] == "text/event-stream"
     assert response.headers["transfer-encoding"] == "chunked"
     events = sse_events(response.content)
@@ -417,9 +413,7 @@ async def test_async_openai_streams_inside_trio_from_open_model_server() -> None
             stream = await client.chat.completions.create(model="test-model", messages=USER, stream=True)
             async with stream:
                 chunks = [chunk async for chunk in stream]
-            other = await client.chat.completions.create(
-                model="test-model", messages=USER, extra_headers={"X-Hermes-Session-Id": "other"}
-            )
+            other = await client.chat.completions.create(model="test-model", messages=USER, extra_headers={"X-Hermes-Session-Id": "other"})
     assert text_of(chunks) == "streamed under trio through anyio"
     assert other.choices[0].message.content == "for other"
 
@@ -442,7 +436,5 @@ async def test_leaving_open_model_server_ends_a_stalled_stream() -> None:
 def test_the_chaos_package_exports_a_sorted_all_of_exactly_its_public_names() -> None:
     exported = list(actors.chaos.__all__)
     assert exported == sorted(exported)
-    public = sorted(
-        name for name, value in vars(actors.chaos).items() if not name.startswith("_") and type(value).__name__ != "module"
-    )
+    public = sorted(name for name, value in vars(actors.chaos).items() if not name.startswith("_") and type(value).__name__ != "module")
     assert exported == public

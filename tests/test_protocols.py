@@ -44,9 +44,7 @@ def test_every_message_class_is_frozen_keyword_only_and_tagged_with_its_class_na
     for cls in classes:
         config = cls.__struct_config__
         assert config.frozen, f"{cls.__name__} is not frozen"
-        positional = [
-            p.name for p in inspect.signature(cls).parameters.values() if p.kind is not inspect.Parameter.KEYWORD_ONLY
-        ]
+        positional = [p.name for p in inspect.signature(cls).parameters.values() if p.kind is not inspect.Parameter.KEYWORD_ONLY]
         assert positional == [], f"{cls.__name__} does not say kw_only=True (it is not inherited)"
         assert config.tag == cls.__name__, f"{cls.__name__} is tagged {config.tag!r}"
 
@@ -54,9 +52,7 @@ def test_every_message_class_is_frozen_keyword_only_and_tagged_with_its_class_na
 def test_messages_round_trip_through_json_and_msgpack() -> None:
     leaf = NodeSnapshot(path="/a", kind="worker", state="running", incarnation=2, restarts=1, mailbox=0, uptime_s=1.5)
     tree = TreeSnapshot(
-        root=NodeSnapshot(
-            path="/", kind="supervisor", state="running", incarnation=1, restarts=0, mailbox=3, uptime_s=2.0, children=(leaf,)
-        ),
+        root=NodeSnapshot(path="/", kind="supervisor", state="running", incarnation=1, restarts=0, mailbox=3, uptime_s=2.0, children=(leaf,)),
         reactor_lag_ms=0.2,
         reactor_lag_max_ms=1.0,
         reactor_waits=4,

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import trio
+import trio.lowlevel
 
 from actors import UsageError, WaitHandle
 from protocols import ProcessResult, WaitFinished
@@ -45,18 +46,16 @@ def waiter(start_runtime: StartRuntime, probe: Probe) -> Any:
 
 
 def outcome(probe: Probe, handle: WaitHandle | None = None) -> WaitFinished:
-    return probe.get_matching(
-        lambda m: isinstance(m, WaitFinished) and (handle is None or m.wait_id == handle.wait_id)
-    )
+    return probe.get_matching(lambda m: isinstance(m, WaitFinished) and (handle is None or m.wait_id == handle.wait_id))
 
 
 async def answer(value: Any) -> Any:
-    await trio.sleep(0)
+    await trio.lowlevel.checkpoint()
     return value
 
 
 async def fail() -> None:
-    await trio.sleep(0)
+    await trio.lowlevel.checkpoint()
     raise ValueError("the wait failed")
 
 
@@ -119,9 +118,7 @@ def test_the_death_of_an_owner_cancels_its_waits(start_runtime: StartRuntime, pr
     assert first.wait_id not in [m.wait_id for m in seen], "a dead owner's outcome reached its successor"
 
 
-def test_send_after_delivers_the_message_and_a_cancelled_timer_stays_silent(
-    start_runtime: StartRuntime, probe: Probe
-) -> None:
+def test_send_after_delivers_the_message_and_a_cancelled_timer_stays_silent(start_runtime: StartRuntime, probe: Probe) -> None:
     _, address = waiter(start_runtime, probe)
     silent = address.ask(("after", 0.05, "never"), timeout=DEADLINE)
     address.tell(("cancel", silent))
@@ -130,9 +127,7 @@ def test_send_after_delivers_the_message_and_a_cancelled_timer_stays_silent(
     assert arrived == "ring"
 
 
-def test_cancelling_a_subprocess_wait_kills_its_whole_process_group(
-    start_runtime: StartRuntime, probe: Probe, tmp_path: Path
-) -> None:
+def test_cancelling_a_subprocess_wait_kills_its_whole_process_group(start_runtime: StartRuntime, probe: Probe, tmp_path: Path) -> None:
     _, address = waiter(start_runtime, probe)
     fifo = open_fifo(str(tmp_path / "ready"))
     marker = f"30.{os.getpid()}1"
@@ -152,9 +147,7 @@ def test_cancelling_a_subprocess_wait_kills_its_whole_process_group(
     print(f"cancel -> owner saw 'cancelled' in {latency * 1000:.1f} ms")
 
 
-def test_the_death_of_an_owner_kills_its_subprocess_group(
-    start_runtime: StartRuntime, probe: Probe, tmp_path: Path
-) -> None:
+def test_the_death_of_an_owner_kills_its_subprocess_group(start_runtime: StartRuntime, probe: Probe, tmp_path: Path) -> None:
     runtime, address = waiter(start_runtime, probe)
     fifo = open_fifo(str(tmp_path / "ready"))
     marker = f"30.{os.getpid()}2"

@@ -69,9 +69,7 @@ def transcript(path: Path, session_id: str) -> list[ChatMessage]:
         return reader.load_messages(session_id)
 
 
-def test_running_turns_fail_as_interrupted_and_each_unanswered_call_gets_one_result_in_call_order(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_running_turns_fail_as_interrupted_and_each_unanswered_call_gets_one_result_in_call_order(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     runtime, write = written(start_runtime, path)
     for session_id in ("s1", "s2", "paused"):
@@ -127,9 +125,7 @@ def test_running_turns_fail_as_interrupted_and_each_unanswered_call_gets_one_res
         assert [t.ended_at for t in reader.load_turns("s1")] == [102.0, 1000.0]
 
 
-def test_sessions_without_turn_rows_are_settled_by_their_last_message_and_ended_turns_are_left_alone(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_sessions_without_turn_rows_are_settled_by_their_last_message_and_ended_turns_are_left_alone(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     runtime, write = written(start_runtime, path)
     sessions = ("tool-last", "calls-last", "answered", "tool-answered", "ended-turn", "reused-id")

@@ -35,7 +35,7 @@ def test_a_second_signal_exits_at_once_with_128_plus_its_number(signum: signal.S
         process.send_signal(signum)
         assert process.stdout.readline() == f"stopping after {signum.name}\n"
         process.send_signal(signum)
-        stdout, stderr = process.communicate(timeout=DEADLINE)
+        _stdout, stderr = process.communicate(timeout=DEADLINE)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)

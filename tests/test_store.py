@@ -145,18 +145,14 @@ TRANSCRIPT = (
 # -- round trip ---------------------------------------------------------------------------
 
 
-def test_a_session_and_its_messages_round_trip_with_tool_calls_tool_results_and_reasoning(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_a_session_and_its_messages_round_trip_with_tool_calls_tool_results_and_reasoning(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     _, store = start_store(start_runtime, path)
     replies = Replies()
     create(store, replies, "s1", model="hermes-4", model_config={"temperature": 0.2}, user_id="u1", system_prompt="sys")
 
     store.tell(AppendMessages(session_id="s1", messages=TRANSCRIPT[:2], timestamp=100.0, token="a", reply_to=replies))
-    store.tell(
-        AppendMessages(session_id="s1", messages=TRANSCRIPT[2:], timestamps=(101.0, 102.0, 103.0, 104.0), token="b", reply_to=replies)
-    )
+    store.tell(AppendMessages(session_id="s1", messages=TRANSCRIPT[2:], timestamps=(101.0, 102.0, 103.0, 104.0), token="b", reply_to=replies))
     first, second = replies.get(), replies.get()
     assert (first.token, second.token) == ("a", "b")
     assert len(first.message_ids) == 2 and len(second.message_ids) == 4
@@ -187,9 +183,7 @@ def test_a_session_and_its_messages_round_trip_with_tool_calls_tool_results_and_
     assert TRANSCRIPT[2].to_openai()["tool_calls"] == msgspec.json.decode(raw)
 
 
-def test_totals_title_and_end_of_a_session_are_recorded_and_sessions_list_newest_first(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_totals_title_and_end_of_a_session_are_recorded_and_sessions_list_newest_first(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     _, store = start_store(start_runtime, path)
     replies = Replies()
@@ -218,9 +212,7 @@ def test_totals_title_and_end_of_a_session_are_recorded_and_sessions_list_newest
 # -- durability and group commit --------------------------------------------------------------
 
 
-def test_a_reply_is_told_only_after_the_write_is_visible_to_another_connection(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_a_reply_is_told_only_after_the_write_is_visible_to_another_connection(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     _, store = start_store(start_runtime, path)
     create(store, Replies(), "s1")
@@ -350,9 +342,7 @@ def test_a_failing_write_answers_store_failed_and_the_writer_keeps_serving(start
         db.close()
 
 
-def test_a_database_locked_by_another_process_answers_a_retryable_failure_and_the_writer_recovers(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_a_database_locked_by_another_process_answers_a_retryable_failure_and_the_writer_recovers(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     _, store = start_store(start_runtime, path, busy_timeout=0.05)
     replies = Replies()
@@ -402,9 +392,7 @@ def test_a_crashed_writer_is_restarted_and_loses_no_acknowledged_write(start_run
     assert len(stored) == 4
 
 
-def test_a_broken_connection_fails_the_write_and_the_writer_restarts_with_a_new_connection(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_a_broken_connection_fails_the_write_and_the_writer_restarts_with_a_new_connection(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     runtime, store = start_store(start_runtime, path)
     events = Probe()
@@ -538,7 +526,7 @@ def test_the_store_package_has_a_sorted_door_and_imports_no_upper_layer() -> Non
 
 def test_after_a_refused_transcript_write_the_session_is_fenced_until_it_reopens(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    runtime, store = start_store(start_runtime, path)
+    _runtime, store = start_store(start_runtime, path)
     replies = Replies()
     create(store, replies, "s1")
     create(store, replies, "s2")

@@ -98,9 +98,7 @@ def test_a_turn_id_is_started_once_per_session_and_a_second_start_stores_nothing
     assert found is not None and found.session_id == "s2"  # the latest of the two
 
 
-def test_an_end_may_come_alone_ends_a_turn_once_and_closes_a_turn_started_before_the_table(
-    start_runtime: StartRuntime, tmp_path: Path
-) -> None:
+def test_an_end_may_come_alone_ends_a_turn_once_and_closes_a_turn_started_before_the_table(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
     _, store = start_store(start_runtime, path)
     replies = Replies()
@@ -145,7 +143,9 @@ def test_a_refused_write_stores_neither_its_messages_nor_its_mark(start_runtime:
     store.tell(ReopenWrites(session_id="s1"))
     write(store, replies, "s1", user("go"), turn=started("t1"), at=110.0)
     tool_call = ChatMessage(role="assistant", content=None, tool_calls=(ToolCall(id="c1", name="terminal", arguments="{}"),))
-    refused_end = write(store, replies, "s1", tool_call, ChatMessage(role="tool", tool_call_id="c1", content="boom"), turn=TurnMark(turn_id="t1", event="completed"), at=120.0)
+    refused_end = write(
+        store, replies, "s1", tool_call, ChatMessage(role="tool", tool_call_id="c1", content="boom"), turn=TurnMark(turn_id="t1", event="completed"), at=120.0
+    )
     assert isinstance(refused_end, StoreFailed)
     store.tell(ReopenWrites(session_id="s1"))
     refused_old = write(store, replies, "s1", user("boom"), turn=TurnMark(turn_id="t0", event="failed"), at=125.0)

@@ -93,9 +93,7 @@ def test_transient_child_is_restarted_after_a_crash_but_not_after_a_normal_stop(
 
 
 def test_temporary_child_is_never_restarted_and_its_address_closes(start_runtime: StartRuntime, probe: Probe) -> None:
-    runtime = start_runtime(
-        [ChildSpec(id="tmp", actor=EchoActor, args=(probe,), restart=Restart.TEMPORARY), *specs("other")]
-    )
+    runtime = start_runtime([ChildSpec(id="tmp", actor=EchoActor, args=(probe,), restart=Restart.TEMPORARY), *specs("other")])
     events = Probe()
     runtime.subscribe(events.put)
     address = runtime.lookup("/tmp")
@@ -196,9 +194,7 @@ def test_messages_sent_while_an_actor_restarts_reach_the_next_incarnation(start_
     assert received == [(n, 2) for n in range(100)]
 
 
-def test_unread_messages_of_a_crashed_incarnation_go_to_the_next_one_in_order(
-    start_runtime: StartRuntime, probe: Probe
-) -> None:
+def test_unread_messages_of_a_crashed_incarnation_go_to_the_next_one_in_order(start_runtime: StartRuntime, probe: Probe) -> None:
     release = threading.Event()
     runtime = start_runtime([ChildSpec(id="slow", actor=SlowActor, args=(release, probe))])
     address = runtime.lookup("/slow")
@@ -211,9 +207,7 @@ def test_unread_messages_of_a_crashed_incarnation_go_to_the_next_one_in_order(
     assert address.ask("incarnation", timeout=DEADLINE) == 2
 
 
-def test_a_full_restart_buffer_refuses_with_a_counted_error_and_keeps_what_it_holds(
-    start_runtime: StartRuntime, probe: Probe
-) -> None:
+def test_a_full_restart_buffer_refuses_with_a_counted_error_and_keeps_what_it_holds(start_runtime: StartRuntime, probe: Probe) -> None:
     from actors import MailboxOverflow
 
     gone = threading.Event()
@@ -222,9 +216,7 @@ def test_a_full_restart_buffer_refuses_with_a_counted_error_and_keeps_what_it_ho
         def terminated(self, kind: str) -> None:
             gone.set()
 
-    runtime = start_runtime(
-        [ChildSpec(id="busy", actor=Gone, args=(probe,))], buffer_limit=3, backoff=Backoff(initial=0.3)
-    )
+    runtime = start_runtime([ChildSpec(id="busy", actor=Gone, args=(probe,))], buffer_limit=3, backoff=Backoff(initial=0.3))
     address = runtime.lookup("/busy")
     address.tell("crash")
     assert gone.wait(DEADLINE)
@@ -257,9 +249,7 @@ def test_shutdown_stops_children_in_reverse_start_order_depth_first(start_runtim
     assert not runtime.failed
 
 
-def test_a_child_stuck_past_its_shutdown_timeout_is_abandoned_and_shutdown_completes(
-    start_runtime: StartRuntime, probe: Probe
-) -> None:
+def test_a_child_stuck_past_its_shutdown_timeout_is_abandoned_and_shutdown_completes(start_runtime: StartRuntime, probe: Probe) -> None:
     release = threading.Event()
     runtime = start_runtime([*specs("first"), ChildSpec(id="stuck", actor=SlowActor, args=(release, probe), shutdown=0.1)])
     runtime.lookup("/stuck").tell("block")

@@ -1,5 +1,8 @@
 """agent: sessions and their turn machine, model calls, the session event stream."""
 
+from ._address import SESSIONS_PATH as SESSIONS_PATH
+from ._address import session_address as session_address
+from ._address import tell_session as tell_session
 from ._approval_settings import ApprovalSettings as ApprovalSettings
 from ._approval_settings import load_approval_settings as load_approval_settings
 from ._approvals import ALLOWING as ALLOWING
@@ -9,22 +12,19 @@ from ._config import hermes_home as hermes_home
 from ._config import load_model_settings as load_model_settings
 from ._hub import HubRegistry as HubRegistry
 from ._hub import SessionHub as SessionHub
+from ._loading import build_system_prompt as build_system_prompt
 from ._machine import MachineConfig as MachineConfig
 from ._model import ModelClients as ModelClients
 from ._model import ModelSettings as ModelSettings
 from ._plan import ToolTraits as ToolTraits
 from ._session import SessionActor as SessionActor
 from ._session_deps import SessionDeps as SessionDeps
-from ._loading import build_system_prompt as build_system_prompt
-from ._address import SESSIONS_PATH as SESSIONS_PATH
-from ._address import session_address as session_address
-from ._address import tell_session as tell_session
 from ._tools import ToolContext as ToolContext
 from ._tools import ToolOutput as ToolOutput
 from ._tools import ToolSpec as ToolSpec
 from ._tools import Workspace as Workspace
-from ._tree import build_agent_runtime as build_agent_runtime
 from ._tree import agent_specs as agent_specs
+from ._tree import build_agent_runtime as build_agent_runtime
 from ._tree import reader_opener as reader_opener
 from ._tree import start_agent_runtime as start_agent_runtime
 

@@ -130,7 +130,7 @@ def load_approval_settings(home: Path, *, env: Mapping[str, str] | None = None, 
         raise ConfigError(msg)
     deny = section.get("deny") or ()
     if not isinstance(deny, (list, tuple)) or not all(isinstance(g, str) for g in deny):
-        msg = f"{where}: approvals.deny must be a list of command globs, such as [\"docker system prune*\"]"
+        msg = f'{where}: approvals.deny must be a list of command globs, such as ["docker system prune*"]'
         raise ConfigError(msg)
     source = "config.yaml (approvals.mode: off)" if mode == "off" else ""
     if yolo:

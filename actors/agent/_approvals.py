@@ -83,9 +83,7 @@ class ApprovalGate:
             with path.open("a", encoding="utf-8") as f:
                 f.writelines(f"{k}\n" for k in new)
 
-    async def request(
-        self, *, turn_id: str, call_id: str, command: str, reasons: tuple[str, ...], keys: tuple[str, ...], timeout: float
-    ) -> Decision:
+    async def request(self, *, turn_id: str, call_id: str, command: str, reasons: tuple[str, ...], keys: tuple[str, ...], timeout: float) -> Decision:
         """Ask the attached client; return the decision (see ``ALLOWING``).
 
         ``keys`` name the dangerous patterns found; ``session`` / ``always`` approve those
@@ -101,11 +99,7 @@ class ApprovalGate:
         pending = self._pending[request_id] = _Pending(trio.Event())
         decision: Decision = "cancelled"
         try:
-            self._publish(
-                ApprovalRequested(
-                    turn_id=turn_id, request_id=request_id, call_id=call_id, command=command, reasons=reasons, timeout_s=timeout
-                )
-            )
+            self._publish(ApprovalRequested(turn_id=turn_id, request_id=request_id, call_id=call_id, command=command, reasons=reasons, timeout_s=timeout))
             with trio.move_on_after(timeout):
                 await pending.event.wait()
             choice = pending.choice
@@ -120,8 +114,7 @@ class ApprovalGate:
                     self._remember_always(keys)
                 except OSError as exc:
                     log.warning("could not save the approval for later sessions: %s", exc)
-            with trio.CancelScope(shield=True):
-                self._publish(ApprovalResolved(turn_id=turn_id, request_id=request_id, choice=decision))
+            self._publish(ApprovalResolved(turn_id=turn_id, request_id=request_id, choice=decision))
         return decision
 
     def resolve(self, request_id: str, choice: str) -> bool:

@@ -78,9 +78,7 @@ def read_config(home: Path) -> dict[str, Any]:
     return loaded
 
 
-def load_model_settings(
-    home: Path | None = None, *, env: Mapping[str, str] | None = None, override: Mapping[str, Any] | None = None
-) -> ModelSettings:
+def load_model_settings(home: Path | None = None, *, env: Mapping[str, str] | None = None, override: Mapping[str, Any] | None = None) -> ModelSettings:
     """Resolve the model settings; raise :class:`ConfigError` with advice when incomplete."""
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
@@ -117,9 +115,7 @@ def load_model_settings(
     if vision is not None and not isinstance(vision, bool):
         msg = f"{config}: model.vision must be true or false (whether the model can see images)"
         raise ConfigError(msg)
-    return ModelSettings(
-        model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices, vision=vision
-    )
+    return ModelSettings(model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices, vision=vision)
 
 
 def read_prices(section: Any, where: Path) -> dict[str, tuple[float, float]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+
 import trio
 
 from actors import Address, Reactor, Registry

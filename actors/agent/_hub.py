@@ -68,7 +68,7 @@ class SessionHub:
             for subscriber in self._subscribers:
                 try:
                     subscriber.tell(numbered)
-                except Exception as exc:  # noqa: BLE001 - a subscriber's failure is its own
+                except Exception as exc:
                     log.warning("dropping a subscriber of session %s: %s", self.session_id, exc)
                     dead.append(subscriber)
             for subscriber in dead:

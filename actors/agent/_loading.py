@@ -77,7 +77,7 @@ async def load_with_retry(open_reader: Callable[[], Any], session_id: str, home:
     while True:
         try:
             return await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir)
-        except Exception as exc:  # noqa: BLE001 - retried until the wait's deadline
+        except Exception as exc:
             log.debug("session %s: store not readable yet: %s", session_id, exc)
             await trio.sleep(delay)
             delay = min(0.5, delay * 2)

@@ -23,7 +23,6 @@ import msgspec
 from protocols import ChatMessage, ToolCall
 from protocols._session import (
     BusyPolicy,
-    TurnOptions,
     ModelRetrying,
     SessionEvent,
     ToolFinished,
@@ -31,12 +30,12 @@ from protocols._session import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnOptions,
     TurnQueued,
     TurnRejected,
     TurnStarted,
     UserMessageSaved,
 )
-
 from protocols._store import TurnMark
 
 from ._answer_format import answer_problem
@@ -44,37 +43,71 @@ from ._plan import PlannedCall, ToolTraits, plan_batches
 from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
 from ._turn_io import (
-    Input as Input,
-    UserInput as UserInput,
-    Persisted as Persisted,
-    PersistFailed as PersistFailed,
-    ModelReplied as ModelReplied,
-    ModelFailed as ModelFailed,
-    ToolDone as ToolDone,
-    Cancel as Cancel,
-    TimerFired as TimerFired,
-    Resume as Resume,
-    MachineInput as MachineInput,
-    Effect as Effect,
-    Persist as Persist,
     CallModel as CallModel,
-    RunTool as RunTool,
+)
+from ._turn_io import (
+    Cancel as Cancel,
+)
+from ._turn_io import (
     CancelModel as CancelModel,
-    CancelTool as CancelTool,
-    StartTimer as StartTimer,
+)
+from ._turn_io import (
     CancelTimer as CancelTimer,
+)
+from ._turn_io import (
+    CancelTool as CancelTool,
+)
+from ._turn_io import (
+    Effect as Effect,
+)
+from ._turn_io import (
     Emit as Emit,
+)
+from ._turn_io import (
+    Input as Input,
+)
+from ._turn_io import (
     MachineEffect as MachineEffect,
 )
+from ._turn_io import (
+    MachineInput as MachineInput,
+)
+from ._turn_io import (
+    ModelFailed as ModelFailed,
+)
+from ._turn_io import (
+    ModelReplied as ModelReplied,
+)
+from ._turn_io import (
+    Persist as Persist,
+)
+from ._turn_io import (
+    Persisted as Persisted,
+)
+from ._turn_io import (
+    PersistFailed as PersistFailed,
+)
+from ._turn_io import (
+    Resume as Resume,
+)
+from ._turn_io import (
+    RunTool as RunTool,
+)
+from ._turn_io import (
+    StartTimer as StartTimer,
+)
+from ._turn_io import (
+    TimerFired as TimerFired,
+)
+from ._turn_io import (
+    ToolDone as ToolDone,
+)
+from ._turn_io import (
+    UserInput as UserInput,
+)
 
-GRACE_INSTRUCTION = (
-    "You have used all tool calls this turn allows. Do not call tools. Summarise what you did, "
-    "what you found, and what is left to do."
-)
-FORMAT_INSTRUCTION = (
-    "Your answer was not accepted: {why}. Reply again with only the JSON the requested response format asks for, "
-    "nothing before or after it."
-)
+GRACE_INSTRUCTION = "You have used all tool calls this turn allows. Do not call tools. Summarise what you did, what you found, and what is left to do."
+FORMAT_INSTRUCTION = "Your answer was not accepted: {why}. Reply again with only the JSON the requested response format asks for, nothing before or after it."
 PREVIEW_CHARS = 300
 RECENT_TURNS = 256
 
@@ -235,9 +268,7 @@ class _Step:
             return
         policy = event.policy or self.config.busy_policy
         if policy == "interrupt":
-            self.end_turn(
-                turn, TurnCancelled(turn_id=turn.turn_id, reason="interrupted by a new message"), event.now, dequeue=False
-            )
+            self.end_turn(turn, TurnCancelled(turn_id=turn.turn_id, reason="interrupted by a new message"), event.now, dequeue=False)
             self.start_turn(event)
         elif policy == "queue" and len(self.state.queued) < self.config.queue_limit:
             self.state = msgspec.structs.replace(self.state, queued=self.state.queued + (event,))
@@ -310,9 +341,7 @@ class _Step:
         form = turn.options.response_format if turn.options is not None else None
         problem = answer_problem(reply.content, form) if form is not None and not reply.tool_calls else None
         if problem is not None:
-            turn = msgspec.structs.replace(
-                turn, input_tokens=turn.input_tokens + reply.input_tokens, output_tokens=turn.output_tokens + reply.output_tokens
-            )
+            turn = msgspec.structs.replace(turn, input_tokens=turn.input_tokens + reply.input_tokens, output_tokens=turn.output_tokens + reply.output_tokens)
             if not turn.format_retried:
                 self.call_model(msgspec.structs.replace(turn, rejected=(reply.content, problem), format_retried=True), reply.now)
             else:
@@ -368,9 +397,7 @@ class _Step:
         error = ModelError(kind=failure.kind, status=failure.status, detail=failure.detail, retry_after=failure.retry_after)  # type: ignore[arg-type]
         attempt = turn.attempt + 1
         if error.retryable and attempt < self.config.max_attempts:
-            delay = backoff_delay(
-                attempt, turn.token, retry_after=error.retry_after, base=self.config.retry_base, cap=self.config.retry_cap
-            )
+            delay = backoff_delay(attempt, turn.token, retry_after=error.retry_after, base=self.config.retry_base, cap=self.config.retry_cap)
             if failure.now + delay < turn.deadline:
                 token = f"{turn.turn_id}/m{turn.iteration}.{attempt}"
                 self.set_turn(msgspec.structs.replace(turn, phase="backoff", attempt=attempt, token=token))

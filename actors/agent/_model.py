@@ -29,6 +29,7 @@ Why not the openai SDK here (it is used by the tests, as the reference client): 
 rebuilding, pydantic per chunk: ~3x this client) and, stopping at ``[DONE]`` before the end of
 the body, opened a new connection for every streamed call.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -164,7 +165,7 @@ class ModelClients:
 
 def _proxied(endpoint: Endpoint) -> bool:
     """True when the environment routes ``endpoint`` through a proxy (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY)."""
-    scheme, host, _ = endpoint.origin
+    scheme, _host, _ = endpoint.origin
     proxies = urllib.request.getproxies()
     if not (proxies.get(scheme) or proxies.get("all")):
         return False
@@ -288,7 +289,9 @@ class _HttpxResponse:
             return b""
 
 
-def _take(chunk: Chunk, text: list[str], reasoning: list[str], calls: dict[int, dict[str, str]], splitter: _ThinkSplitter, out: _Coalescer, box: dict[str, Any]) -> None:
+def _take(
+    chunk: Chunk, text: list[str], reasoning: list[str], calls: dict[int, dict[str, str]], splitter: _ThinkSplitter, out: _Coalescer, box: dict[str, Any]
+) -> None:
     if chunk.usage is not None:
         box["usage"] = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
     if not chunk.choices:
@@ -438,9 +441,7 @@ async def call_model(
     reasoning.append(thought)
     out.add(answer, thought)
     out.flush()
-    tool_calls = tuple(
-        ToolCall(id=slot["id"], name=slot["name"], arguments=slot["arguments"]) for _, slot in sorted(calls.items())
-    )
+    tool_calls = tuple(ToolCall(id=slot["id"], name=slot["name"], arguments=slot["arguments"]) for _, slot in sorted(calls.items()))
     joined_reasoning = "".join(reasoning).strip()
     return ModelReply(
         content="".join(text).strip(),

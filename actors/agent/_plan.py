@@ -37,9 +37,7 @@ def _path_of(call: PlannedCall, traits: ToolTraits) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
-def plan_batches(
-    calls: Sequence[PlannedCall], traits: Mapping[str, ToolTraits], *, max_parallel: int = 8
-) -> tuple[tuple[str, ...], ...]:
+def plan_batches(calls: Sequence[PlannedCall], traits: Mapping[str, ToolTraits], *, max_parallel: int = 8) -> tuple[tuple[str, ...], ...]:
     """Split ``calls`` (in the model's order) into groups of call ids run one group at a time."""
     groups: list[list[str]] = []
     current: list[str] = []

@@ -14,7 +14,6 @@ from typing import Literal
 
 from protocols._session import SessionEvent, TurnCancelled, TurnCompleted, TurnFailed, TurnQueued, TurnRejected, TurnStarted
 
-
 KNOWN_LIMIT = 256
 """Turn ids a session's stream remembers (as ``_machine.RECENT_TURNS``)."""
 

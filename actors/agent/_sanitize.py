@@ -12,14 +12,10 @@ from collections.abc import Sequence
 from protocols import ChatMessage
 
 UNKNOWN_OUTCOME = (
-    "[outcome unknown] The session stopped while this tool was running, so its result was lost. "
-    "It was not run again; check its effects before retrying."
+    "[outcome unknown] The session stopped while this tool was running, so its result was lost. It was not run again; check its effects before retrying."
 )
 CANCELLED = "[cancelled] The user interrupted the turn before this tool finished."
-INTERRUPTED_RESULT = (
-    "[not finished] the runtime stopped while this tool ran; its outcome is unknown: "
-    "check its effects before running it again."
-)
+INTERRUPTED_RESULT = "[not finished] the runtime stopped while this tool ran; its outcome is unknown: check its effects before running it again."
 """The result a call gets when the runtime stopped while it ran (written at the next start)."""
 
 

@@ -21,7 +21,7 @@ import msgspec
 from actors import Actor, HermesError, WaitHandle
 from actors.store import store_address
 from protocols import WaitFinished
-from protocols._session import SessionInbox, AnswerClarification, ResolveApproval, SessionEvent, Subscribe, TurnCompleted, Unsubscribe
+from protocols._session import AnswerClarification, ResolveApproval, SessionEvent, SessionInbox, Subscribe, TurnCompleted, Unsubscribe
 from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
 
 from ._approvals import ApprovalGate
@@ -30,9 +30,8 @@ from ._delegation import Delegation, SessionOverrides
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._model import ModelSettings, call_model
-from ._session_core import Loaded
-from ._session_deps import RecoveryPolicy as RecoveryPolicy
-from ._session_deps import SessionDeps as SessionDeps, child_deps
+from ._session_core import Loaded, offered_tools
+from ._session_deps import SessionDeps, child_deps
 from ._session_host import HostConfig, IdleTimer, SessionHost, Timer, Write
 from ._tools import ToolContext, ToolOutput, ToolSpec, Workspace
 
@@ -92,7 +91,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
             case Unsubscribe(subscriber=subscriber):
                 self.hub.unsubscribe(subscriber)
             case StoreStatistics() if self.host.state is None:
-                self.start_wait(load_with_retry, self.deps.open_reader, self.session_id, self.deps.home, self.deps.workdir, tag="load", timeout=self.deps.load_timeout)
+                deps = self.deps
+                self.start_wait(load_with_retry, deps.open_reader, self.session_id, deps.home, deps.workdir, tag="load", timeout=deps.load_timeout)
             case WaitFinished(tag="load"):
                 self.host.receive(self.loaded(message))
             case AnswerClarification(request_id=request_id, answer=answer) if self.workspace.clarifier is not None:
@@ -150,14 +150,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.store.tell(ReopenWrites(session_id=self.session_id))
 
     def start_model(self, effect: CallModel, model: str) -> WaitHandle:
-        settings = self.settings()
-        tools = self.tools_schema if effect.use_tools else []
-        options = effect.options
-        if options is not None and effect.use_tools and options.client_tools:
-            # A client's tool shadows a server tool of the same name for its turn.
-            tools = [t for t in tools if t.get("function", {}).get("name") not in options.client_tool_names]
-            tools += [t.schema for t in options.client_tools]
-        call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=options)
+        tools = offered_tools(self.tools_schema, effect)
+        call = functools.partial(call_model, self.deps.clients, self.settings(), effect.messages, tools, hub=self.hub, turn_id=effect.turn_id)
+        call = functools.partial(call, session_id=self.session_id, options=effect.options)
         return self.start_wait(call, tag="model", timeout=effect.timeout)
 
     def start_tool(self, effect: RunTool, turn_id: str) -> WaitHandle:

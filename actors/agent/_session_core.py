@@ -17,7 +17,7 @@ import msgspec
 
 from protocols import ChatMessage
 
-from ._machine import ModelFailed, ModelReplied, SessionState, ToolDone
+from ._machine import CallModel, ModelFailed, ModelReplied, SessionState, ToolDone
 from ._model import ModelFailure, ModelReply
 from ._sanitize import sanitize
 from ._tools import ToolOutput
@@ -97,6 +97,18 @@ def undo_cut(state: SessionState) -> int | str:
     if last is None:
         return "there is nothing to undo: the session has no message of yours yet"
     return last
+
+
+def offered_tools(server: list[dict[str, Any]], call: CallModel) -> list[dict[str, Any]]:
+    """The tool schemas a model call offers: none, the server's, or (an API client's turn) the
+    server's with the client's own tools, a client's tool shadowing a server tool of its name."""
+    options = call.options
+    if not call.use_tools:
+        return []
+    if options is None or not options.client_tools:
+        return server
+    kept = [t for t in server if t.get("function", {}).get("name") not in options.client_tool_names]
+    return kept + [t.schema for t in options.client_tools]
 
 
 def model_problem(model: str) -> str | None:

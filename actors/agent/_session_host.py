@@ -23,11 +23,11 @@ import msgspec
 
 from protocols import WaitFinished
 from protocols._session import (
-    SessionInbox,
     CancelTurn,
     EnsureSession,
     ModelSwitched,
     SessionEvent,
+    SessionInbox,
     SessionReady,
     SessionRecovered,
     StartTurn,
@@ -71,9 +71,9 @@ from ._machine import (
     step,
 )
 from ._recovery import OpenTurns, plan_recovery
+from ._sanitize import sanitize
 from ._session_core import Loaded, Sanitizer, may_passivate, model_problem, next_ack_check, outcome_input, refused_in_place, restore, seed_transcript, undo_cut
 from ._session_deps import RecoveryPolicy
-from ._sanitize import sanitize
 
 RESTART_FAILED = (
     "the session restarted while this turn was running or waiting; unfinished tools were not re-run "
@@ -213,7 +213,16 @@ class SessionHost:
                     self.seed(seed_transcript(history, frozenset(m.tool_call_id or "" for m in message.tool_results)))
                 turn_id = turn_id or self.port.new_turn_id()
                 m = message
-                opening = UserInput(turn_id=turn_id, text=m.text, policy=m.policy, instructions=m.instructions, tool_results=m.tool_results, options=m.options, images=m.images, now=self.port.now())
+                opening = UserInput(
+                    turn_id=turn_id,
+                    text=m.text,
+                    policy=m.policy,
+                    instructions=m.instructions,
+                    tool_results=m.tool_results,
+                    options=m.options,
+                    images=m.images,
+                    now=self.port.now(),
+                )
                 self.feed(opening)
             case CancelTurn(reason=reason, turn_id=turn_id):
                 self.feed(Cancel(reason=reason, turn_id=turn_id, now=self.port.now()))
@@ -391,7 +400,9 @@ class SessionHost:
         opened = port.open_turns
         transcript_open = bool(transcript) and transcript[-1].role in ("user", "tool")
         stored = loaded.running if loaded.known_turns or not loaded.exists else None
-        plan = plan_recovery(seen=opened.seen, open_turns=opened.snapshot(), transcript_open=transcript_open, settled=settled, policy=self.config.recovery, stored=stored)
+        plan = plan_recovery(
+            seen=opened.seen, open_turns=opened.snapshot(), transcript_open=transcript_open, settled=settled, policy=self.config.recovery, stored=stored
+        )
         if plan.announce:
             port.publish(SessionRecovered(settled_calls=settled, resumed=plan.resume is not None))
         for turn_id in plan.fail:

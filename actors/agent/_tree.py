@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Sequence
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 

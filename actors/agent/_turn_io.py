@@ -15,7 +15,6 @@ from protocols import ChatMessage, ToolCall
 from protocols._session import BusyPolicy, SessionEvent, TurnOptions
 from protocols._store import TurnMark
 
-
 # -- inputs ----------------------------------------------------------------------------------
 
 

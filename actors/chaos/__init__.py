@@ -42,8 +42,8 @@ from ._script import ScriptedCall as ScriptedCall
 from ._script import ScriptedReply as ScriptedReply
 from ._script import TextReply as TextReply
 from ._script import ToolCallsReply as ToolCallsReply
-from ._server import ModelServer as ModelServer
 from ._server import SESSION_HEADER as SESSION_HEADER
+from ._server import ModelServer as ModelServer
 from ._server import open_model_server as open_model_server
 from ._sim import SimOptions as SimOptions
 from ._sim import SimResult as SimResult

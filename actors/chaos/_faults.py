@@ -42,9 +42,7 @@ def default_plan() -> FaultPlan:
     return FaultPlan(
         name="default",
         messages=MessageFaults(delay=0.05, duplicate=0.05, reorder=0.1, drop=0.02),
-        model=ModelFaults(
-            http_error=0.12, latency=0.1, stall=0.04, cut=0.04, malformed_tool_calls=0.15, http_statuses=(429, 500, 503, 529, 401, 400)
-        ),
+        model=ModelFaults(http_error=0.12, latency=0.1, stall=0.04, cut=0.04, malformed_tool_calls=0.15, http_statuses=(429, 500, 503, 529, 401, 400)),
         tools=ToolFaults(error=0.08, hang=0.04, huge_output=0.03, huge_output_chars=200_000, slow=0.1),
         store=StoreFaults(slow_commit=0.1, slow_commit_max_s=0.5),
         crashes=CrashFaults(process=0.1),

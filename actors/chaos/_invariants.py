@@ -93,7 +93,7 @@ class Violation:
 class _Book:
     """What the checker knows of one session's turns."""
 
-    __slots__ = ("acked", "deadline_reported", "ended", "lost", "queued", "rejected", "rewritable", "resuming", "running", "started", "texts")
+    __slots__ = ("acked", "deadline_reported", "ended", "lost", "queued", "rejected", "resuming", "rewritable", "running", "started", "texts")
 
     def __init__(self) -> None:
         self.running: str | None = None
@@ -310,9 +310,13 @@ class Invariants:
         body = [m for m in messages if m.role != "system"]
         fixed, added = sanitize(body)
         if added or len(fixed) != len(body):
-            self.violate("unsanitized_model_input", session_id, f"a model was sent {added} unanswered call(s) / {len(body) - len(fixed) + added} stray result(s)", now)
+            self.violate(
+                "unsanitized_model_input", session_id, f"a model was sent {added} unanswered call(s) / {len(body) - len(fixed) + added} stray result(s)", now
+            )
 
-    def user_message_durable(self, session_id: str, turn_id: str, durable_texts: Iterable[str] | collections.Counter[str], now: float, *, rule: str = "ack_not_durable") -> None:
+    def user_message_durable(
+        self, session_id: str, turn_id: str, durable_texts: Iterable[str] | collections.Counter[str], now: float, *, rule: str = "ack_not_durable"
+    ) -> None:
         """At an acknowledgement (or a model call): the turn's user message must be stored."""
         text = self.book(session_id).texts.get(turn_id)
         if text is not None and text not in durable_texts:
@@ -340,7 +344,9 @@ class Invariants:
         fixed, added = sanitize(messages)
         if added or len(fixed) != len(messages):
             stray = len(messages) - len(fixed) + added
-            self.violate("durable_unpaired", session_id, f"the stored transcript has {added} call(s) without a result and {stray} stray or repeated result(s)", now)
+            self.violate(
+                "durable_unpaired", session_id, f"the stored transcript has {added} call(s) without a result and {stray} stray or repeated result(s)", now
+            )
         users = collections.Counter(m.content for m in messages if m.role == "user")
         for turn_id, text in self.book(session_id).acked.items():
             if users[text] != 1:
@@ -385,7 +391,9 @@ class Invariants:
         while times and now - times[0] > self.within:
             times.popleft()
         if len(times) > self.max_restarts:
-            self.violate("restart_intensity", _session_of(path), f"{parent} restarted {len(times)} children within {self.within:g} s (limit {self.max_restarts})", now)
+            self.violate(
+                "restart_intensity", _session_of(path), f"{parent} restarted {len(times)} children within {self.within:g} s (limit {self.max_restarts})", now
+            )
 
     # -- the end -----------------------------------------------------------------------------------------
 

@@ -45,9 +45,7 @@ def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: 
     """Plan the response to a chat completion ``request`` that the script answers with ``reply``."""
     request_id = "req_" + _token(rng, 24)
     if isinstance(reply, HttpError):
-        planned = error(
-            reply.status, reply.message, code=reply.code, error_type=reply.error_type, retry_after=reply.retry_after
-        )
+        planned = error(reply.status, reply.message, code=reply.code, error_type=reply.error_type, retry_after=reply.retry_after)
         return dataclasses.replace(planned, headers=[*planned.headers, ("x-request-id", request_id)], faults=reply)
     completion_id = "chatcmpl-" + _token(rng, 29)
     calls = reply.calls if isinstance(reply, ToolCallsReply) else ()
@@ -64,8 +62,7 @@ def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: 
             message["reasoning_content"] = reasoning
         if calls:
             message["tool_calls"] = [
-                {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-                for cid, c in zip(call_ids, calls, strict=True)
+                {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for cid, c in zip(call_ids, calls, strict=True)
             ]
         body = {
             **head,
@@ -91,10 +88,7 @@ def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: 
     for index, (cid, call) in enumerate(zip(call_ids, calls, strict=True)):
         first = {"index": index, "id": cid, "type": "function", "function": {"name": call.name, "arguments": ""}}
         events.append(chunk({"tool_calls": [first]}))
-        events += [
-            chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
-            for piece in split(call.arguments, rng)
-        ]
+        events += [chunk({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}) for piece in split(call.arguments, rng)]
     events.append(chunk({}, finish))
     if include_usage:
         events.append(_event(_encode({**head, "choices": [], "usage": usage})))
@@ -155,11 +149,7 @@ def _content_and_reasoning(reply: TextReply | ToolCallsReply) -> tuple[str | Non
 
 def _prompt_words(request: dict[str, Any]) -> int:
     messages = request.get("messages")
-    return sum(
-        _words(_text_of(m.get("content")))
-        for m in (messages if isinstance(messages, list) else [])
-        if isinstance(m, dict)
-    )
+    return sum(_words(_text_of(m.get("content"))) for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict))
 
 
 def _text_of(content: object) -> str:

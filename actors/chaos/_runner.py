@@ -107,8 +107,7 @@ class RunReport:
 def format_report(report: RunReport) -> str:
     c = report.counts
     lines = [
-        f"chaos run: {report.sessions} sessions, {report.turns} turns in {report.wall_s:.1f} s"
-        + (" (TIMED OUT)" if report.timed_out else ""),
+        f"chaos run: {report.sessions} sessions, {report.turns} turns in {report.wall_s:.1f} s" + (" (TIMED OUT)" if report.timed_out else ""),
         f"  turns: completed {c.get('completed', 0)}, failed {c.get('failed', 0)}, cancelled {c.get('cancelled', 0)}, "
         f"rejected {c.get('rejected', 0)}, queued {c.get('queued', 0)}",
         f"  turn latency: p50 {report.percentile(0.5):.1f} ms, p99 {report.percentile(0.99):.1f} ms",
@@ -214,7 +213,9 @@ def _run(plan: FaultPlan, options: RunOptions, store_file: Path, server: ModelSe
     )
 
 
-def _judge(log: Log, options: RunOptions, transcripts: dict[str, list[ChatMessage]], wall: float) -> tuple[tuple[Violation, ...], dict[str, int], tuple[float, ...]]:
+def _judge(
+    log: Log, options: RunOptions, transcripts: dict[str, list[ChatMessage]], wall: float
+) -> tuple[tuple[Violation, ...], dict[str, int], tuple[float, ...]]:
     checker = Invariants(turn_timeout=options.turn_timeout, slack=options.slack, max_restarts=SESSIONS_INTENSITY.max_restarts, within=SESSIONS_INTENSITY.within)
     started: dict[tuple[str, str], float] = {}
     latencies: list[float] = []
@@ -245,9 +246,8 @@ def _reply_fault(reply: Reply) -> str:
         return "model_cut"
     if reply.stall_after_chunks is not None:
         return "model_stall"
-    if isinstance(reply, ToolCallsReply) and any(c.name == "no_such_tool" or not c.arguments.startswith("{\"") for c in reply.calls):
+    if isinstance(reply, ToolCallsReply) and any(c.name == "no_such_tool" or not c.arguments.startswith('{"') for c in reply.calls):
         return "model_malformed_tool_calls"
     if reply.latency > 0:
         return "model_latency"
     return ""
-

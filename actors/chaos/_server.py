@@ -164,7 +164,7 @@ class ModelServer:
     def _run_thread(self) -> None:
         try:
             trio.run(self._thread_main)
-        except BaseException as exc:  # noqa: BLE001 - handed to the thread that calls stop()
+        except BaseException as exc:
             self._crash = exc
         finally:
             self._ready.set()
@@ -214,9 +214,7 @@ class ModelServer:
             bad_json = None
         except msgspec.DecodeError as exc:
             body, bad_json = None, str(exc)
-        record = RecordedRequest(
-            session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection
-        )
+        record = RecordedRequest(session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection)
         with self._lock:
             self._requests.append(record)
         routes = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
@@ -272,11 +270,7 @@ async def open_model_server(*, seed: int = 0, model: str = "test-model") -> Asyn
 def _exhausted(session: str | None, taken: int) -> str:
     plural = "reply" if taken == 1 else "replies"
     if session is None:
-        return (
-            f"test model server: the default script is exhausted after {taken} {plural}; "
-            "script more with server.script([...])"
-        )
+        return f"test model server: the default script is exhausted after {taken} {plural}; script more with server.script([...])"
     return (
-        f"test model server: the script for session {session!r} is exhausted after {taken} {plural}; "
-        f"script more with server.script([...], session={session!r})"
+        f"test model server: the script for session {session!r} is exhausted after {taken} {plural}; script more with server.script([...], session={session!r})"
     )

@@ -60,7 +60,9 @@ class SimClient:
             keep = i == 0 or dice.fault("workload", "message", 1.0)
             if keep:
                 turn_id = f"{sid}-t{i}"
-                specs.append(MessageSpec(turn_id, f"message {i} of {sid}", policy, mid_turn and bool(specs), think, cancel_after if cancel else None, cancel_any))
+                specs.append(
+                    MessageSpec(turn_id, f"message {i} of {sid}", policy, mid_turn and bool(specs), think, cancel_after if cancel else None, cancel_any)
+                )
         return specs
 
     def begin(self) -> None:
@@ -96,5 +98,3 @@ class SimClient:
         following = self.specs[i + 1]
         if not following.mid_turn:
             self.world.at(self.world.now + following.think, self.send, i + 1)
-
-

@@ -23,8 +23,8 @@ from ..agent._machine import CallModel, MachineConfig, RunTool, SessionState
 from ..agent._recovery import OpenTurns
 from ..agent._session_core import Loaded
 from ..agent._session_host import HostConfig, IdleTimer, SessionHost, Write
-from ._sim_trace import show
 from ._sim_supervisor import Incarnation, SimSupervised
+from ._sim_trace import show
 from ._sim_world import World
 
 if TYPE_CHECKING:
@@ -49,11 +49,12 @@ class SimHandle:
         self.entry = entry
 
 
-
 class SimSession(SimSupervised):
     """The session's supervisor, its hub and its port, in the simulated world."""
 
-    def __init__(self, world: World, session_id: str, config: MachineConfig, *, bug: PlantedBug | None = None, load_s: float = 0.005, restart_s: float = 0.001) -> None:
+    def __init__(
+        self, world: World, session_id: str, config: MachineConfig, *, bug: PlantedBug | None = None, load_s: float = 0.005, restart_s: float = 0.001
+    ) -> None:
         super().__init__(world, session_id, restart_s)
         unsanitized = (lambda messages: (tuple(messages), 0)) if bug == "skip_recovery_sanitize" else None
         self.config = HostConfig(session_id=session_id, model="sim", machine=config, recovery=world.plan.workload.recovery)
@@ -96,7 +97,6 @@ class SimSession(SimSupervised):
                 settled = self.interrupted if not self.open_turns.seen else None  # told once, as SessionActor
                 loaded = Loaded(exists=True, prompt=prompt, messages=tuple(messages), known_turns=tuple(turns), running=running, interrupted=settled)
             self.handle(incarnation, loaded, from_address=False)
-
 
     # -- the port (what SessionActor does with the kernel, done with the world) -----------------------
 

@@ -91,14 +91,20 @@ class SimSupervised:
         if type(message) is StoreFailed and turn is not None and self.current is incarnation:
             after, token = incarnation.host.state, message.token
             if after is not None and after.turn is not turn and token != "create" and not token.startswith(f"{turn.turn_id}/"):
-                world.checker.violate("misattributed_failure", self.session_id, f"turn {turn.turn_id} was ended by the failed write {token!r} of another turn", world.now)
+                world.checker.violate(
+                    "misattributed_failure", self.session_id, f"turn {turn.turn_id} was ended by the failed write {token!r} of another turn", world.now
+                )
 
     def start(self, restarted: bool) -> None:
         world = self.world
         self.starts += 1
         incarnation = self.current = Incarnation(self, self.starts, self.new_host())
         self.restarting = False
-        event: Any = ChildRestarted(path=self.path, incarnation=self.starts, restarts=self.starts - 1) if restarted else ChildStarted(path=self.path, incarnation=self.starts)
+        event: Any = (
+            ChildRestarted(path=self.path, incarnation=self.starts, restarts=self.starts - 1)
+            if restarted
+            else ChildStarted(path=self.path, incarnation=self.starts)
+        )
         world.note(f"{self.session_id}: {type(event).__name__} incarnation {self.starts}")
         world.checker.supervision(event, world.now)
         if restarted:  # the kernel publishes the exit that caused a restart after the restart itself

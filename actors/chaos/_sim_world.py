@@ -169,7 +169,9 @@ class World:
                 base += faults.stall_s
             value = self._reply(use_tools)
             done = self.now + base
-        entry = self.settle_wait("model_reply", incarnation, wait_id, self.now, done, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value))
+        entry = self.settle_wait(
+            "model_reply", incarnation, wait_id, self.now, done, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
+        )
         return wait_id, entry
 
     def _reply(self, use_tools: bool) -> ModelReply:
@@ -247,7 +249,15 @@ class SimStore:
     def idle(self) -> bool:
         return self.free_at <= self.world.now
 
-    def submit(self, session_id: str, messages: tuple[ChatMessage, ...] | None, token: str, reply_to: Incarnation | None, prompt: str = "", mark: TurnMark | None = None) -> None:
+    def submit(
+        self,
+        session_id: str,
+        messages: tuple[ChatMessage, ...] | None,
+        token: str,
+        reply_to: Incarnation | None,
+        prompt: str = "",
+        mark: TurnMark | None = None,
+    ) -> None:
         """``AppendMessages`` (``messages``) or ``CreateSession`` (``messages`` None) arrives."""
         world = self.world
         faults = world.plan.store
@@ -265,7 +275,16 @@ class SimStore:
         """``ReopenWrites``: taken in order with the writes (after every one submitted before)."""
         self.world.at(max(self.world.now, self.free_at), self.fenced.discard, session_id)
 
-    def _commit(self, epoch: int, session_id: str, messages: tuple[ChatMessage, ...] | None, token: str, reply_to: Incarnation | None, prompt: str, mark: TurnMark | None) -> None:
+    def _commit(
+        self,
+        epoch: int,
+        session_id: str,
+        messages: tuple[ChatMessage, ...] | None,
+        token: str,
+        reply_to: Incarnation | None,
+        prompt: str,
+        mark: TurnMark | None,
+    ) -> None:
         if epoch != self.epoch:
             return  # the process died before this commit: the write is lost
         world = self.world
@@ -321,4 +340,3 @@ class SimStore:
     def load(self, session_id: str) -> tuple[str | None, list[ChatMessage], dict[str, str]]:
         """What a store reader sees now: the session's system prompt (None: no row), messages and turns."""
         return self.records.get(session_id), list(self.durable.get(session_id, ())), dict(self.turns.get(session_id, {}))
-

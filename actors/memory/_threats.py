@@ -126,9 +126,7 @@ _EXFILTRATION: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?:\$HOME|\$\{HOME\}|~)/\.hermes/\.env\b", _I), "access to Hermes's .env"),
 ]
 
-_INVISIBLE = frozenset(
-    [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF, 0x180E]
-)
+_INVISIBLE = frozenset([*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2065), *range(0x2066, 0x206A), 0xFEFF, 0x180E])
 """Zero-width characters, LRM/RLM, bidi embeddings and overrides, bidi isolates, word
 joiners and invisible operators, the BOM used as ZWNBSP, the Mongolian vowel separator."""
 

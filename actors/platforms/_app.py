@@ -24,9 +24,9 @@ from protocols import SessionCommand, TreeSnapshot, to_json
 
 from ._access import REQUEST_ID_HEADER, AccessRecord, log_access, request_id_for, serve_request, served
 from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
-from ._keys import authorized
 from ._conversations import ConversationIndex
 from ._idempotency import Idempotency
+from ._keys import authorized
 
 if TYPE_CHECKING:
     from actors.agent import ModelClients, ModelSettings
@@ -73,9 +73,17 @@ class ApiContext:
     def admit(self) -> None:
         """Count a turn in, or refuse it (draining, or at the concurrency limit)."""
         if self.draining:
-            raise HttpError(503, "the server is shutting down; retry against the next instance", type="server_error", code="draining", headers={"retry-after": "5"})
+            raise HttpError(
+                503, "the server is shutting down; retry against the next instance", type="server_error", code="draining", headers={"retry-after": "5"}
+            )
         if self.active >= self.max_concurrent:
-            raise HttpError(429, f"{self.max_concurrent} turns are running, the configured limit; retry shortly", type="rate_limit_error", code="too_many_requests", headers={"retry-after": "1"})
+            raise HttpError(
+                429,
+                f"{self.max_concurrent} turns are running, the configured limit; retry shortly",
+                type="rate_limit_error",
+                code="too_many_requests",
+                headers={"retry-after": "1"},
+            )
         self.active += 1
 
     def release(self) -> None:
@@ -132,7 +140,9 @@ class App:
 
     def __init__(self, ctx: ApiContext, routes: list[tuple[str, str, Handler]]) -> None:
         self.ctx = ctx
-        self.routes = [(method, pattern, re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern) + "$"), handler) for method, pattern, handler in routes]
+        self.routes = [
+            (method, pattern, re.compile("^" + re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern) + "$"), handler) for method, pattern, handler in routes
+        ]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -169,13 +179,33 @@ class App:
         try:
             if origin is not None:
                 if origin not in self.ctx.allowed_origins:
-                    raise HttpError(403, f"origin {origin!r} is not allowed; add it to api_server.cors_origins in config.yaml", type="permission_error", code="origin_not_allowed")
+                    raise HttpError(
+                        403,
+                        f"origin {origin!r} is not allowed; add it to api_server.cors_origins in config.yaml",
+                        type="permission_error",
+                        code="origin_not_allowed",
+                    )
                 cors = {"access-control-allow-origin": origin, "vary": "Origin"}
                 if request.method == "OPTIONS":
-                    await send_json(send, 204, None, {**cors, "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS", "access-control-allow-headers": "authorization, content-type, x-hermes-session-id, x-hermes-tool-progress, x-request-id, idempotency-key, last-event-id", "access-control-max-age": "600"})
+                    await send_json(
+                        send,
+                        204,
+                        None,
+                        {
+                            **cors,
+                            "access-control-allow-methods": "GET, POST, PATCH, DELETE, OPTIONS",
+                            "access-control-allow-headers": "authorization, content-type, x-hermes-session-id, x-hermes-tool-progress, x-request-id, idempotency-key, last-event-id",
+                            "access-control-max-age": "600",
+                        },
+                    )
                     return
             if request.path not in PUBLIC and not authorized(request.headers.get("authorization"), self.ctx.key):
-                raise HttpError(401, "missing or wrong API key: send 'Authorization: Bearer <key>' (the key is API_SERVER_KEY in HERMES_HOME/.env)", type="authentication_error", code="invalid_api_key")
+                raise HttpError(
+                    401,
+                    "missing or wrong API key: send 'Authorization: Bearer <key>' (the key is API_SERVER_KEY in HERMES_HOME/.env)",
+                    type="authentication_error",
+                    code="invalid_api_key",
+                )
             handler, params, allowed = self._match(request, record)
             if handler is None:
                 if allowed:

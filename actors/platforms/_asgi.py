@@ -42,7 +42,16 @@ _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 class HttpError(Exception):
     """Answer with an OpenAI-style error envelope."""
 
-    def __init__(self, status: int, message: str, *, type: str = "invalid_request_error", code: str | None = None, param: str | None = None, headers: Mapping[str, str] | None = None) -> None:  # noqa: A002
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        *,
+        type: str = "invalid_request_error",
+        code: str | None = None,
+        param: str | None = None,
+        headers: Mapping[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
@@ -238,12 +247,10 @@ async def send_error(send: Send, error: HttpError, headers: Mapping[str, str] | 
 
 
 async def start_sse(send: Send, headers: Mapping[str, str] | None = None) -> None:
-    await send(
-        {"type": "http.response.start", "status": 200, "headers": _headers({**(headers or {}), "x-accel-buffering": "no"}, b"text/event-stream")}
-    )
+    await send({"type": "http.response.start", "status": 200, "headers": _headers({**(headers or {}), "x-accel-buffering": "no"}, b"text/event-stream")})
 
 
-def sse(data: Any, *, event: str | None = None, id: int | str | None = None) -> bytes:  # noqa: A002
+def sse(data: Any, *, event: str | None = None, id: int | str | None = None) -> bytes:
     """One server-sent event; ``data`` is JSON-encoded unless it is already bytes/str."""
     payload = data if isinstance(data, bytes) else (data.encode() if isinstance(data, str) else _json.encode(data))
     head = b""

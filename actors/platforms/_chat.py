@@ -7,8 +7,6 @@ from typing import Any
 
 from protocols import (
     CancelTurn,
-    ChatMessage,
-    Role,
     StartTurn,
     TextDelta,
     ToolCall,
@@ -21,10 +19,10 @@ from protocols import (
 )
 
 from ._app import ApiContext, new_id, now
-from ._chat_request import parse_messages, parse_options, split_conversation
-from ._chat_session import place, remember
 from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
+from ._chat_request import parse_messages, parse_options, split_conversation
+from ._chat_session import place, remember
 from ._plain_chat import serve_plain
 from ._progress import tool_progress_comment
 from ._turns import follow_turn, watch_disconnect
@@ -129,9 +127,7 @@ def _wire_calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     return [{"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls]
 
 
-async def _reply(
-    send: Send, subscriber: TrioSubscriber, turn_id: str, model: str, headers: dict[str, str], *, done: Callable[[TurnCompleted], None]
-) -> None:
+async def _reply(send: Send, subscriber: TrioSubscriber, turn_id: str, model: str, headers: dict[str, str], *, done: Callable[[TurnCompleted], None]) -> None:
     follower = follow_turn(subscriber)
     while True:
         event = await follower.next()
@@ -198,4 +194,3 @@ async def _stream(
             continue
         await send({"type": "http.response.body", "body": out, "more_body": True})
     await send({"type": "http.response.body", "body": b"", "more_body": False})
-

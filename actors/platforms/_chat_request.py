@@ -53,7 +53,7 @@ def _images(content: Any, index: int, role: str) -> tuple[str, ...]:
         url = raw.get("url") if isinstance(raw, dict) else raw
         if role != "user":
             raise HttpError(400, f"messages[{index}]: only user messages may carry images", param=f"messages[{index}].content", code="invalid_content")
-        if not isinstance(url, str) or not (url.startswith("data:image/") or url.startswith("https://")):
+        if not isinstance(url, str) or not url.startswith(("data:image/", "https://")):
             raise HttpError(
                 400, f"messages[{index}]: an image must be a data:image/... URL or an https:// URL", param=f"messages[{index}].content", code="invalid_image"
             )
@@ -70,7 +70,12 @@ def _calls(raw: Any, index: int) -> tuple[ToolCall, ...]:
     for call in raw:
         function = call.get("function") if isinstance(call, dict) else None
         if not isinstance(function, dict):
-            raise HttpError(400, f"messages[{index}].tool_calls needs {{id, function: {{name, arguments}}}} items", param=f"messages[{index}].tool_calls", code="invalid_type")
+            raise HttpError(
+                400,
+                f"messages[{index}].tool_calls needs {{id, function: {{name, arguments}}}} items",
+                param=f"messages[{index}].tool_calls",
+                code="invalid_type",
+            )
         out.append(ToolCall(id=str(call.get("id") or ""), name=str(function.get("name") or ""), arguments=str(function.get("arguments") or "")))
     return tuple(out)
 
@@ -155,7 +160,9 @@ def _client_tools(raw: Any) -> tuple[ClientTool, ...]:
         function = item.get("function") if isinstance(item, dict) and item.get("type", "function") == "function" else None
         name = function.get("name") if isinstance(function, dict) else None
         if not isinstance(name, str) or not _TOOL_NAME.fullmatch(name):
-            raise HttpError(400, f"tools[{index}] needs type 'function' and a name of 1-64 letters, digits, _ or -", param=f"tools[{index}]", code="invalid_tool")
+            raise HttpError(
+                400, f"tools[{index}] needs type 'function' and a name of 1-64 letters, digits, _ or -", param=f"tools[{index}]", code="invalid_tool"
+            )
         tools.append(ClientTool(name=name, schema={"type": "function", "function": function}))
     return tuple(tools)
 
@@ -181,7 +188,9 @@ def _response_format(raw: Any) -> dict[str, Any] | None:
         return {"type": "json_object"}
     if kind == "json_schema" and isinstance(raw.get("json_schema"), dict) and isinstance(raw["json_schema"].get("schema", {}), dict):
         return {"type": "json_schema", "json_schema": raw["json_schema"]}
-    raise HttpError(400, "response_format must be {type: text | json_object | json_schema, json_schema: {name, schema}}", param="response_format", code="invalid_type")
+    raise HttpError(
+        400, "response_format must be {type: text | json_object | json_schema, json_schema: {name, schema}}", param="response_format", code="invalid_type"
+    )
 
 
 def _sampling(body: dict[str, Any]) -> dict[str, Any]:

@@ -44,17 +44,13 @@ def _scope(request: Request) -> str:
 
 def _shown(messages: Sequence[ChatMessage]) -> list[tuple[int, str, str]]:
     """(index, role, text) of what a chat client saw: its messages and the final answers."""
-    return [
-        (i, m.role, m.content or "")
-        for i, m in enumerate(messages)
-        if m.role == "user" or (m.role == "assistant" and not m.tool_calls and m.content)
-    ]
+    return [(i, m.role, m.content or "") for i, m in enumerate(messages) if m.role == "user" or (m.role == "assistant" and not m.tool_calls and m.content)]
 
 
 def first_difference(stored: Sequence[ChatMessage], sent: Sequence[ChatMessage]) -> str | None:
     """None when ``sent`` is exactly what the session showed; else which message differs, and how."""
     mine, theirs = _shown(stored), _shown(sent)
-    for position, (ours, yours) in enumerate(zip(mine, theirs)):
+    for position, (ours, yours) in enumerate(zip(mine, theirs, strict=False)):
         if ours[1:] != yours[1:]:
             return f"messages[{yours[0]}] ({yours[1]}) differs from the session's shown message #{position + 1} ({ours[1]}: {ours[2][:60]!r})"
     if len(theirs) > len(mine):

@@ -26,7 +26,18 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
             "required": ["messages"],
             "properties": {
                 "model": {"type": "string"},
-                "messages": {"type": "array", "minItems": 1, "items": {"type": "object", "required": ["role"], "properties": {"role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]}, "content": {"type": ["string", "array", "null"]}}}},
+                "messages": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": {
+                        "type": "object",
+                        "required": ["role"],
+                        "properties": {
+                            "role": {"type": "string", "enum": ["system", "developer", "user", "assistant", "tool"]},
+                            "content": {"type": ["string", "array", "null"]},
+                        },
+                    },
+                },
                 "stream": {"type": ["boolean", "string"]},
             },
         },
@@ -60,11 +71,19 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
         "/v1/runs",
     ): (
         "Start a run (a turn) and answer 202 at once.",
-        {"type": "object", "required": ["input"], "properties": {"input": {"type": ["string", "array"]}, "session_id": {"type": "string"}, "instructions": {"type": "string"}}},
+        {
+            "type": "object",
+            "required": ["input"],
+            "properties": {"input": {"type": ["string", "array"]}, "session_id": {"type": "string"}, "instructions": {"type": "string"}},
+        },
         "202",
     ),
     ("GET", "/v1/sessions"): ("Sessions, newest first (limit, offset, source).", None, "200"),
-    ("POST", "/v1/sessions"): ("Create a session (optional id, title).", {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}}}, "201"),
+    ("POST", "/v1/sessions"): (
+        "Create a session (optional id, title).",
+        {"type": "object", "properties": {"id": {"type": "string"}, "title": {"type": "string"}}},
+        "201",
+    ),
     ("GET", "/v1/sessions/search"): ("Full-text search over messages (q, limit, session_id).", None, "200"),
     ("GET", "/v1/sessions/{session_id}"): ("One session.", None, "200"),
     ("PATCH", "/v1/sessions/{session_id}"): (
@@ -76,10 +95,34 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
     ("DELETE", "/v1/sessions/{session_id}"): ("Delete a session and its messages.", None, "200"),
     ("GET", "/v1/sessions/{session_id}/messages"): ("A session's transcript.", None, "200"),
     ("POST", "/v1/sessions/{session_id}/fork"): ("Copy a session into a new one that continues from it.", None, "201"),
-    ("GET", "/v1/sessions/{session_id}/events"): ("Every event of a session as SSE (typed JSON, id = sequence number); resume with Last-Event-ID or ?after=.", None, "200"),
-    ("POST", "/v1/sessions/{session_id}/turns"): ("Send a user message to a session (policy queue, interrupt or reject).", {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}, "policy": {"type": "string", "enum": ["queue", "interrupt", "reject"]}}}, "202"),
+    ("GET", "/v1/sessions/{session_id}/events"): (
+        "Every event of a session as SSE (typed JSON, id = sequence number); resume with Last-Event-ID or ?after=.",
+        None,
+        "200",
+    ),
+    ("POST", "/v1/sessions/{session_id}/turns"): (
+        "Send a user message to a session (policy queue, interrupt or reject).",
+        {
+            "type": "object",
+            "required": ["text"],
+            "properties": {"text": {"type": "string"}, "policy": {"type": "string", "enum": ["queue", "interrupt", "reject"]}},
+        },
+        "202",
+    ),
     ("POST", "/v1/sessions/{session_id}/cancel"): ("Cancel the session's running turn (or one turn by id).", None, "202"),
-    ("POST", "/v1/sessions/{session_id}/answer"): ("Answer an approval (choice) or a clarification (answer).", {"type": "object", "required": ["request_id"], "properties": {"request_id": {"type": "string"}, "choice": {"type": "string", "enum": ["once", "session", "always", "deny"]}, "answer": {"type": "string"}}}, "202"),
+    ("POST", "/v1/sessions/{session_id}/answer"): (
+        "Answer an approval (choice) or a clarification (answer).",
+        {
+            "type": "object",
+            "required": ["request_id"],
+            "properties": {
+                "request_id": {"type": "string"},
+                "choice": {"type": "string", "enum": ["once", "session", "always", "deny"]},
+                "answer": {"type": "string"},
+            },
+        },
+        "202",
+    ),
     ("GET", "/v1/runs/{run_id}"): ("A run's status: queued, running, waiting_for_approval, completed, failed, cancelled.", None, "200"),
     ("GET", "/v1/runs/{run_id}/events"): ("The run's events as SSE; resume with Last-Event-ID.", None, "200"),
     ("POST", "/v1/runs/{run_id}/stop"): ("Cancel the run.", None, "200"),
@@ -88,7 +131,11 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
         "/v1/runs/{run_id}/approval",
     ): (
         "Answer the run's pending approval.",
-        {"type": "object", "required": ["choice"], "properties": {"choice": {"type": "string", "enum": ["once", "session", "always", "deny"]}, "request_id": {"type": "string"}}},
+        {
+            "type": "object",
+            "required": ["choice"],
+            "properties": {"choice": {"type": "string", "enum": ["once", "session", "always", "deny"]}, "request_id": {"type": "string"}},
+        },
         "200",
     ),
 }
@@ -125,7 +172,18 @@ def openapi_document(routes: list[tuple[str, str, Any]], version: str) -> dict[s
                 "Error": {
                     "type": "object",
                     "required": ["error"],
-                    "properties": {"error": {"type": "object", "required": ["message", "type"], "properties": {"message": {"type": "string"}, "type": {"type": "string"}, "param": {"type": ["string", "null"]}, "code": {"type": ["string", "null"]}}}},
+                    "properties": {
+                        "error": {
+                            "type": "object",
+                            "required": ["message", "type"],
+                            "properties": {
+                                "message": {"type": "string"},
+                                "type": {"type": "string"},
+                                "param": {"type": ["string", "null"]},
+                                "code": {"type": ["string", "null"]},
+                            },
+                        }
+                    },
                 }
             },
         },

@@ -98,7 +98,9 @@ def _upstream_body(body: dict[str, Any]) -> dict[str, Any]:
             raise HttpError(400, f"messages[{index}] must be an object with a role", param=f"messages[{index}].role", code="invalid_role")
     for field in TOOL_FIELDS:
         if body.get(field):
-            raise HttpError(400, f"the plain model takes no {field}: it answers without tools; use the agent model for tools", param=field, code="tools_not_supported")
+            raise HttpError(
+                400, f"the plain model takes no {field}: it answers without tools; use the agent model for tools", param=field, code="tools_not_supported"
+            )
     stream = body.get("stream")
     if stream not in (None, True, False, "true", "false"):
         raise HttpError(400, "stream must be true or false", param="stream", code="invalid_type")

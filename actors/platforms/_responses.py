@@ -38,11 +38,13 @@ from ._asgi import HttpError, Request, Send, send_json, sse, start_sse
 from ._bridge import TrioSubscriber
 from ._chat import _bool, _failure
 from ._responses_request import parse_input, parse_response_options
-from ._sessions_api import read_store, _write
+from ._sessions_api import _write, read_store
 from ._turns import follow_turn, watch_disconnect
 
 SERVER_LABEL = "hermes"
 """The ``server_label`` of the ``mcp_call`` items that stand for the tools the server runs."""
+
+
 def _message_item(item_id: str, text: str, status: str) -> dict[str, Any]:
     content = [] if status == "in_progress" else [{"type": "output_text", "text": text, "annotations": []}]
     return {"type": "message", "id": item_id, "status": status, "role": "assistant", "content": content}
@@ -112,6 +114,7 @@ async def create_response(ctx: ApiContext, request: Request, send: Send, params:
         )
         ctx.tell(session_id, start)
         headers = {"x-hermes-session-id": session_id}
+
         async def remember(final: dict[str, Any]) -> None:
             # Stored (committed) before the client hears of it, so a follow-up can chain at once.
             if keep:
@@ -205,7 +208,9 @@ class _Output:
     def _open_message(self) -> list[tuple[str, dict[str, Any]]]:
         out: list[tuple[str, dict[str, Any]]] = []
         self.message = self._add(_message_item(new_id("msg_"), "", "in_progress"), out)
-        out.append(("response.content_part.added", {**self._where(self.message), "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}))
+        out.append(
+            ("response.content_part.added", {**self._where(self.message), "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+        )
         return out
 
     def _close_message(self, text: str, status: str) -> list[tuple[str, dict[str, Any]]]:
@@ -227,7 +232,16 @@ def _function_item(call_id: str, name: str, arguments: str) -> dict[str, Any]:
 
 
 def _mcp_item(item_id: str, name: str, arguments: str) -> dict[str, Any]:
-    return {"type": "mcp_call", "id": item_id, "server_label": SERVER_LABEL, "name": name, "arguments": arguments, "output": None, "error": None, "status": "in_progress"}
+    return {
+        "type": "mcp_call",
+        "id": item_id,
+        "server_label": SERVER_LABEL,
+        "name": name,
+        "arguments": arguments,
+        "output": None,
+        "error": None,
+        "status": "in_progress",
+    }
 
 
 def _finish(base: dict[str, Any], output: _Output, event: Any) -> dict[str, Any]:

@@ -71,7 +71,10 @@ def parse_response_options(body: dict[str, Any]) -> TurnOptions | None:
             if not isinstance(tool, dict) or tool.get("type") != "function":
                 kind = tool.get("type") if isinstance(tool, dict) else None
                 raise HttpError(
-                    400, f"tools[{index}] has type {kind!r}: only function tools are taken (the server runs its own tools)", param=f"tools[{index}]", code="invalid_tool"
+                    400,
+                    f"tools[{index}] has type {kind!r}: only function tools are taken (the server runs its own tools)",
+                    param=f"tools[{index}]",
+                    code="invalid_tool",
                 )
             function = {k: tool[k] for k in ("name", "description", "parameters", "strict") if k in tool}
             converted.append({"type": "function", "function": function})

@@ -8,6 +8,7 @@ from ._attach import session_answer, session_cancel, session_events, session_tur
 from ._chat import chat_completions
 from ._openapi import openapi_document
 from ._responses import create_response, delete_response, get_response
+from ._runs import answer_approval, create_run, get_run, run_events, stop_run
 from ._sessions_api import (
     create_session,
     delete_session,
@@ -16,10 +17,10 @@ from ._sessions_api import (
     list_sessions,
     patch_session,
     search_sessions,
-    undo_turn,
     session_messages,
+    undo_turn,
 )
-from ._runs import answer_approval, create_run, get_run, run_events, stop_run
+
 
 async def openapi(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
     await send_json(send, 200, openapi_document(ROUTES, ctx.version))

@@ -60,9 +60,7 @@ def _yes(value: object) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes", "on")
 
 
-def run_serve(
-    *, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False
-) -> int:
+def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False) -> int:
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     try:

@@ -124,6 +124,3 @@ class ApiServer(Actor[ApiServerInbox]):
                 return self.api.active
             case _:
                 return super().receive(message)
-
-
-

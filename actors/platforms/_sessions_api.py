@@ -43,9 +43,7 @@ MAX_PAGE = 100
 async def read_store(ctx: ApiContext, work: Callable[[Any], T]) -> T:
     if ctx.store_file is None:
         raise HttpError(503, "this server has no session store", type="server_error", code="no_store")
-    from actors.store import StoreReader
-
-    from actors.store import StoreError
+    from actors.store import StoreError, StoreReader
 
     def run() -> T:
         with StoreReader(ctx.store_file) as reader:  # type: ignore[arg-type]
@@ -95,7 +93,13 @@ async def _ask(ctx: ApiContext, session_id: str, command: EnsureSession | Switch
 async def _answer(reply_to: TrioSubscriber, who: str) -> Any:
     with trio.move_on_after(STORE_TIMEOUT):
         return await reply_to.get()
-    raise HttpError(503, f"{who} did not answer within {STORE_TIMEOUT:g} s; the server is overloaded, retry later", type="server_error", code="timeout", headers={"retry-after": "5"})
+    raise HttpError(
+        503,
+        f"{who} did not answer within {STORE_TIMEOUT:g} s; the server is overloaded, retry later",
+        type="server_error",
+        code="timeout",
+        headers={"retry-after": "5"},
+    )
 
 
 def _view(record: SessionRecord) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from ._bridge import TrioSubscriber
 TERMINAL = (TurnCompleted, TurnFailed, TurnCancelled, TurnRejected)
 
 
-class follow_turn:  # noqa: N801 - used like a function
+class follow_turn:
     """``await next()`` returns the turn's next event, or None after ``keepalive`` idle seconds."""
 
     def __init__(self, subscriber: TrioSubscriber, *, keepalive: float | None = None) -> None:

@@ -55,9 +55,7 @@ class StoreReader:
         row = self._conn().execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         return None if row is None else session_record(row)
 
-    def list_sessions(
-        self, *, source: str | None = None, parent_session_id: str | None = None, limit: int = 50, offset: int = 0
-    ) -> list[SessionRecord]:
+    def list_sessions(self, *, source: str | None = None, parent_session_id: str | None = None, limit: int = 50, offset: int = 0) -> list[SessionRecord]:
         """Sessions, most recently started first, optionally of one source or one parent."""
         where, args = _filters(source=source, parent_session_id=parent_session_id)
         rows = self._conn().execute(
@@ -86,17 +84,19 @@ class StoreReader:
 
         A turn the store first heard of at its end (it started before schema 4) is placed by its end.
         """
-        rows = self._conn().execute(
-            f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY coalesce(started_at, ended_at), rowid", (session_id,)
-        )
+        rows = self._conn().execute(f"SELECT {TURN_COLUMNS} FROM turns WHERE session_id = ? ORDER BY coalesce(started_at, ended_at), rowid", (session_id,))
         return [turn_record(row) for row in rows]
 
     def find_turn(self, turn_id: str) -> TurnRecord | None:
         """The turn ``turn_id`` of whichever session ran it, or None (the latest, if two sessions reused the id)."""
-        row = self._conn().execute(
-            f"SELECT {TURN_COLUMNS} FROM turns WHERE turn_id = ? ORDER BY coalesce(started_at, ended_at) DESC, rowid DESC LIMIT 1",
-            (turn_id,),
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                f"SELECT {TURN_COLUMNS} FROM turns WHERE turn_id = ? ORDER BY coalesce(started_at, ended_at) DESC, rowid DESC LIMIT 1",
+                (turn_id,),
+            )
+            .fetchone()
+        )
         return None if row is None else turn_record(row)
 
     def search(
@@ -144,9 +144,7 @@ class StoreReader:
                 (*marks, match, low, high, session_id, limit),
             )
         return [
-            SearchHit(
-                message_id=int(id_), session_id=sid, role=role, snippet=snippet or "", timestamp=float(ts), rank=float(rank)
-            )
+            SearchHit(message_id=int(id_), session_id=sid, role=role, snippet=snippet or "", timestamp=float(ts), rank=float(rank))
             for id_, sid, role, ts, snippet, rank in rows
         ]
 

@@ -31,9 +31,7 @@ _encode = msgspec.json.Encoder().encode
 _decode_calls = msgspec.json.Decoder(list[_OpenAIToolCall]).decode
 _decode_object = msgspec.json.Decoder(dict[str, Any]).decode
 
-MESSAGE_COLUMNS = (
-    "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, images"
-)
+MESSAGE_COLUMNS = "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, images"
 INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
 SELECT_MESSAGE = f"SELECT id, {MESSAGE_COLUMNS} FROM messages"
 
@@ -97,9 +95,7 @@ def stored_message(row: tuple[Any, ...]) -> StoredMessage:
         finish_reason=finish,
         images=_decode_images(images) if images else (),
     )
-    return StoredMessage(
-        id=int(id_), session_id=session_id, timestamp=float(timestamp), message=message, token_count=token_count
-    )
+    return StoredMessage(id=int(id_), session_id=session_id, timestamp=float(timestamp), message=message, token_count=token_count)
 
 
 SESSION_COLUMNS = (

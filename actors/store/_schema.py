@@ -38,7 +38,8 @@ SCHEMA_VERSION = 4
 
 Synchronous = Literal["NORMAL", "FULL"]
 
-_TABLES = """
+_TABLES = (
+    """
 CREATE TABLE schema_version (
     version INTEGER NOT NULL
 );
@@ -105,7 +106,9 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
     INSERT INTO messages_fts(messages_fts, rowid, content) VALUES ('delete', old.id, old.content);
     INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
 END;
-""" + "\n"
+"""
+    + "\n"
+)
 
 _RESPONSES = """
 CREATE TABLE responses (
@@ -155,9 +158,7 @@ transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 
 table (empty: turns that ran before it are not known)."""
 
 
-def open_writer(
-    path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL"
-) -> apsw.Connection:
+def open_writer(path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> apsw.Connection:
     """Open (creating if needed) the database for writing, with the schema in place.
 
     Raises:
@@ -261,7 +262,4 @@ def _version_message(name: str, found: int) -> str:
         )
     if all(v in MIGRATIONS for v in range(found, SCHEMA_VERSION)):
         return f"{name!r} has schema version {found}, older than {SCHEMA_VERSION}; start the store writer once to migrate it"
-    return (
-        f"{name!r} has schema version {found}, older than this build's {SCHEMA_VERSION}, and no migration "
-        "from it exists; point the store at a new file"
-    )
+    return f"{name!r} has schema version {found}, older than this build's {SCHEMA_VERSION}, and no migration from it exists; point the store at a new file"

@@ -72,9 +72,7 @@ class SettleReport:
     """How long it took, opening the file included."""
 
 
-def settle_interrupted(
-    path: str | os.PathLike[str], *, result_text: str, now: float | None = None, busy_timeout: float = 2.0
-) -> SettleReport:
+def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: float | None = None, busy_timeout: float = 2.0) -> SettleReport:
     """Fail the turns a dead process left running and answer their unanswered tool calls.
 
     Call it once, before the store writer opens ``path``. A missing file is left missing

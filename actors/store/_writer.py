@@ -40,12 +40,12 @@ from protocols._store import (
     CreateSession,
     DeleteResponse,
     DeleteSession,
-    RemoveLastTurn,
-    ReopenWrites,
     EndSession,
     GetStoreStatistics,
     MessagesPersisted,
     PutResponse,
+    RemoveLastTurn,
+    ReopenWrites,
     SessionCreated,
     SessionEnded,
     SessionTotalsUpdated,
@@ -66,9 +66,9 @@ from ._writes import (
     create_session,
     delete_response,
     delete_session,
-    remove_last_turn,
     end_session,
     put_response,
+    remove_last_turn,
     transaction_lost,
     update_totals,
 )
@@ -225,7 +225,9 @@ class StoreWriter(Actor[StoreCommand]):
 
     def _write(self, command: W, apply: Callable[[apsw.Connection, W], tuple[Message, int]]) -> None:
         if isinstance(command, AppendMessages | RemoveLastTurn) and command.session_id in self._fenced:
-            self._write_failed(command, Rejected("an earlier write of this session was refused, and this one may build on it; the session reloads from the store first"))
+            self._write_failed(
+                command, Rejected("an earlier write of this session was refused, and this one may build on it; the session reloads from the store first")
+            )
             return
         db = self._connection()
         self._batch_writes += 1

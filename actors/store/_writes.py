@@ -78,6 +78,7 @@ def _free_title(db: apsw.Connection, title: str) -> str | None:
             return candidate
     return None
 
+
 def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, int]:
     count = len(c.messages)
     for name, values in (("timestamps", c.timestamps), ("token_counts", c.token_counts)):
@@ -99,8 +100,7 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
         elif count:
             ids.extend(row[0] for row in db.executemany(INSERT_MESSAGE, rows))
         db.execute(
-            "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, "
-            "tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?",
+            "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?",
             (count, sum(len(m.tool_calls) for m in c.messages), c.session_id),
         )
         _require_session(db, c.session_id)
@@ -166,6 +166,7 @@ def end_session(db: apsw.Connection, c: EndSession) -> tuple[Message, int]:
     _require_session(db, c.session_id)
     return SessionEnded(session_id=c.session_id, token=c.token), 0
 
+
 def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message, int]:
     title = c.title
     if title is not None and c.title_if_untitled:
@@ -216,8 +217,7 @@ def remove_last_turn(db: apsw.Connection, c: RemoveLastTurn) -> tuple[Message, i
     db.execute("DELETE FROM messages WHERE session_id = ? AND id >= ?", (c.session_id, first))
     removed = db.changes()
     db.execute(
-        "UPDATE sessions SET message_count = max(0, coalesce(message_count, 0) - ?), "
-        "tool_call_count = max(0, coalesce(tool_call_count, 0) - ?) WHERE id = ?",
+        "UPDATE sessions SET message_count = max(0, coalesce(message_count, 0) - ?), tool_call_count = max(0, coalesce(tool_call_count, 0) - ?) WHERE id = ?",
         (removed, calls, c.session_id),
     )
     return TurnRemoved(session_id=c.session_id, token=c.token, removed=removed, text=text), 0

@@ -30,5 +30,7 @@ async def clarify(context: ToolContext, args: ClarifyArgs) -> ToolOutput:
         return ToolOutput(content="[error] nobody can be asked here; decide yourself and say what you assumed", ok=False)
     answer = await clarifier.ask(turn_id=context.turn_id, call_id=context.call_id, question=args.question, choices=tuple(args.choices), timeout=CLARIFY_TIMEOUT)
     if answer is None:
-        return ToolOutput(content="[no answer] nobody answered (the session is unattended or the question timed out); decide yourself and say what you assumed", ok=False)
+        return ToolOutput(
+            content="[no answer] nobody answered (the session is unattended or the question timed out); decide yourself and say what you assumed", ok=False
+        )
     return ToolOutput(content=answer)

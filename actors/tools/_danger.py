@@ -51,9 +51,7 @@ _FUNCTION = re.compile(
     r"(?:\bfunction\s+)?(?P<name>[^\s(){}|&;<>'\"]+)\s*\(\s*\)\s*\{(?P<body>[^}]*)\}"
     r"|\bfunction\s+(?P<name2>[^\s(){}|&;<>'\"]+)\s*\{(?P<body2>[^}]*)\}"
 )
-_OTHER_BOMBS = re.compile(
-    r"\bfork\s+while\s+fork\b|\bwhile\s*\(?\s*(?:1|true|True)\s*\)?\s*[:{]?\s*(?:os\.)?fork\s*\(\s*\)", re.IGNORECASE
-)
+_OTHER_BOMBS = re.compile(r"\bfork\s+while\s+fork\b|\bwhile\s*\(?\s*(?:1|true|True)\s*\)?\s*[:{]?\s*(?:os\.)?fork\s*\(\s*\)", re.IGNORECASE)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -253,8 +253,7 @@ def _alias(ctx: Ctx) -> None:
 
 
 def _ssh(ctx: Ctx) -> None:
-    with_arg = frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R",
-                          "-S", "-W", "-w", "-B"})
+    with_arg = frozenset({"-b", "-c", "-D", "-E", "-e", "-F", "-I", "-i", "-J", "-L", "-l", "-m", "-O", "-o", "-p", "-Q", "-R", "-S", "-W", "-w", "-B"})
     plain = positionals(ctx.args, with_arg)
     if len(plain) >= 2:  # the remote command: judged like a local one
         ctx.analysis.text(" ".join(w.text for w in plain[1:]), ctx.depth + 1)

@@ -25,8 +25,27 @@ _KILL_SIGNALS = frozenset({"9", "KILL", "SIGKILL"})
 _PID_FINDERS = frozenset({"pgrep", "pidof", "lsof", "fuser", "ps"})
 _REGEX_CHARS = re.compile(r"[*+?\[\](){}|^$\\]")
 _SELF_USERS = re.compile(r"\$\{?(?:USER|LOGNAME|UID|EUID)\}?|\$\(\s*(?:whoami|id\s+-u[n]?|id\s+-un)\s*\)|`\s*(?:whoami|id\s+-un?)\s*`")
-_STOPPING_VERBS = frozenset({"stop", "restart", "try-restart", "reload-or-restart", "try-reload-or-restart", "condrestart", "kill",
-                             "disable", "mask", "isolate", "reload", "force-reload", "unload", "bootout", "kickstart", "remove", "rm"})
+_STOPPING_VERBS = frozenset(
+    {
+        "stop",
+        "restart",
+        "try-restart",
+        "reload-or-restart",
+        "try-reload-or-restart",
+        "condrestart",
+        "kill",
+        "disable",
+        "mask",
+        "isolate",
+        "reload",
+        "force-reload",
+        "unload",
+        "bootout",
+        "kickstart",
+        "remove",
+        "rm",
+    }
+)
 
 
 def names_runtime(pattern: str, *, full: bool) -> bool:
@@ -110,11 +129,38 @@ def _kill(ctx: Ctx) -> None:
             ctx.analysis.warn("kill-by-name", f"kills whatever a search finds when it runs, not known process ids (kill {text})")
 
 
-_PKILL_WITH_ARG = frozenset({"-u", "-U", "-g", "-G", "-P", "-s", "-t", "-F", "--signal", "--euid", "--uid", "--pgroup", "--group",
-                             "--parent", "--session", "--terminal", "--pidfile", "--ns", "--nslist", "--older-than",
-                             "--younger-than", "-o", "-y", "-n", "-Z", "--user", "--context"})
-_KILLALL_WITH_ARG = frozenset({"-s", "--signal", "-u", "--user", "-o", "--older-than", "-y", "--younger-than", "-n", "--ns",
-                               "-Z", "--context"})
+_PKILL_WITH_ARG = frozenset(
+    {
+        "-u",
+        "-U",
+        "-g",
+        "-G",
+        "-P",
+        "-s",
+        "-t",
+        "-F",
+        "--signal",
+        "--euid",
+        "--uid",
+        "--pgroup",
+        "--group",
+        "--parent",
+        "--session",
+        "--terminal",
+        "--pidfile",
+        "--ns",
+        "--nslist",
+        "--older-than",
+        "--younger-than",
+        "-o",
+        "-y",
+        "-n",
+        "-Z",
+        "--user",
+        "--context",
+    }
+)
+_KILLALL_WITH_ARG = frozenset({"-s", "--signal", "-u", "--user", "-o", "--older-than", "-y", "--younger-than", "-n", "--ns", "-Z", "--context"})
 
 
 def _signals(ctx: Ctx) -> set[str]:

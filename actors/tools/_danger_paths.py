@@ -14,20 +14,15 @@ from __future__ import annotations
 import posixpath
 import re
 
-SYSTEM_TOPS = frozenset(
-    {"etc", "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "boot", "var", "root", "sys", "proc", "dev", "snap", "run"}
-)
+SYSTEM_TOPS = frozenset({"etc", "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "boot", "var", "root", "sys", "proc", "dev", "snap", "run"})
 """Top-level directories whose trees belong to the system (changing them needs approval)."""
 _SYSTEM_ROOTS = frozenset({"/home", "/opt", "/srv", "/mnt", "/media"})
 """Directories that are system paths themselves, though what is under them is not."""
 WRITE_SYSTEM_TOPS = frozenset({"usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "boot", "sys", "proc"})
 
-_HARDLINE_TOPS = ("etc", "usr", "var", "boot", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "home", "root", "opt", "srv",
-                  "sys", "proc", "dev")
+_HARDLINE_TOPS = ("etc", "usr", "var", "boot", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "home", "root", "opt", "srv", "sys", "proc", "dev")
 HARDLINE_DIRS = frozenset(
-    {f"/{top}" for top in _HARDLINE_TOPS}
-    | {f"/private/{top}" for top in _HARDLINE_TOPS}
-    | {"/private", "/System", "/Library", "/Applications", "/Users"}
+    {f"/{top}" for top in _HARDLINE_TOPS} | {f"/private/{top}" for top in _HARDLINE_TOPS} | {"/private", "/System", "/Library", "/Applications", "/Users"}
 )
 """Top-level system directories (and their macOS ``/private`` and ``/System`` forms): deleting one recursively is the hardline."""
 
@@ -41,8 +36,25 @@ _GLOB = re.compile(r"[*?\[]")
 _CREDENTIAL_DIRS = (".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".docker")
 _CREDENTIAL_FILES = frozenset({".netrc", ".pgpass", ".git-credentials", ".npmrc", ".pypirc", ".config/gh/hosts.yml", ".my.cnf"})
 _STARTUP_FILES = frozenset(
-    {".bashrc", ".bash_profile", ".bash_login", ".bash_logout", ".profile", ".zshrc", ".zprofile", ".zshenv", ".zlogin",
-     ".zlogout", ".cshrc", ".tcshrc", ".kshrc", ".mkshrc", ".config/fish/config.fish", ".xprofile", ".xinitrc"}
+    {
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".bash_logout",
+        ".profile",
+        ".zshrc",
+        ".zprofile",
+        ".zshenv",
+        ".zlogin",
+        ".zlogout",
+        ".cshrc",
+        ".tcshrc",
+        ".kshrc",
+        ".mkshrc",
+        ".config/fish/config.fish",
+        ".xprofile",
+        ".xinitrc",
+    }
 )
 _STARTUP_DIRS = (".config/fish/conf.d", ".config/fish/functions", ".bashrc.d", ".config/autostart", ".config/systemd/user")
 _ENV_TEMPLATES = frozenset({"example", "sample", "template", "dist"})

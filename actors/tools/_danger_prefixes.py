@@ -34,8 +34,29 @@ def _prefix(with_arg: frozenset[str] = frozenset(), positional: int = 0) -> Pref
     return skip
 
 
-_SUDO_WITH_ARG = frozenset({"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-T", "-U", "--user", "--group", "--host", "--prompt",
-                            "--close-from", "--chdir", "--role", "--type", "--other-user"})
+_SUDO_WITH_ARG = frozenset(
+    {
+        "-u",
+        "-g",
+        "-h",
+        "-p",
+        "-C",
+        "-D",
+        "-r",
+        "-t",
+        "-T",
+        "-U",
+        "--user",
+        "--group",
+        "--host",
+        "--prompt",
+        "--close-from",
+        "--chdir",
+        "--role",
+        "--type",
+        "--other-user",
+    }
+)
 
 
 def _sudo(ctx: Ctx, words: list[Word], index: int) -> int | None:
@@ -77,8 +98,27 @@ def _watch(ctx: Ctx, words: list[Word], index: int) -> int | None:
     return None
 
 
-_XARGS_WITH_ARG = frozenset({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof", "--replace",
-                             "--max-lines", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"})
+_XARGS_WITH_ARG = frozenset(
+    {
+        "-a",
+        "-d",
+        "-E",
+        "-I",
+        "-L",
+        "-n",
+        "-P",
+        "-s",
+        "--arg-file",
+        "--delimiter",
+        "--eof",
+        "--replace",
+        "--max-lines",
+        "--max-args",
+        "--max-procs",
+        "--max-chars",
+        "--process-slot-var",
+    }
+)
 
 
 def _xargs(ctx: Ctx, words: list[Word], index: int) -> int | None:
@@ -107,8 +147,9 @@ def _command(ctx: Ctx, words: list[Word], index: int) -> int | None:
     return index + 1 + len(options)
 
 
-_EXEC_WITH_ARG = frozenset({"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys", "--index", "-c",
-                            "--container", "-n", "--namespace"})
+_EXEC_WITH_ARG = frozenset(
+    {"-e", "--env", "-u", "--user", "-w", "--workdir", "--env-file", "--detach-keys", "--index", "-c", "--container", "-n", "--namespace"}
+)
 
 
 def _container(ctx: Ctx, words: list[Word], index: int) -> int | None:

@@ -29,8 +29,26 @@ __all__ = ["PREFIXES", "RULES"]
 
 _DISK_TOOLS = frozenset({"mke2fs", "mkswap", "wipefs", "mkdosfs", "mkntfs", "blkdiscard"})
 _PARTITIONERS = frozenset({"fdisk", "sfdisk", "cfdisk", "gdisk", "sgdisk", "parted"})
-_FIND_NEUTRAL = frozenset({"-depth", "-d", "-xdev", "-mount", "-maxdepth", "-mindepth", "-follow", "-noleaf", "-daystart",
-                           "-ignore_readdir_race", "-noignore_readdir_race", "-warn", "-nowarn", "-print", "-print0", "-delete"})
+_FIND_NEUTRAL = frozenset(
+    {
+        "-depth",
+        "-d",
+        "-xdev",
+        "-mount",
+        "-maxdepth",
+        "-mindepth",
+        "-follow",
+        "-noleaf",
+        "-daystart",
+        "-ignore_readdir_race",
+        "-noignore_readdir_race",
+        "-warn",
+        "-nowarn",
+        "-print",
+        "-print0",
+        "-delete",
+    }
+)
 """find expressions that do not narrow what is matched: with only these, everything under the start is hit."""
 
 
@@ -79,7 +97,7 @@ def _rm(ctx: Ctx) -> None:
 def _find(ctx: Ctx) -> None:
     args = ctx.args
     j = 0
-    while j < len(args) and args[j].text in ("-P", "-L", "-H", "-D") or (j < len(args) and args[j].text.startswith("-O")):
+    while (j < len(args) and args[j].text in ("-P", "-L", "-H", "-D")) or (j < len(args) and args[j].text.startswith("-O")):
         j += 2 if args[j].text == "-D" else 1
     starts: list[Word] = []
     while j < len(args) and not args[j].text.startswith("-") and args[j].text not in ("(", "!", ")"):
@@ -294,8 +312,30 @@ def _init(ctx: Ctx) -> None:
 
 
 def _systemctl(ctx: Ctx) -> None:
-    plain = positionals(ctx.args, frozenset({"-H", "-M", "-t", "-p", "-n", "-o", "-s", "--host", "--machine", "--type",
-                                             "--property", "--lines", "--output", "--signal", "--kill-whom", "--root", "--state"}))
+    plain = positionals(
+        ctx.args,
+        frozenset(
+            {
+                "-H",
+                "-M",
+                "-t",
+                "-p",
+                "-n",
+                "-o",
+                "-s",
+                "--host",
+                "--machine",
+                "--type",
+                "--property",
+                "--lines",
+                "--output",
+                "--signal",
+                "--kill-whom",
+                "--root",
+                "--state",
+            }
+        ),
+    )
     sub = plain[0].text if plain else ""
     if sub in ("poweroff", "reboot", "halt", "kexec", "soft-reboot"):
         ctx.analysis.block("shutdown", f"stops or restarts the machine (systemctl {sub})")

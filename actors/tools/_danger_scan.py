@@ -24,9 +24,7 @@ MAX_SHELL_DEPTH = 8
 ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "!", "{", "}", "coproc", "[[", "]]"})
 _DYNAMIC_NAME = re.compile(r"^(?:\$\(|`)\s*(?:which|command\s+-v|type\s+-p|whereis)\s+([\w.+-]+)\s*(?:\)|`)$")
-_VARIABLE = re.compile(
-    r"\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::?[-=](?P<default>[^}$]*)|[%#/:^,][^}]*)?\}|\$(?P<plain>[A-Za-z_][A-Za-z0-9_]*)"
-)
+_VARIABLE = re.compile(r"\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::?[-=](?P<default>[^}$]*)|[%#/:^,][^}]*)?\}|\$(?P<plain>[A-Za-z_][A-Za-z0-9_]*)")
 _ECHOED = re.compile(
     r"\$\(\s*(?:echo|printf)\s+(?P<q>['\"]?)(?P<value>[^'\"$`()\s;|&]+)(?P=q)\s*\)"
     r"|`\s*(?:echo|printf)\s+(?P<q2>['\"]?)(?P<value2>[^'\"$`()\s;|&]+)(?P=q2)\s*`"
@@ -260,9 +258,8 @@ class Analysis:
     def created_file(self, word: Word, how: str = "written") -> None:
         """The command writes (``written``) or downloads (``downloaded``) the file ``word`` names."""
         key = self._file_key(word)
-        if key is not None and not key.startswith("/dev/"):
-            if how == "downloaded" or key not in self.created:
-                self.created[key] = how
+        if key is not None and not key.startswith("/dev/") and (how == "downloaded" or key not in self.created):
+            self.created[key] = how
 
     def runs_file(self, word: Word, how: str) -> None:
         """``word`` is a script or program the command runs: was it written or fetched on the way?"""

@@ -212,9 +212,7 @@ class _Parser:
 
     def redirect(self, command: Command, fd: str) -> None:
         start = self.i
-        if self.s.startswith("&>>", self.i):
-            self.i += 3
-        elif self.s.startswith("<<<", self.i) or self.s.startswith("<<-", self.i):
+        if self.s.startswith("&>>", self.i) or self.s.startswith("<<<", self.i) or self.s.startswith("<<-", self.i):
             self.i += 3
         elif self.s[self.i : self.i + 2] in (">>", ">|", ">&", "&>", "<<", "<&", "<>"):
             self.i += 2
@@ -291,7 +289,7 @@ class _Parser:
             if end is not None and c == end:
                 self.i += 1
                 break
-            if c == "\\" and self.peek(1) in ('$', '`', '"', "\\", "\n") and self.peek(1):
+            if c == "\\" and self.peek(1) in ("$", "`", '"', "\\", "\n") and self.peek(1):
                 if self.peek(1) != "\n":
                     parts.append(self.peek(1))
                 self.i += 2

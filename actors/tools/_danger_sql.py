@@ -11,9 +11,7 @@ import re
 
 from ._danger_scan import Analysis, Ctx, Rule, head_name, positionals
 
-SQL_CLIENTS = frozenset(
-    {"psql", "mysql", "mariadb", "sqlite3", "sqlite", "duckdb", "clickhouse-client", "pgcli", "mycli", "litecli", "usql", "sqlcmd"}
-)
+SQL_CLIENTS = frozenset({"psql", "mysql", "mariadb", "sqlite3", "sqlite", "duckdb", "clickhouse-client", "pgcli", "mycli", "litecli", "usql", "sqlcmd"})
 _DROP = re.compile(r"\bdrop\s+(?:table|database|schema)\b", re.IGNORECASE)
 _TRUNCATE = re.compile(r"\btruncate\s+(?:table\s+)?[\w\"`\[]", re.IGNORECASE)
 _DELETE = re.compile(r"\bdelete\s+from\s+\S+", re.IGNORECASE)

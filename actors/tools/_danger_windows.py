@@ -17,10 +17,23 @@ _PS_DELETERS = frozenset({"remove-item", "rm", "ri", "del", "erase", "rd", "rmdi
 _PS_FORMAT = re.compile(r"\b(?:format-volume|clear-disk|initialize-disk|remove-partition)\b", re.IGNORECASE)
 _PS_SHUTDOWN = re.compile(r"\b(?:stop-computer|restart-computer)\b", re.IGNORECASE)
 _PS_RUN = re.compile(r"\b(?:iex|invoke-expression)\b", re.IGNORECASE)
-_PS_FETCH = re.compile(r"\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|downloadstring|downloadfile|net\.webclient|curl|wget)\b",
-                       re.IGNORECASE)
-_PS_WITH_ARG = frozenset({"-executionpolicy", "-ep", "-ex", "-windowstyle", "-w", "-inputformat", "-outputformat", "-version",
-                          "-configurationname", "-workingdirectory", "-wd", "-settingsfile"})
+_PS_FETCH = re.compile(r"\b(?:iwr|irm|invoke-webrequest|invoke-restmethod|downloadstring|downloadfile|net\.webclient|curl|wget)\b", re.IGNORECASE)
+_PS_WITH_ARG = frozenset(
+    {
+        "-executionpolicy",
+        "-ep",
+        "-ex",
+        "-windowstyle",
+        "-w",
+        "-inputformat",
+        "-outputformat",
+        "-version",
+        "-configurationname",
+        "-workingdirectory",
+        "-wd",
+        "-settingsfile",
+    }
+)
 
 
 def _switch(args: list[str], letter: str) -> bool:

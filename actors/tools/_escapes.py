@@ -70,9 +70,7 @@ def escape_difference(old: str, found: str) -> tuple[str, bool] | None:
     return None
 
 
-def drift_message(
-    content: str, old: str, strategy: str, edits: Sequence[Edit], *, old_name: str = "old_string", new_name: str = "new_string"
-) -> str | None:
+def drift_message(content: str, old: str, strategy: str, edits: Sequence[Edit], *, old_name: str = "old_string", new_name: str = "new_string") -> str | None:
     """Why the replacement is escape drift and must not be written, or None if it is not."""
     if strategy in TRUSTED:
         return None

@@ -39,9 +39,7 @@ def _failed(message: str) -> ToolOutput:
 class ReadArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     path: Annotated[str, msgspec.Meta(description="The file to read: absolute, or relative to the working directory (~ is expanded).")]
     offset: Annotated[int, msgspec.Meta(description="The 1-based line number to start at (default 1).")] = 1
-    limit: Annotated[int, msgspec.Meta(description=f"How many lines to return (default {DEFAULT_LINES}, at most {MAX_LINES:,}).")] = (
-        DEFAULT_LINES
-    )
+    limit: Annotated[int, msgspec.Meta(description=f"How many lines to return (default {DEFAULT_LINES}, at most {MAX_LINES:,}).")] = DEFAULT_LINES
 
 
 class WriteArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -193,10 +193,7 @@ def _indentation_flexible(text: Text, old: str, new: str) -> list[Edit]:
     pattern, trailing = _pattern_lines(old)
     want = [line.strip() for line in pattern]
     k = len(want)
-    return [
-        Edit(*text.span(i, i + k - 1, trailing), reindent(new, pattern, text.lines[i : i + k]))
-        for i in _windows(text.stripped, want)
-    ]
+    return [Edit(*text.span(i, i + k - 1, trailing), reindent(new, pattern, text.lines[i : i + k])) for i in _windows(text.stripped, want)]
 
 
 def _escape_normalized(text: Text, old: str, new: str) -> list[Edit]:
@@ -270,10 +267,7 @@ def _block_anchor(text: Text, old: str, new: str) -> list[Edit]:
         score = SequenceMatcher(None, want_middle, "\n".join(keys[i + 1 : j]), autojunk=False).ratio()
         if score >= BLOCK_SIMILARITY:
             candidates.append((score, i, j))
-    return [
-        Edit(*text.span(i, j, trailing), reindent(new, pattern, text.lines[i : j + 1], aligned=j - i + 1 == k))
-        for i, j in _non_overlapping(candidates)
-    ]
+    return [Edit(*text.span(i, j, trailing), reindent(new, pattern, text.lines[i : j + 1], aligned=j - i + 1 == k)) for i, j in _non_overlapping(candidates)]
 
 
 def _agreeing_windows(text: Text, want: Sequence[str]) -> Counter[int]:
@@ -308,10 +302,7 @@ def _context_aware(text: Text, old: str, new: str) -> list[Edit]:
         score = SequenceMatcher(None, want_text, window, autojunk=False).ratio()
         if score >= CONTEXT_SIMILARITY:
             candidates.append((score, start, start + k - 1))
-    return [
-        Edit(*text.span(i, j, trailing), reindent(new, pattern, text.lines[i : j + 1]))
-        for i, j in _non_overlapping(candidates)
-    ]
+    return [Edit(*text.span(i, j, trailing), reindent(new, pattern, text.lines[i : j + 1])) for i, j in _non_overlapping(candidates)]
 
 
 Strategy = Callable[[Text, str, str], list[Edit]]
@@ -374,7 +365,7 @@ def closest(text: Text, old: str) -> tuple[int, int, float] | None:
                 matcher.set_seq1(line)
                 if (quick := matcher.quick_ratio()) >= 0.5:
                     scored.append((quick, i))
-        starts = [i - offset for _, i in sorted(scored, reverse=True)[:20] if 0 <= i - offset and i - offset + k <= len(text.lines)]
+        starts = [i - offset for _, i in sorted(scored, reverse=True)[:20] if i - offset >= 0 and i - offset + k <= len(text.lines)]
     best: tuple[int, int, float] | None = None
     want_text = "\n".join(want)
     for start in starts:

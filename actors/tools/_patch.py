@@ -91,9 +91,7 @@ class PatchArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
         ),
     ] = None
     new_string: Annotated[str | None, msgspec.Meta(description="replace mode: the text to put in its place (empty to delete it).")] = None
-    replace_all: Annotated[
-        bool, msgspec.Meta(description="replace mode: replace every occurrence instead of requiring exactly one.")
-    ] = False
+    replace_all: Annotated[bool, msgspec.Meta(description="replace mode: replace every occurrence instead of requiring exactly one.")] = False
     patch: Annotated[
         str | None,
         msgspec.Meta(
@@ -194,9 +192,7 @@ def _summary(change: FileChange) -> str:
     loose = [f"hunk {i} by {_how(s)}" for i, s in enumerate(applied.strategies, 1) if s not in ("exact", "insert")]
     if change.kind == "update" and change.data == change.before:
         head = f"{change.shown} already read that way"
-    return f"{head}: {count} hunk{'s' if count != 1 else ''} at line{'s' if count != 1 else ''} {at}" + (
-        f" ({'; '.join(loose)})" if loose else ""
-    )
+    return f"{head}: {count} hunk{'s' if count != 1 else ''} at line{'s' if count != 1 else ''} {at}" + (f" ({'; '.join(loose)})" if loose else "")
 
 
 def _patch_mode(args: PatchArgs, cwd: Path, home: Path) -> ToolOutput:

@@ -152,9 +152,7 @@ def _update(op: UpdateFile, paths: _Paths) -> FileChange:
         raise PatchFailed(f"cannot move {shown} to {moved_to}: {moved_to} exists already; delete it in its own section first.")
     mode = stat.S_IMODE(os.stat(real).st_mode)
     source = Path(os.path.normpath(path))
-    return FileChange(
-        kind="move", shown=shown, target=destination, data=data, source=source, mode=mode, moved_to=moved_to, applied=applied
-    )
+    return FileChange(kind="move", shown=shown, target=destination, data=data, source=source, mode=mode, moved_to=moved_to, applied=applied)
 
 
 def plan_patch(operations: Sequence[Operation], cwd: Path, home: Path) -> list[FileChange]:

@@ -155,8 +155,7 @@ def _hunks(reader: _Reader, path: str) -> tuple[Hunk, ...]:
                 reader.take()
                 continue
             raise MalformedPatch(
-                f"line {reader.number}: in the hunk of {path}, every line starts with ' ' (context), '-' (removed) "
-                f"or '+' (added); got {row[:60]!r}."
+                f"line {reader.number}: in the hunk of {path}, every line starts with ' ' (context), '-' (removed) or '+' (added); got {row[:60]!r}."
             )
         if blank and not at_end:
             del lines[-blank:]

@@ -26,7 +26,6 @@ from ._fuzzy import STRATEGIES, Edit, Text, find
 from ._patch_format import Hunk
 from ._replace import similar_hint
 
-
 OLD_NAME = "the hunk's text to find (its ' ' and '-' lines)"
 """What messages call a hunk's counterpart of old_string."""
 

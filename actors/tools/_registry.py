@@ -45,7 +45,7 @@ class Tool:
 
     def parameters(self) -> dict[str, Any]:
         """The JSON schema of the arguments object, inlined (no ``$ref``) for the model."""
-        (_, ), components = msgspec.json.schema_components([self.args])
+        (_,), components = msgspec.json.schema_components([self.args])
         schema = dict(components[self.args.__name__])
         schema.pop("title", None)
         inlined: dict[str, Any] = _inline(schema, components)

@@ -67,7 +67,7 @@ def fits_file(new: str, old_lines: Sequence[str], found_lines: Sequence[str]) ->
 
 def _indent_map(old_lines: Sequence[str], found_lines: Sequence[str], aligned: bool) -> dict[str, str] | None:
     """Which indentation of old_string became which in the file, or None if that is not consistent."""
-    pairs = list(zip(old_lines, found_lines)) if aligned else [(old_lines[0], found_lines[0]), (old_lines[-1], found_lines[-1])]
+    pairs = list(zip(old_lines, found_lines, strict=True)) if aligned else [(old_lines[0], found_lines[0]), (old_lines[-1], found_lines[-1])]
     mapping: dict[str, str] = {}
     for was, now in pairs:
         if was.strip() and now.strip() and mapping.setdefault(_indent(was), _indent(now)) != _indent(now):

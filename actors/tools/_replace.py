@@ -56,9 +56,7 @@ def _not_found(text: Text, old: str, strategies: Sequence[str]) -> PatchRefused:
     return PatchRefused(message)
 
 
-def fuzzy_replace(
-    content: str, old: str, new: str, *, replace_all: bool = False, strategies: Sequence[str] = STRATEGIES
-) -> Patched:
+def fuzzy_replace(content: str, old: str, new: str, *, replace_all: bool = False, strategies: Sequence[str] = STRATEGIES) -> Patched:
     """Replace ``old`` with ``new`` in ``content`` using the first strategy that finds ``old``.
 
     Raises:

@@ -57,18 +57,12 @@ class SearchArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
             )
         ),
     ]
-    target: Annotated[
-        Literal["content", "files"], msgspec.Meta(description="'content' searches inside files; 'files' finds files by name.")
-    ] = "content"
+    target: Annotated[Literal["content", "files"], msgspec.Meta(description="'content' searches inside files; 'files' finds files by name.")] = "content"
     path: Annotated[str, msgspec.Meta(description="The directory (or file) to search; default the working directory.")] = "."
-    file_glob: Annotated[
-        str | None, msgspec.Meta(description="Content search only: search just the files whose name matches, e.g. '*.py'.")
-    ] = None
+    file_glob: Annotated[str | None, msgspec.Meta(description="Content search only: search just the files whose name matches, e.g. '*.py'.")] = None
     ignore_case: Annotated[bool, msgspec.Meta(description="Match without regard to case.")] = False
     context: Annotated[int, msgspec.Meta(description=f"Lines of context around each match (0-{MAX_CONTEXT}).")] = 0
-    limit: Annotated[int, msgspec.Meta(description=f"The most matches (or files) to return (default {DEFAULT_LIMIT}, at most {MAX_LIMIT:,}).")] = (
-        DEFAULT_LIMIT
-    )
+    limit: Annotated[int, msgspec.Meta(description=f"The most matches (or files) to return (default {DEFAULT_LIMIT}, at most {MAX_LIMIT:,}).")] = DEFAULT_LIMIT
 
 
 def expand_braces(glob: str) -> tuple[str, ...]:
@@ -246,11 +240,8 @@ async def search_files(call: ToolContext, args: SearchArgs) -> ToolOutput:
             return _failed("file_glob matches file names only (like '*.py'); put the directory in path instead.")
         globs = expand_braces(args.file_glob) if args.file_glob else ()
         accept = _matcher(globs, ignore_case=False)
-        query = ContentQuery(
-            root=root, pattern=args.pattern, ignore_case=args.ignore_case, context=context, name_globs=globs, limit=limit, accept_name=accept
-        )
+        query = ContentQuery(root=root, pattern=args.pattern, ignore_case=args.ignore_case, context=context, name_globs=globs, limit=limit, accept_name=accept)
         found = await _search_content(query, executable)
     except SearchFailed as exc:
         return _failed(str(exc))
     return _content_result(found, args, cwd, shown_root, limit, context)
-

@@ -54,9 +54,7 @@ async def stream_lines(argv: list[str], on_line: Callable[[bytes], bool]) -> tup
     Returns:
         (exit status, negative if killed; the start of stderr).
     """
-    process = await trio.lowlevel.open_process(
-        argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
-    )
+    process = await trio.lowlevel.open_process(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
     assert process.stdout is not None and process.stderr is not None
     errors = bytearray()
     try:

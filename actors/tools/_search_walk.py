@@ -79,9 +79,8 @@ def walk(root: Path, *, max_bytes: int | None, cancelled: threading.Event) -> It
         try:
             if entry.is_dir(follow_symlinks=False):
                 stack.append(iter(_entries(entry.path)))
-            elif entry.is_file(follow_symlinks=False):
-                if max_bytes is None or entry.stat(follow_symlinks=False).st_size <= max_bytes:
-                    yield entry.path
+            elif entry.is_file(follow_symlinks=False) and (max_bytes is None or entry.stat(follow_symlinks=False).st_size <= max_bytes):
+                yield entry.path
         except OSError:
             continue
 

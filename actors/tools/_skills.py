@@ -43,24 +43,18 @@ class SkillsListArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 class SkillViewArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     name: Annotated[str, msgspec.Meta(description="The skill's name.")]
-    file_path: Annotated[
-        str | None, msgspec.Meta(description="An extra file of the skill to read instead of SKILL.md, e.g. 'references/api.md'.")
-    ] = None
+    file_path: Annotated[str | None, msgspec.Meta(description="An extra file of the skill to read instead of SKILL.md, e.g. 'references/api.md'.")] = None
 
 
 class SkillManageArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    action: Annotated[
-        Literal["create", "patch", "edit", "delete", "write_file", "remove_file"], msgspec.Meta(description="What to do.")
-    ]
+    action: Annotated[Literal["create", "patch", "edit", "delete", "write_file", "remove_file"], msgspec.Meta(description="What to do.")]
     name: Annotated[str, msgspec.Meta(description="The skill's name (lowercase letters, digits and '-', at most 64).")]
     content: Annotated[str | None, msgspec.Meta(description="The full SKILL.md: frontmatter and instructions (create, edit).")] = None
     old_string: Annotated[str | None, msgspec.Meta(description="The exact text to find in SKILL.md (patch).")] = None
     new_string: Annotated[str | None, msgspec.Meta(description="The text to put in its place (patch).")] = None
     replace_all: Annotated[bool, msgspec.Meta(description="patch: replace every occurrence, not just a unique one.")] = False
     category: Annotated[str | None, msgspec.Meta(description="create: a category folder to put the skill in.")] = None
-    file_path: Annotated[
-        str | None, msgspec.Meta(description="write_file, remove_file: a path relative to the skill folder.")
-    ] = None
+    file_path: Annotated[str | None, msgspec.Meta(description="write_file, remove_file: a path relative to the skill folder.")] = None
     file_content: Annotated[str | None, msgspec.Meta(description="write_file: the file's content.")] = None
 
 

@@ -51,11 +51,7 @@ DENY_GLOBS_KEY = "terminal.deny_globs"
 class TerminalArgs(msgspec.Struct, kw_only=True):
     command: Annotated[
         str,
-        msgspec.Meta(
-            description=(
-                "The bash command to run. Non-interactive: stdin is empty, no pager. `cd` carries over to later calls."
-            )
-        ),
+        msgspec.Meta(description=("The bash command to run. Non-interactive: stdin is empty, no pager. `cd` carries over to later calls.")),
     ]
     timeout: Annotated[
         Annotated[float, msgspec.Meta(gt=0)] | None,

@@ -177,9 +177,7 @@ async def _supervise(proc: BackgroundProcess, lifetime: float | None) -> None:
         with proc.scope:
             if lifetime is not None:
                 proc.scope.deadline = trio.current_time() + lifetime
-            result = await run_shell(
-                proc.command, cwd=proc.cwd, channel=proc.channel, sink=proc.output.feed, record_cwd=False, grace=GRACE
-            )
+            result = await run_shell(proc.command, cwd=proc.cwd, channel=proc.channel, sink=proc.output.feed, record_cwd=False, grace=GRACE)
             proc.returncode = result.returncode
             proc.state = "exited"
         if proc.scope.cancelled_caught:

@@ -102,9 +102,7 @@ def shell_env() -> dict[str, str]:
     return env
 
 
-async def run_shell(
-    command: str, *, cwd: Path, channel: ShellChannel, sink: Sink, record_cwd: bool, grace: float = 2.0
-) -> ProcessResult:
+async def run_shell(command: str, *, cwd: Path, channel: ShellChannel, sink: Sink, record_cwd: bool, grace: float = 2.0) -> ProcessResult:
     """Run ``command`` in ``cwd``; everything it prints goes to ``sink`` as it arrives.
 
     Cancelling kills the whole process group (``run_process``); what was printed until

@@ -28,9 +28,7 @@ _CORE = ("file", "terminal", "todo", "memory", "skills", "session_search", "code
 
 PRESETS: dict[str, Toolset] = {
     "hermes-cli": Toolset("hermes-cli", "Everything a person at a terminal uses, clarify included.", includes=(*_CORE, "clarify")),
-    "hermes-api-server": Toolset(
-        "hermes-api-server", "The tools of an API server session (no interactive clarify).", includes=_CORE
-    ),
+    "hermes-api-server": Toolset("hermes-api-server", "The tools of an API server session (no interactive clarify).", includes=_CORE),
 }
 
 

@@ -1,6 +1,5 @@
 """Helpers for the HTTP/1.1 client tests: a ModelClients fixture, calls with deadlines, tiny servers."""
 
-
 import contextlib
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -114,5 +113,3 @@ async def tiny_server(handler: Callable[[trio.SocketStream], Awaitable[None]]) -
             yield f"http://127.0.0.1:{port}/v1"
         finally:
             nursery.cancel_scope.cancel()
-
-

@@ -57,7 +57,12 @@ def test_pricing_gives_a_turns_cost_and_bad_prices_say_how_to_write_them(tmp_pat
     assert settings.cost(1_000, 500) == pytest.approx(0.0075)
     unpriced = load_model_settings(write(tmp_path, "model: gpt-x\n"), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://h/v1"})
     assert unpriced.cost(1_000, 500) is None
-    for bad in ("pricing: [1, 2]\n", "pricing:\n  gpt-x: {input: 2.5}\n", "pricing:\n  gpt-x: {input: -1, output: 2}\n", "pricing:\n  gpt-x: {input: yes, output: 2}\n"):
+    for bad in (
+        "pricing: [1, 2]\n",
+        "pricing:\n  gpt-x: {input: 2.5}\n",
+        "pricing:\n  gpt-x: {input: -1, output: 2}\n",
+        "pricing:\n  gpt-x: {input: yes, output: 2}\n",
+    ):
         with pytest.raises(ConfigError, match="per million tokens|must map model names") as info:
             load_model_settings(write(tmp_path, "model: gpt-x\n" + bad), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://h/v1"})
         assert "gpt-4o: {input: 2.5, output: 10}" in str(info.value)

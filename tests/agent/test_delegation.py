@@ -62,7 +62,9 @@ def test_cancelling_the_parent_cancels_every_child_and_kills_their_process_group
             os.mkfifo(ready)
             fifos.append(os.open(ready, os.O_RDONLY | os.O_NONBLOCK))
             command = f"echo go > {ready}; sleep {marker}"
-            model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": command})),))], session=f"p.child-{i + 1}")
+            model_server.script(
+                [ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": command})),))], session=f"p.child-{i + 1}"
+            )
         children = [kit.subscribe(f"p.child-{i + 1}") for i in range(3)]
         probe = kit.subscribe("p")
         kit.start_turn("p", "do three things")

@@ -5,7 +5,6 @@ Ordinary replies, errors and faults come from the test model server; odd server 
 TLS) from tiny trio servers written here. Every wait has a deadline.
 """
 
-
 import contextlib
 import gzip
 import json
@@ -17,14 +16,11 @@ import pytest
 import trio
 import trio.testing
 
-from actors.agent import ModelClients
-from actors.agent import _http1
+from actors.agent import ModelClients, _http1
 from actors.agent._http1 import Endpoint
 from actors.chaos import HttpError, TextReply, open_model_server
 from protocols import ChatMessage
-
 from tests.agent.http1_kit import Peer, ask, delta, event, failure_of, reply_of, response, sse, tiny_server
-
 
 # -- the ordinary path ----------------------------------------------------------------------------
 
@@ -51,7 +47,7 @@ async def test_the_request_goes_to_the_base_urls_path_with_its_headers(clients: 
     async with tiny_server(handler) as base_url:
         base_url = base_url.removesuffix("/v1") + suffix
         reply_of(await ask(clients, base_url, extra={"X-Extra": "yes", "User-Agent": "mine"}))
-    (head, body), = seen
+    ((head, body),) = seen
     headers = {name.decode(): value.decode() for name, value in head.headers}
     assert len(headers) == len(head.headers)  # no header twice
     assert head.method == b"POST"

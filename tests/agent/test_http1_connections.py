@@ -1,6 +1,5 @@
 """The HTTP/1.1 client's connections: cancel, reuse, retry, the idle cap and expiry; proxies (httpx carries them) and TLS."""
 
-
 import contextlib
 import functools
 import socket
@@ -13,15 +12,12 @@ import pytest
 import trio
 import trio.testing
 
-from actors.agent import ModelClients, ModelSettings
-from actors.agent import _http1
+from actors.agent import ModelClients, ModelSettings, _http1
 from actors.agent._http1 import Endpoint
 from actors.agent._model import ModelFailure, ModelReply
 from actors.chaos import HttpError, TextReply, open_model_server
-from tests.conftest import DEADLINE
-
 from tests.agent.http1_kit import Peer, ask, delta, event, failure_of, reply_of, response, sse, tiny_server
-
+from tests.conftest import DEADLINE
 
 # -- connections: cancel, reuse, retry -----------------------------------------------------------------
 

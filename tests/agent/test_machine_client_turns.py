@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from actors.agent._machine import CallModel, ModelReplied, Persist, Persisted, RunTool, ToolDone, UserInput
 from actors.agent._answer_format import answer_problem
+from actors.agent._machine import CallModel, ModelReplied, Persist, Persisted, RunTool, ToolDone, UserInput
 from protocols import ChatMessage, ClientTool, ToolCall, TurnOptions
 from protocols._session import TurnCompleted, TurnFailed
 from tests.agent.machine_driver import Driver, call, events

@@ -30,9 +30,7 @@ from tests.agent.machine_driver import TRAITS, Driver, events
 
 ACTIONS = st.lists(
     st.tuples(
-        st.sampled_from(
-            ["user", "ack", "persist_fail", "text", "tools", "fail", "done", "backoff", "deadline", "cancel", "stale"]
-        ),
+        st.sampled_from(["user", "ack", "persist_fail", "text", "tools", "fail", "done", "backoff", "deadline", "cancel", "stale"]),
         st.integers(min_value=0, max_value=7),
     ),
     max_size=60,
@@ -90,7 +88,7 @@ class World:
             calls = []
             for i in range(n % 4 + 1):
                 self.calls += 1
-                arguments = '{"path": "p%d"}' % (i % 2) if i != 3 else '{"path": '
+                arguments = f'{{"path": "p{i % 2}"}}' if i != 3 else '{"path": '
                 calls.append(ToolCall(id=f"c{self.calls}", name=TOOLS[(n + i) % 4], arguments=arguments))
             self.feed(ModelReplied(token=self.model, content="", tool_calls=tuple(calls), now=self.now))
         elif action == "fail" and self.model:

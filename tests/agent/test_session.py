@@ -29,9 +29,7 @@ from tests.processes import live_processes_with, wait_for_line
 
 
 def reads(*paths: str, seconds: float = 0.01) -> ToolCallsReply:
-    return ToolCallsReply(
-        calls=tuple(ScriptedCall(name="read_file", arguments=f'{{"path": "{p}", "seconds": {seconds}}}') for p in paths)
-    )
+    return ToolCallsReply(calls=tuple(ScriptedCall(name="read_file", arguments=f'{{"path": "{p}", "seconds": {seconds}}}') for p in paths))
 
 
 def test_a_turn_with_two_tool_rounds_completes_with_a_valid_transcript_and_gap_free_events(agent: AgentKit) -> None:
@@ -253,9 +251,7 @@ def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_t
 
     store = tmp_path / "state.db"
     marker = f"41.{os.getpid()}9"
-    model_server.script(
-        [ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=f'{{"command": "sleep {marker}"}}'),))], session="hard"
-    )
+    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=f'{{"command": "sleep {marker}"}}'),))], session="hard")
     host = subprocess.Popen(
         [sys.executable, "-m", "tests.agent.crash_host", str(store), model_server.base_url],
         stdout=subprocess.PIPE,
@@ -330,7 +326,7 @@ def test_clarify_asks_the_attached_person_and_an_unattended_session_fails_fast(t
         watcher = kit.subscribe("c2", observer=True)  # a watcher is not someone who can answer
         kit.start_turn("c2", "paint it")
         assert until(watcher, TurnCompleted)[-1].text == "assumed red"
-        tool_result = [m for m in kit.transcript("c2") if m.role == "tool"][0]
+        tool_result = next(m for m in kit.transcript("c2") if m.role == "tool")
         assert tool_result.content is not None and tool_result.content.startswith("[no answer]")
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
@@ -363,8 +359,8 @@ def test_a_session_can_switch_its_model_and_keeps_it_after_rehydration(tmp_path:
 
 
 def test_undo_takes_back_the_last_exchange_in_memory_and_in_the_store(agent: AgentKit) -> None:
-    from protocols import ModelSwitched, SwitchModel, TurnUndone, UndoTurn
     from actors.store import StoreReader
+    from protocols import ModelSwitched, SwitchModel, TurnUndone, UndoTurn
 
     server = agent.server
     server.script(

@@ -49,7 +49,9 @@ def test_a_dangerous_terminal_command_waits_for_approval_and_deny_never_runs_it(
 def test_a_hardline_command_never_runs_even_in_yolo_mode(tmp_path: Path, model_server: ModelServer) -> None:
     tools = {"terminal": REGISTRY.get("terminal").spec()}
     config = MachineConfig(traits={n: t.traits for n, t in tools.items()})
-    kit = start_kit(tmp_path / "state.db", model_server, tools=tools, config=config, workdir=tmp_path, home=tmp_path / "home", approvals=ApprovalSettings(mode="off"))
+    kit = start_kit(
+        tmp_path / "state.db", model_server, tools=tools, config=config, workdir=tmp_path, home=tmp_path / "home", approvals=ApprovalSettings(mode="off")
+    )
     try:
         model_server.script([terminal("rm -rf / --no-preserve-root"), TextReply(content="refused")], session="hard")
         probe = kit.subscribe("hard")

@@ -52,7 +52,13 @@ def test_a_result_stored_after_the_next_user_message_still_pairs_and_reused_ids_
     reused = [first, assistant("call_0"), second, assistant("call_0"), tool("call_0", "second result")]
     fixed, added = sanitize(reused)
     assert added == 1
-    assert [(m.role, m.content) for m in fixed][1:] == [("assistant", ""), ("tool", UNKNOWN_OUTCOME), ("user", "two"), ("assistant", ""), ("tool", "second result")]
+    assert [(m.role, m.content) for m in fixed][1:] == [
+        ("assistant", ""),
+        ("tool", UNKNOWN_OUTCOME),
+        ("user", "two"),
+        ("assistant", ""),
+        ("tool", "second result"),
+    ]
 
 
 def split(*chunks: str) -> tuple[str, str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
+from actors.chaos._invariants import Invariants
 from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, ToolCall
 from protocols._session import (
     SessionEvent,
@@ -16,7 +17,6 @@ from protocols._session import (
     TurnStarted,
     UserMessageSaved,
 )
-from actors.chaos._invariants import Invariants
 
 S = "s1"
 

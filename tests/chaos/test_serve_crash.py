@@ -15,8 +15,8 @@ import httpx
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from tests.conftest import DEADLINE
-from tests.processes import live_processes_with, open_fifo, wait_for_line
 from tests.platforms.server_kit import SSE
+from tests.processes import live_processes_with, open_fifo, wait_for_line
 
 HERMES = [sys.executable, "-m", "actors.cli", "serve", "--port", "0"]
 
@@ -95,7 +95,9 @@ def test_kill_9_mid_turn_then_restart_loses_nothing_acknowledged_and_settles_the
         assert json.loads(seen[1]["data"])["kind"] == "interrupted"
         model_server.script([TextReply(content="back again")], session="crashy")
         with httpx.Client(base_url=url, headers=headers, timeout=DEADLINE) as http:
-            chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "are you there?"}]}, headers={"X-Hermes-Session-Id": "crashy"})
+            chat = http.post(
+                "/v1/chat/completions", json={"messages": [{"role": "user", "content": "are you there?"}]}, headers={"X-Hermes-Session-Id": "crashy"}
+            )
             assert chat.status_code == 200 and chat.json()["choices"][0]["message"]["content"] == "back again"
             messages = http.get("/v1/sessions/crashy/messages").json()["data"]
         roles = [m["role"] for m in messages]

@@ -19,7 +19,6 @@ from actors.chaos._faults import calm_plan, client_retries_plan, crash_plan, def
 from actors.chaos._sim import SimOptions, SimResult, SweepResult, replay, shrink, simulate, sweep
 from protocols._faults import FaultPlan
 
-
 PASSIVATE = passivate_plan()
 STORE_BUSY = store_busy_plan()
 CLIENT_RETRIES = client_retries_plan()

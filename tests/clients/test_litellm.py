@@ -12,11 +12,11 @@ from collections.abc import Iterator
 os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # before the import: never the network
 os.environ["LITELLM_OFFLINE_MODE"] = "true"
 
-import litellm  # noqa: E402
-import pytest  # noqa: E402
+import litellm
+import pytest
 
-from tests.clients.client_kit import calls, model_saw, says  # noqa: E402
-from tests.platforms.server_kit import KEY, ServerKit  # noqa: E402
+from tests.clients.client_kit import calls, model_saw, says
+from tests.platforms.server_kit import KEY, ServerKit
 
 # litellm imports its provider modules on the first completion; pydantic warns on their TypedDicts
 # with ReadOnly items (litellm's types, harmless to these tests).

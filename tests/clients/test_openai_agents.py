@@ -14,9 +14,9 @@ import openai
 import pydantic
 from agents import (
     Agent,
+    Model,
     OpenAIChatCompletionsModel,
     OpenAIResponsesModel,
-    Model,
     RawResponsesStreamEvent,
     Runner,
     ToolCallItem,

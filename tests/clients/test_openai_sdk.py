@@ -92,7 +92,11 @@ def test_a_client_tool_round_trip_accumulates_streamed_tool_call_deltas_and_resu
     assert [c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason] == ["tool_calls"]
     call = tool_calls[0]
     messages.append(
-        {"role": "assistant", "content": None, "tool_calls": [{"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}]}
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": call["id"], "type": "function", "function": {"name": call["name"], "arguments": call["arguments"]}}],
+        }
     )
     messages.append({"role": "tool", "tool_call_id": call["id"], "content": "sunny, 24C"})
     resumed = client.chat.completions.create(model="hermes-test", messages=messages, tools=[WEATHER], stream=True)

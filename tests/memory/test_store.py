@@ -179,7 +179,7 @@ def test_concurrent_writers_from_many_threads_lose_no_entry(tmp_path: Path) -> N
             barrier.wait(timeout=10)
             for i in range(5):
                 MemoryStore(tmp_path).add("memory", f"w{n}-{i}")  # a store per writer, as each tool call makes
-        except BaseException as exc:  # noqa: BLE001 - reported below
+        except BaseException as exc:
             errors.append(exc)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(8)]

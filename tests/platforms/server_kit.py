@@ -100,7 +100,9 @@ def start_server(tmp_path: Path, model: ModelServer, **settings: Any) -> ServerK
         store_file=store,
         home=tmp_path / "home",
     )
-    server = ServerSettings(**{"port": 0, "key": KEY, "model_name": "hermes-test", "store_file": store, "upstream": deps.model, "clients": deps.clients, **settings})
+    server = ServerSettings(
+        **{"port": 0, "key": KEY, "model_name": "hermes-test", "store_file": store, "upstream": deps.model, "clients": deps.clients, **settings}
+    )
     children = [*agent_specs(store, deps), ChildSpec(id="platforms", actor=Supervisor, args=((ChildSpec(id="api", actor=ApiServer, args=(server, hubs)),),))]
     runtime = Runtime(children)
     runtime.reactor.at_stop(deps.clients.aclose)

@@ -50,7 +50,8 @@ def test_each_request_logs_one_line_with_its_id_route_status_duration_session_an
     assert fields["duration_ms"] >= 0
     line = record.getMessage()
     assert re.fullmatch(
-        rf"request_id={fields['request_id']} method=POST route=/v1/chat/completions status=200 duration_ms=[0-9.]+ session=logged bytes_in=\d+ bytes_out=\d+", line
+        rf"request_id={fields['request_id']} method=POST route=/v1/chat/completions status=200 duration_ms=[0-9.]+ session=logged bytes_in=\d+ bytes_out=\d+",
+        line,
     ), line
 
 

@@ -23,7 +23,11 @@ JSON = st.recursive(
 FIELDS = st.fixed_dictionaries(
     {},
     optional={
-        "messages": st.lists(st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant", "tool", "x"]), "content": st.one_of(st.text(max_size=20), JSON)}), max_size=3) | JSON,
+        "messages": st.lists(
+            st.fixed_dictionaries({"role": st.sampled_from(["user", "system", "assistant", "tool", "x"]), "content": st.one_of(st.text(max_size=20), JSON)}),
+            max_size=3,
+        )
+        | JSON,
         "input": st.text(max_size=20) | JSON,
         "stream": st.sampled_from([False, "false", "maybe", 3]),
         "choice": st.sampled_from(["once", "deny", "nope"]) | JSON,
@@ -50,7 +54,11 @@ def test_random_requests_to_every_route_never_get_a_server_error(api: ServerKit)
     with api.http() as http:
 
         @settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-        @given(route=st.sampled_from(ROUTES), body=FIELDS | JSON, ident=st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="/?#%"), min_size=1, max_size=12))
+        @given(
+            route=st.sampled_from(ROUTES),
+            body=FIELDS | JSON,
+            ident=st.text(alphabet=st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters="/?#%"), min_size=1, max_size=12),
+        )
         def probe(route: tuple[str, str, Any], body: Any, ident: str) -> None:
             method, pattern, _ = route
             if pattern.endswith("/events"):
@@ -72,7 +80,13 @@ def test_an_idempotency_key_returns_the_first_answer_and_shares_one_turn(api: Se
 
     def post() -> None:
         with api.http() as http:
-            answers.append(http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}]}, headers={"Idempotency-Key": "k-1", "X-Hermes-Session-Id": "idem"}))
+            answers.append(
+                http.post(
+                    "/v1/chat/completions",
+                    json={"messages": [{"role": "user", "content": "hi"}]},
+                    headers={"Idempotency-Key": "k-1", "X-Hermes-Session-Id": "idem"},
+                )
+            )
 
     threads = [threading.Thread(target=post) for _ in range(3)]
     for t in threads:

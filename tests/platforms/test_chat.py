@@ -53,7 +53,9 @@ def test_a_streamed_chat_completion_sends_deltas_tool_progress_usage_and_done(ap
 def test_string_booleans_are_accepted_and_bad_requests_get_the_openai_error_envelope(api: ServerKit) -> None:
     with api.http() as http:
         api.model.script([TextReply(content="ok")], session="conv-3")
-        ok = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}], "stream": "false"}, headers={"X-Hermes-Session-Id": "conv-3"})
+        ok = http.post(
+            "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}], "stream": "false"}, headers={"X-Hermes-Session-Id": "conv-3"}
+        )
         assert ok.status_code == 200, ok.text
         missing = http.post("/v1/chat/completions", json={"model": "x"})
         assert missing.status_code == 400

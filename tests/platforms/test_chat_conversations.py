@@ -123,7 +123,15 @@ def test_a_clients_tool_result_after_the_last_user_message_reaches_the_model_in_
 
 
 def test_sampling_parameters_tool_choice_and_response_format_reach_the_model(api: ServerKit) -> None:
-    fields = {"max_tokens": 64, "temperature": 0.2, "top_p": 0.9, "stop": ["END"], "seed": 7, "presence_penalty": 0.5, "response_format": {"type": "json_object"}}
+    fields = {
+        "max_tokens": 64,
+        "temperature": 0.2,
+        "top_p": 0.9,
+        "stop": ["END"],
+        "seed": 7,
+        "presence_penalty": 0.5,
+        "response_format": {"type": "json_object"},
+    }
     api.model.script([TextReply(content='{"a": 1}')])
     assert chat(api, [user("json please")], **fields)[0] == '{"a": 1}'
     body = [r for r in api.model.requests if r.path == "/v1/chat/completions"][-1].body
@@ -165,7 +173,7 @@ def test_image_parts_reach_a_vision_model_and_are_stored_with_the_transcript(tmp
         with kit.http() as http:
             stored = http.get(f"/v1/sessions/{session}/messages").json()["data"]
         assert stored[0]["content"] == sent
-        image_only, _ = chat(kit, [{"role": "user", "content": [PICTURE]}])  # no longer an empty turn
+        _image_only, _ = chat(kit, [{"role": "user", "content": [PICTURE]}])  # no longer an empty turn
         assert model_saw(kit)[-1]["content"] == [{"type": "image_url", "image_url": {"url": PICTURE["image_url"]["url"]}}]
     finally:
         assert kit.stop()

@@ -33,7 +33,27 @@ FIELDS = (
     *("title", "policy", "turn_id", "request_id", "choice", "answer", "session_id", "metadata"),
 )
 """Every field name a route reads, at any level."""
-WORDS = ("", " ", "\x00", "\u2028", "a/b", "..", "true", "1", "NaN", "once", "deny", "user", "tool", "function", "function_call", "message", "queue", "text", "x" * 300)
+WORDS = (
+    "",
+    " ",
+    "\x00",
+    "\u2028",
+    "a/b",
+    "..",
+    "true",
+    "1",
+    "NaN",
+    "once",
+    "deny",
+    "user",
+    "tool",
+    "function",
+    "function_call",
+    "message",
+    "queue",
+    "text",
+    "x" * 300,
+)
 SCALARS = (
     st.none()
     | st.booleans()
@@ -43,7 +63,9 @@ SCALARS = (
     | st.text(max_size=20)
     | st.sampled_from(WORDS)
 )
-VALUES = st.recursive(SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=6), inner, max_size=3), max_leaves=8)
+VALUES = st.recursive(
+    SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(FIELDS) | st.text(max_size=6), inner, max_size=3), max_leaves=8
+)
 MESSAGE = {"role": "user", "content": "hi"}
 VALID = {
     "messages": [MESSAGE],
@@ -61,22 +83,60 @@ MARK = "\u2603MARK\u2603"
 WRONG_TYPE = st.builds(lambda field, value: {**VALID, field: value}, st.sampled_from(FIELDS), VALUES)
 WRONG_NESTED = st.one_of(
     st.builds(lambda field, value: {**VALID, "messages": [{**MESSAGE, field: value}]}, st.sampled_from(FIELDS), VALUES),
-    st.builds(lambda field, value: {**VALID, "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", field: value}}]}, MESSAGE]}, st.sampled_from(FIELDS), VALUES),
+    st.builds(
+        lambda field, value: {**VALID, "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", field: value}}]}, MESSAGE]},
+        st.sampled_from(FIELDS),
+        VALUES,
+    ),
     st.builds(lambda field, value: {**VALID, "input": [{"type": "message", "role": "user", "content": "hi", field: value}]}, st.sampled_from(FIELDS), VALUES),
-    st.builds(lambda field, value: {**VALID, "input": [{"type": "function_call_output", "call_id": "c", "output": "x", field: value}]}, st.sampled_from(FIELDS), VALUES),
-    st.builds(lambda field, value: {**VALID, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}, field: value}]}, st.sampled_from(FIELDS), VALUES),
+    st.builds(
+        lambda field, value: {**VALID, "input": [{"type": "function_call_output", "call_id": "c", "output": "x", field: value}]},
+        st.sampled_from(FIELDS),
+        VALUES,
+    ),
+    st.builds(
+        lambda field, value: {**VALID, "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}, field: value}]},
+        st.sampled_from(FIELDS),
+        VALUES,
+    ),
 )
 # What replaces MARK (with its quotes) in an encoded body.
 MANGLES = st.sampled_from(
     [
-        b'"\\ud800"', b'"a\\udc00b"', b'"\\ud800\\u0041"', b'"\\udfff\\ud800"',  # lone surrogate escapes
-        b'"\xff"', b'"\xed\xa0\x80"', b'"\xc0\x80"', b'"\xf4\x90\x80\x80"', b'"\xe2\x82"',  # invalid UTF-8
-        b"NaN", b"Infinity", b"-Infinity", b"1e999", b"-1e999", b"9" * 5000, b"1.0e-400",  # not numbers JSON has
-        b'"a\x01b"', b"'single'", b"undefined", b'"unterminated', b"[1,]", b"{,}",  # malformed
+        b'"\\ud800"',
+        b'"a\\udc00b"',
+        b'"\\ud800\\u0041"',
+        b'"\\udfff\\ud800"',  # lone surrogate escapes
+        b'"\xff"',
+        b'"\xed\xa0\x80"',
+        b'"\xc0\x80"',
+        b'"\xf4\x90\x80\x80"',
+        b'"\xe2\x82"',  # invalid UTF-8
+        b"NaN",
+        b"Infinity",
+        b"-Infinity",
+        b"1e999",
+        b"-1e999",
+        b"9" * 5000,
+        b"1.0e-400",  # not numbers JSON has
+        b'"a\x01b"',
+        b"'single'",
+        b"undefined",
+        b'"unterminated',
+        b"[1,]",
+        b"{,}",  # malformed
     ]
 )
-MANGLED = st.builds(lambda body, bad: msgspec.json.encode(body).replace(msgspec.json.encode(MARK), bad), st.builds(lambda field: {**VALID, field: MARK}, st.sampled_from(FIELDS)), MANGLES)
-NESTED_MANGLED = st.builds(lambda field, bad: msgspec.json.encode({**VALID, "messages": [{**MESSAGE, field: MARK}]}).replace(msgspec.json.encode(MARK), bad), st.sampled_from(FIELDS), MANGLES)
+MANGLED = st.builds(
+    lambda body, bad: msgspec.json.encode(body).replace(msgspec.json.encode(MARK), bad),
+    st.builds(lambda field: {**VALID, field: MARK}, st.sampled_from(FIELDS)),
+    MANGLES,
+)
+NESTED_MANGLED = st.builds(
+    lambda field, bad: msgspec.json.encode({**VALID, "messages": [{**MESSAGE, field: MARK}]}).replace(msgspec.json.encode(MARK), bad),
+    st.sampled_from(FIELDS),
+    MANGLES,
+)
 
 
 def _deep(depth: int, kind: str, closed: bool) -> bytes:
@@ -93,12 +153,25 @@ DEEP = st.builds(
     st.booleans(),
 )
 DUPLICATES = st.builds(
-    lambda field, first, second: b'{"' + field.encode() + b'":' + msgspec.json.encode(first) + b',"' + field.encode() + b'":' + msgspec.json.encode(second) + b"," + msgspec.json.encode(VALID)[1:],
+    lambda field, first, second: (
+        b'{"'
+        + field.encode()
+        + b'":'
+        + msgspec.json.encode(first)
+        + b',"'
+        + field.encode()
+        + b'":'
+        + msgspec.json.encode(second)
+        + b","
+        + msgspec.json.encode(VALID)[1:]
+    ),
     st.sampled_from(FIELDS),
     VALUES,
     VALUES,
 )
-NOT_OBJECTS = st.sampled_from([b"", b" \n", b"null", b"true", b"0", b'"hi"', b"[]", b"[{}]", b"\xef\xbb\xbf{}", b"{}garbage", b"\x00", b"\xff\xfe{\x00}\x00", b"{"]) | st.builds(msgspec.json.encode, st.lists(VALUES, max_size=3))
+NOT_OBJECTS = st.sampled_from(
+    [b"", b" \n", b"null", b"true", b"0", b'"hi"', b"[]", b"[{}]", b"\xef\xbb\xbf{}", b"{}garbage", b"\x00", b"\xff\xfe{\x00}\x00", b"{"]
+) | st.builds(msgspec.json.encode, st.lists(VALUES, max_size=3))
 HOSTILE = st.one_of(
     st.builds(msgspec.json.encode, WRONG_TYPE),
     st.builds(msgspec.json.encode, WRONG_NESTED),
@@ -174,10 +247,26 @@ HOLES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
     ("/v1/chat/completions", ("role", "content", "name", "tool_calls", "tool_call_id"), lambda k, v: {**VALID, "messages": [{**MESSAGE, k: v}]}),
     ("/v1/chat/completions", ("tool_calls", "content"), lambda k, v: {**VALID, "messages": [{**ASSISTANT, k: v}, MESSAGE]}),
     ("/v1/chat/completions", ("id", "type", "function"), lambda k, v: {**VALID, "messages": [{**ASSISTANT, "tool_calls": [{**CALL, k: v}]}, MESSAGE]}),
-    ("/v1/chat/completions", ("name", "arguments"), lambda k, v: {**VALID, "messages": [{**ASSISTANT, "tool_calls": [{**CALL, "function": {"name": "f", "arguments": "{}", k: v}}]}, MESSAGE]}),
-    ("/v1/chat/completions", ("tool_call_id", "content", "name"), lambda k, v: {**VALID, "messages": [ASSISTANT, {"role": "tool", "tool_call_id": "c1", "content": "r", k: v}]}),
-    ("/v1/chat/completions", ("type", "text", "image_url"), lambda k, v: {**VALID, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", k: v}]}]}),
-    ("/v1/chat/completions", ("url",), lambda k, v: {**VALID, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png", k: v}}]}]}),
+    (
+        "/v1/chat/completions",
+        ("name", "arguments"),
+        lambda k, v: {**VALID, "messages": [{**ASSISTANT, "tool_calls": [{**CALL, "function": {"name": "f", "arguments": "{}", k: v}}]}, MESSAGE]},
+    ),
+    (
+        "/v1/chat/completions",
+        ("tool_call_id", "content", "name"),
+        lambda k, v: {**VALID, "messages": [ASSISTANT, {"role": "tool", "tool_call_id": "c1", "content": "r", k: v}]},
+    ),
+    (
+        "/v1/chat/completions",
+        ("type", "text", "image_url"),
+        lambda k, v: {**VALID, "messages": [{"role": "user", "content": [{"type": "text", "text": "hi", k: v}]}]},
+    ),
+    (
+        "/v1/chat/completions",
+        ("url",),
+        lambda k, v: {**VALID, "messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://x/y.png", k: v}}]}]},
+    ),
     ("/v1/chat/completions", ("type", "function"), lambda k, v: {**VALID, "tools": [{**TOOL, k: v}]}),
     ("/v1/chat/completions", ("name", "parameters", "description"), lambda k, v: {**VALID, "tools": [{**TOOL, "function": {"name": "f", k: v}}]}),
     ("/v1/chat/completions", ("name",), lambda k, v: {**VALID, "tools": [TOOL], "tool_choice": {"type": "function", "function": {k: v}}}),
@@ -185,8 +274,16 @@ HOLES: tuple[tuple[str, tuple[str, ...], Any], ...] = (
     ("/v1/chat/completions", ("include_usage",), lambda k, v: {**VALID, "stream_options": {k: v}}),
     ("/v1/responses", FIELDS, lambda k, v: {**VALID, k: v}),
     ("/v1/responses", ("type", "role", "content"), lambda k, v: {**VALID, "input": [{"type": "message", "role": "user", "content": "hi", k: v}]}),
-    ("/v1/responses", ("type", "text"), lambda k, v: {**VALID, "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi", k: v}]}]}),
-    ("/v1/responses", ("call_id", "name", "arguments"), lambda k, v: {**VALID, "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", k: v}, MESSAGE]}),
+    (
+        "/v1/responses",
+        ("type", "text"),
+        lambda k, v: {**VALID, "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi", k: v}]}]},
+    ),
+    (
+        "/v1/responses",
+        ("call_id", "name", "arguments"),
+        lambda k, v: {**VALID, "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", k: v}, MESSAGE]},
+    ),
     ("/v1/responses", ("call_id", "output"), lambda k, v: {**VALID, "input": [{"type": "function_call_output", "call_id": "c", "output": "x", k: v}]}),
     ("/v1/responses", ("type", "name", "parameters"), lambda k, v: {**VALID, "tools": [{"type": "function", "name": "f", k: v}]}),
     ("/v1/responses", ("format",), lambda k, v: {**VALID, "text": {k: v}}),
@@ -215,7 +312,10 @@ def test_a_body_nested_past_the_limit_is_a_400_naming_it_and_one_at_the_limit_is
             assert answer.status_code == 400, answer.text
             error = answer.json()["error"]
             if depth > MAX_DEPTH:
-                assert (error["code"], error["message"]) == ("json_too_deep", f"the JSON body nests deeper than {MAX_DEPTH} levels; no API request needs that many")
+                assert (error["code"], error["message"]) == (
+                    "json_too_deep",
+                    f"the JSON body nests deeper than {MAX_DEPTH} levels; no API request needs that many",
+                )
             else:
                 assert error["param"].startswith("messages")  # decoded; the route then refused the value itself
 
@@ -253,20 +353,30 @@ def test_the_depth_limit_is_exact_for_arrays_and_objects() -> None:
 def test_a_lone_surrogate_is_refused_at_the_door_and_never_reaches_the_model_or_the_store(api: ServerKit, quiet_log: None, escape: bytes) -> None:
     with api.http() as http:
         asked = len(api.model.requests)
-        answer = http.post("/v1/chat/completions", content=b'{"messages":[{"role":"user","content":"a' + escape + b'b"}]}', headers={"X-Hermes-Session-Id": "surrogate"})
+        answer = http.post(
+            "/v1/chat/completions", content=b'{"messages":[{"role":"user","content":"a' + escape + b'b"}]}', headers={"X-Hermes-Session-Id": "surrogate"}
+        )
         assert answer.status_code == 400 and answer.json()["error"]["code"] == "invalid_json"
         assert "surrogate" in answer.json()["error"]["message"]
         assert len(api.model.requests) == asked
         assert http.get("/v1/sessions/surrogate").status_code == 404
         # A well-formed pair is a character like any other, end to end.
-        fine = http.post("/v1/chat/completions", content=b'{"messages":[{"role":"user","content":"a\\ud83d\\ude00b"}]}', headers={"X-Hermes-Session-Id": "pair"})
+        fine = http.post(
+            "/v1/chat/completions", content=b'{"messages":[{"role":"user","content":"a\\ud83d\\ude00b"}]}', headers={"X-Hermes-Session-Id": "pair"}
+        )
         assert fine.status_code == 200, fine.text
         assert fine.json()["choices"][0]["message"]["content"] == "echo: a\U0001f600b"
         stored = http.get("/v1/sessions/pair/messages").json()["data"]
         assert [m["content"] for m in stored] == ["a\U0001f600b", "echo: a\U0001f600b"]
 
 
-BODY_ROUTES = {("POST", "/v1/chat/completions"), ("POST", "/v1/responses"), ("POST", "/v1/sessions"), ("PATCH", "/v1/sessions/{session_id}"), ("POST", "/v1/runs")}
+BODY_ROUTES = {
+    ("POST", "/v1/chat/completions"),
+    ("POST", "/v1/responses"),
+    ("POST", "/v1/sessions"),
+    ("PATCH", "/v1/sessions/{session_id}"),
+    ("POST", "/v1/runs"),
+}
 BODY_ROUTES |= {("POST", f"/v1/sessions/{{session_id}}/{name}") for name in ("turns", "cancel", "answer")} | {("POST", "/v1/runs/{run_id}/approval")}
 """The routes that read a body (the others answer without reading it)."""
 
@@ -287,7 +397,11 @@ def test_bodies_past_the_size_limit_are_413_on_every_route_and_the_connection_st
 def test_huge_values_within_the_size_limit_are_refused_or_answered_never_a_server_error(api: ServerKit, quiet_log: None) -> None:
     near = MAX_BODY - 4096
     everywhere = [{**VALID, "metadata": "x" * near}]
-    turns = [{**VALID, "messages": [0] * (near // 2)}, {**VALID, "tools": [{}] * (near // 3)}, {**VALID, "messages": [{"role": "assistant", "content": "ok"}, MESSAGE] * 5_000 + [MESSAGE]}]
+    turns = [
+        {**VALID, "messages": [0] * (near // 2)},
+        {**VALID, "tools": [{}] * (near // 3)},
+        {**VALID, "messages": [{"role": "assistant", "content": "ok"}, MESSAGE] * 5_000 + [MESSAGE]},
+    ]
     # Far past any field's own limit; the user's text stays short (the test model echoes it).
     fields = [{**VALID, field: "x" * 65_536} for field in FIELDS if field not in ("input", "text", "content", "messages")]
     with api.http() as http:

@@ -29,7 +29,9 @@ def test_a_plain_response_is_stored_and_previous_response_id_continues_its_sessi
 
 
 def test_a_streamed_response_sends_named_events_with_sequence_numbers(api: ServerKit) -> None:
-    api.model.script([ToolCallsReply(calls=(ScriptedCall(name="read_file", arguments='{"path": "a", "seconds": 0.01}'),)), TextReply(content="streamed words here")])
+    api.model.script(
+        [ToolCallsReply(calls=(ScriptedCall(name="read_file", arguments='{"path": "a", "seconds": 0.01}'),)), TextReply(content="streamed words here")]
+    )
     events = list(api.client().responses.create(model="hermes-test", input="go", stream=True))
     kinds = [e.type for e in events]
     assert kinds[0] == "response.created" and kinds[-1] == "response.completed"

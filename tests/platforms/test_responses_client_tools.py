@@ -15,7 +15,9 @@ def model_bodies(api: ServerKit) -> list[dict[str, Any]]:
 
 
 def test_a_function_tool_call_is_a_function_call_item_and_its_output_resumes_the_turn(api: ServerKit) -> None:
-    api.model.script([ToolCallsReply(calls=(ScriptedCall(name="lookup", arguments='{"word": "ibis"}', id="call_l1"),)), TextReply(content="An ibis is a bird.")])
+    api.model.script(
+        [ToolCallsReply(calls=(ScriptedCall(name="lookup", arguments='{"word": "ibis"}', id="call_l1"),)), TextReply(content="An ibis is a bird.")]
+    )
     client = api.client()
     first = client.responses.create(model="hermes-test", input="what is an ibis?", tools=[LOOKUP])  # type: ignore[list-item]
     calls = [item for item in first.output if item.type == "function_call"]

@@ -13,7 +13,9 @@ def test_sessions_can_be_created_listed_renamed_read_forked_searched_and_deleted
         session_id = created.json()["id"]
         assert created.json()["title"] == "Planning"
         api.model.script([TextReply(content="Paris is the capital of France.")], session=session_id)
-        chat = http.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": "capital of France?"}]}, headers={"X-Hermes-Session-Id": session_id})
+        chat = http.post(
+            "/v1/chat/completions", json={"messages": [{"role": "user", "content": "capital of France?"}]}, headers={"X-Hermes-Session-Id": session_id}
+        )
         assert chat.status_code == 200
         listed = http.get("/v1/sessions", params={"limit": 10}).json()
         assert session_id in [s["id"] for s in listed["data"]] and listed["has_more"] is False

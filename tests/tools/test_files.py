@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-import actors.tools._files  # noqa: F401  (registers read_file, write_file)
-import actors.tools._patch  # noqa: F401  (registers patch)
+import actors.tools._files
+import actors.tools._patch
 import actors.tools._search  # noqa: F401  (registers search_files)
 from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY
@@ -69,9 +69,7 @@ async def test_read_file_pages_with_offset_and_limit_and_says_how_to_continue(ca
     assert first.content.splitlines()[-2] == "   500|row 500"
     assert first.content.endswith("[showing lines 1-500 of 3,000; continue with offset=501]")
     page = await run("read_file", {"path": "long.txt", "offset": 2990, "limit": 5}, call)
-    assert page.content.splitlines() == [f"  {n}|row {n}" for n in range(2990, 2995)] + [
-        "[showing lines 2,990-2,994 of 3,000; continue with offset=2995]"
-    ]
+    assert page.content.splitlines() == [f"  {n}|row {n}" for n in range(2990, 2995)] + ["[showing lines 2,990-2,994 of 3,000; continue with offset=2995]"]
     capped = await run("read_file", {"path": "long.txt", "limit": 100_000}, call)
     assert "[showing lines 1-2,000 of 3,000; continue with offset=2001]" in capped.content
     tail = await run("read_file", {"path": "long.txt", "offset": "2999"}, call)
@@ -149,9 +147,7 @@ async def test_write_file_keeps_the_permission_bits_of_the_file_it_replaces(call
     assert script.read_text() == "echo new\n" and (script.stat().st_mode & 0o777) == 0o750
 
 
-async def test_a_failed_write_leaves_the_original_intact_and_no_temporary_file(
-    call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_failed_write_leaves_the_original_intact_and_no_temporary_file(call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target = tmp_path / "keep.txt"
     target.write_text("precious\n")
 

@@ -41,7 +41,7 @@ FIRST_MATCHES = {
 
 
 def test_the_chain_has_nine_strategies_in_the_documented_order() -> None:
-    assert STRATEGIES == tuple(FIRST_MATCHES)
+    assert tuple(FIRST_MATCHES) == STRATEGIES
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
@@ -145,7 +145,7 @@ def test_reindent_maps_a_different_indentation_unit_and_extrapolates_deeper_leve
 
 
 def test_unescape_handles_the_sequences_a_serializer_adds() -> None:
-    assert unescape('a\\nb\\tc\\"d\\\'e\\\\f') == "a\nb\tc\"d'e\\f"
+    assert unescape("a\\nb\\tc\\\"d\\'e\\\\f") == "a\nb\tc\"d'e\\f"
 
 
 def test_line_strategies_keep_the_trailing_newline_rule_of_old_string() -> None:

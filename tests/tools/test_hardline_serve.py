@@ -121,7 +121,7 @@ def test_no_hardline_command_runs_through_hermes_serve(world: dict[str, Path], m
         stop(process)
     assert ("approvals are off (--yolo)" in banner) is (mode == "approvals off")
     assert answered == 0, "a hardline command must be refused outright, never put to a person"
-    refused = [(c, r) for (c, _), r in zip(HARDLINE, results) if not r.startswith("[blocked]")]
+    refused = [(c, r) for (c, _), r in zip(HARDLINE, results, strict=False) if not r.startswith("[blocked]")]
     assert refused == [], f"{len(refused)} hardline commands were not blocked: {refused[:5]}"
     records = world["sentinel"].read_text().split(RECORD)[:-1] if world["sentinel"].exists() else []
     assert len(records) == 1 and records[0].endswith(CONTROL), records  # only the control ever reached a shell

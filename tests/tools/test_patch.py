@@ -58,12 +58,9 @@ async def test_a_fuzzy_patch_names_the_strategy_and_maps_the_indentation_unit(ca
     result = await patch(call, old_string=old, new_string=new)
     assert result.ok, result.content
     assert result.content.startswith(
-        "Patched app.py: 1 replacement at line 10 (strategy block_anchor: found by its first and last lines; "
-        "lines between differed, check the diff)."
+        "Patched app.py: 1 replacement at line 10 (strategy block_anchor: found by its first and last lines; lines between differed, check the diff)."
     )
-    assert (tmp_path / "app.py").read_text().endswith(
-        'def save(path, data):\n    with open(path, "a") as f:\n        f.write(data)\n        f.flush()\n'
-    )
+    assert (tmp_path / "app.py").read_text().endswith('def save(path, data):\n    with open(path, "a") as f:\n        f.write(data)\n        f.flush()\n')
 
 
 async def test_indentation_is_carried_over_when_old_string_was_dedented(call: ToolContext, tmp_path: Path) -> None:
@@ -139,9 +136,7 @@ async def test_patch_refuses_binary_and_missing_files_with_a_hint(call: ToolCont
     assert not missing.ok and "Did you mean" in missing.content and "use write_file" in missing.content
 
 
-async def test_a_failed_patch_write_keeps_the_original_and_no_temporary_file(
-    call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_failed_patch_write_keeps_the_original_and_no_temporary_file(call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def full_disk(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
@@ -155,9 +150,7 @@ async def test_patch_refuses_protected_files_spelled_with_dot_dot(call: ToolCont
     rc = tmp_path / "user" / ".bashrc"
     rc.parent.mkdir()
     rc.write_text("export PATH=/usr/bin\n")
-    result = await REGISTRY.get("patch").run(
-        {"path": "user/../user/.bashrc", "old_string": "/usr/bin", "new_string": "/tmp/evil:/usr/bin"}, call
-    )
+    result = await REGISTRY.get("patch").run({"path": "user/../user/.bashrc", "old_string": "/usr/bin", "new_string": "/tmp/evil:/usr/bin"}, call)
     assert not result.ok and "write refused" in result.content and "shell start-up file" in result.content
     assert rc.read_text() == "export PATH=/usr/bin\n"
 
@@ -194,9 +187,7 @@ async def test_an_ascii_old_string_matches_typographic_text_and_only_its_span_is
     assert target.read_bytes() == (lines[0] + lines[1] + '    return f"Hello {name}"\n').encode()
 
 
-async def test_an_ascii_double_hyphen_matches_an_em_dash_and_the_rest_of_the_file_keeps_its_bytes(
-    call: ToolContext, tmp_path: Path
-) -> None:
+async def test_an_ascii_double_hyphen_matches_an_em_dash_and_the_rest_of_the_file_keeps_its_bytes(call: ToolContext, tmp_path: Path) -> None:
     target = tmp_path / "typo.py"
     target.write_bytes(TYPOGRAPHIC.encode())
     result = await run_patch(call, "typo.py", 'TITLE = "Hermes -- the agent"', 'TITLE = "Hermes"')
@@ -220,9 +211,7 @@ async def test_new_string_already_in_the_files_indentation_is_written_as_given(c
     assert target.read_text() == "class A:\n    def f(self):\n        return 10\n\n    def g(self):\n        return 2\n"
 
 
-async def test_a_loose_block_match_keeps_new_string_when_both_already_use_the_files_indentation(
-    call: ToolContext, tmp_path: Path
-) -> None:
+async def test_a_loose_block_match_keeps_new_string_when_both_already_use_the_files_indentation(call: ToolContext, tmp_path: Path) -> None:
     target = tmp_path / "cls.py"
     target.write_text("class A:\n    def f(self):\n        x = 1\n        y = 2\n        return x\n")
     old = "    def f(self):\n        x = 1\n        y = 3\n        return x"

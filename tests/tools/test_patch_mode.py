@@ -10,8 +10,8 @@ import pytest
 import actors.tools._patch  # noqa: F401  (registers patch)
 from actors.agent import ToolContext, ToolOutput, Workspace
 from actors.tools import REGISTRY
-from actors.tools._patch_hunks import HunkFailed, apply_hunks
 from actors.tools._patch_format import UpdateFile, parse_patch
+from actors.tools._patch_hunks import HunkFailed, apply_hunks
 
 APP = """\
 import os
@@ -127,9 +127,7 @@ async def test_a_malformed_patch_gets_a_clear_error_with_the_format(call: ToolCo
     before = snapshot(tmp_path)
     result = await apply(call, "*** Begin Patch\n*** Update File: app.py\n-import os\n+import sys\n")
     assert not result.ok
-    assert result.content.startswith(
-        "[error] the patch was not applied (no file changed): malformed patch, line 4: the patch has no '*** End Patch' line"
-    )
+    assert result.content.startswith("[error] the patch was not applied (no file changed): malformed patch, line 4: the patch has no '*** End Patch' line")
     assert "*** Add File: <path>" in result.content
     assert snapshot(tmp_path) == before
 
@@ -147,9 +145,7 @@ async def test_a_malformed_patch_gets_a_clear_error_with_the_format(call: ToolCo
         ("*** Delete File: user/.ssh/id_rsa", "write refused: user/.ssh/id_rsa is protected: SSH keys"),
     ],
 )
-async def test_a_patch_naming_a_missing_existing_protected_or_repeated_file_changes_nothing(
-    call: ToolContext, tmp_path: Path, text: str, message: str
-) -> None:
+async def test_a_patch_naming_a_missing_existing_protected_or_repeated_file_changes_nothing(call: ToolContext, tmp_path: Path, text: str, message: str) -> None:
     (tmp_path / "user" / ".ssh").mkdir(parents=True)
     (tmp_path / "user" / ".ssh" / "id_rsa").write_text("key\n")
     (tmp_path / "first.py").write_text("import os\n")
@@ -169,13 +165,14 @@ async def test_an_escape_drifted_hunk_is_refused_like_a_replacement(call: ToolCo
     )
     result = await apply(call, text)
     assert not result.ok
-    assert "greet.py, hunk 1 of 1" in result.content and "the hunk's text to find (its ' ' and '-' lines) has the escape sequence \\\" where the file has a plain \"" in result.content
+    assert (
+        "greet.py, hunk 1 of 1" in result.content
+        and "the hunk's text to find (its ' ' and '-' lines) has the escape sequence \\\" where the file has a plain \"" in result.content
+    )
     assert snapshot(tmp_path) == before
 
 
-async def test_a_write_failing_part_way_puts_back_the_files_already_written(
-    call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_write_failing_part_way_puts_back_the_files_already_written(call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     before = snapshot(tmp_path)
 
     def no_rename(src: str, dst: str) -> None:

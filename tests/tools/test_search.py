@@ -112,7 +112,11 @@ async def test_file_name_search_by_glob_and_by_path_glob(call: ToolContext, back
     nested = await search(call, target="files", pattern="src/*/*.ts")
     assert nested.content == "src/web/page.ts"
     capped = await search(call, target="files", pattern="*.txt", limit=2)
-    assert capped.content.splitlines() == [".hidden.txt", "a/b.txt", "[showing the first 2 files; more match: narrow the pattern or path, or raise limit (at most 1,000)]"]
+    assert capped.content.splitlines() == [
+        ".hidden.txt",
+        "a/b.txt",
+        "[showing the first 2 files; more match: narrow the pattern or path, or raise limit (at most 1,000)]",
+    ]
     none = await search(call, target="files", pattern="*.rs")
     assert none.ok and none.content == "No files matching '*.rs' under the working directory."
 
@@ -136,9 +140,7 @@ async def test_look_around_patterns_work_on_both_backends(call: ToolContext, bac
 
 
 @needs_rg
-async def test_forcing_the_python_fallback_gives_exactly_what_ripgrep_gives(
-    call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_forcing_the_python_fallback_gives_exactly_what_ripgrep_gives(call: ToolContext, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "crlf.txt").write_bytes(b"needle\r\nstraw\r\n")
     (tmp_path / "bom.txt").write_bytes(b"\xef\xbb\xbfneedle with a bom\n")
     (tmp_path / "latin1.txt").write_bytes(b"needle caf\xe9\n")

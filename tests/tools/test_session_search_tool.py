@@ -62,7 +62,7 @@ async def test_the_limit_counts_sessions_and_unmatched_queries_say_so(tmp_path: 
     one = await search(store, query="kubernetes", limit=1)
     assert "(1 session, best first)" in one.content
     assert (await search(store, query="zebra")).content == "No past session matches 'zebra'."
-    assert (await search(store, query="((\"*")).content.startswith("No past session matches")
+    assert (await search(store, query='(("*')).content.startswith("No past session matches")
     assert not (await search(store, query="kubernetes", limit=0)).ok
 
 

@@ -178,10 +178,7 @@ async def test_a_background_command_is_started_polled_and_killed_with_its_group(
     ready = open_barrier(tmp_path / "ready")
     os.mkfifo(tmp_path / "go")
     go = os.open(tmp_path / "go", os.O_RDWR)  # a writer exists, so the command's `read < go` just waits
-    command = (
-        f"echo one; echo r1 > {tmp_path / 'ready'}; read line < {tmp_path / 'go'}; echo two; "
-        f"sleep {sleeper} & echo r2 > {tmp_path / 'ready'}; wait"
-    )
+    command = f"echo one; echo r1 > {tmp_path / 'ready'}; read line < {tmp_path / 'go'}; echo two; sleep {sleeper} & echo r2 > {tmp_path / 'ready'}; wait"
     try:
         started = await run(call, command, background=True)
         assert started.content.startswith("[started bg1 in the background]")
@@ -400,7 +397,6 @@ async def test_the_sessions_deny_globs_block_a_command(tmp_path: Path) -> None:
     assert not (tmp_path / "ran").exists()
 
 
-
 async def test_deny_globs_from_config_block_a_command_even_with_approvals_off(tmp_path: Path) -> None:
     settings = ApprovalSettings(mode="off", deny=("touch *",))
     call = make_call(tmp_path, ApprovalGate(lambda event: None, home=tmp_path, settings=settings))
@@ -408,6 +404,7 @@ async def test_deny_globs_from_config_block_a_command_even_with_approvals_off(tm
     assert result.content.startswith("[blocked] This command was not run: matches your deny list: 'touch *'")
     assert not (tmp_path / "ran").exists()
     assert (await run(call, "echo fine")).ok
+
 
 # -- declaration ----------------------------------------------------------------------------------------------
 

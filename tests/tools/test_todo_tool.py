@@ -20,15 +20,11 @@ async def test_items_are_added_with_ids_updated_and_the_whole_list_comes_back_ea
     workspace = Workspace(tmp_path)
     assert (await todo(workspace, action="list")).content == "The todo list is empty."
     added = await todo(workspace, action="add", items=["Read the issue", "Write   the\ntests", "Ship"])
-    assert added.content == (
-        "Todo (0/3 done):\n[ ] 1. Read the issue (pending)\n[ ] 2. Write the tests (pending)\n[ ] 3. Ship (pending)"
-    )
+    assert added.content == ("Todo (0/3 done):\n[ ] 1. Read the issue (pending)\n[ ] 2. Write the tests (pending)\n[ ] 3. Ship (pending)")
     await todo(workspace, action="update", id=1, status="done")
     await todo(workspace, action="update", id="2", status="in_progress", content="Write the tests first")
     updated = await todo(workspace, action="update", id=3, status="cancelled")
-    assert updated.content == (
-        "Todo (1/3 done):\n[x] 1. Read the issue (done)\n[>] 2. Write the tests first (in_progress)\n[-] 3. Ship (cancelled)"
-    )
+    assert updated.content == ("Todo (1/3 done):\n[x] 1. Read the issue (done)\n[>] 2. Write the tests first (in_progress)\n[-] 3. Ship (cancelled)")
     assert isinstance(workspace.extras["todo"], TodoList)
 
 

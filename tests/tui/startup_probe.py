@@ -93,7 +93,7 @@ def _probe(args: argparse.Namespace, python: str) -> int:
             "python": (f"{python} -c 'print(\"up\")'", "up", "up"),
             "hermes chat": (f"{hermes} chat" if hermes.exists() else f"{python} -m actors.cli chat", "Ask anything", " idle "),
             "module": (f"{python} -m actors.platforms.tui chat", "Ask anything", " idle "),
-            "lazy-platforms": (f"{python} -c \"{LAZY_PLATFORMS}\"", "Ask anything", " idle "),
+            "lazy-platforms": (f'{python} -c "{LAZY_PLATFORMS}"', "Ask anything", " idle "),
         }
         measure(variants["module"][0], env, prompt_mark="Ask anything", ready_mark=" idle ")  # warm the file cache
         for label, (command, prompt_mark, ready_mark) in variants.items():

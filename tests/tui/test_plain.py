@@ -59,7 +59,9 @@ def test_chat_q_exits_2_with_advice_when_no_model_is_configured(tmp_path: Path) 
 
 def test_plain_mode_reads_one_question_per_line_of_stdin(tmp_path: Path, model_server: ModelServer) -> None:
     model_server.script([TextReply(content="one"), TextReply(content="two")])
-    out = subprocess.run([*CHAT, "--plain"], env=hermes_env(tmp_path, model_server), cwd=ROOT, input="first\nsecond\n", capture_output=True, text=True, timeout=DEADLINE * 3)
+    out = subprocess.run(
+        [*CHAT, "--plain"], env=hermes_env(tmp_path, model_server), cwd=ROOT, input="first\nsecond\n", capture_output=True, text=True, timeout=DEADLINE * 3
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "one\ntwo\n"
 
@@ -67,8 +69,14 @@ def test_plain_mode_reads_one_question_per_line_of_stdin(tmp_path: Path, model_s
 def test_ctrl_c_during_a_long_tool_cancels_the_turn_and_exits_130(tmp_path: Path, model_server: ModelServer) -> None:
     model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments='{"command": "sleep 30"}'),))])
     process = subprocess.Popen(
-        [*CHAT, "-q", "wait a while"], env=hermes_env(tmp_path, model_server), cwd=ROOT, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        [*CHAT, "-q", "wait a while"],
+        env=hermes_env(tmp_path, model_server),
+        cwd=ROOT,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     try:
         assert process.stderr is not None
@@ -82,7 +90,7 @@ def test_ctrl_c_during_a_long_tool_cancels_the_turn_and_exits_130(tmp_path: Path
             seen += line
         started = time.monotonic()
         process.send_signal(signal.SIGINT)
-        stdout, stderr = process.communicate(timeout=DEADLINE)
+        _stdout, stderr = process.communicate(timeout=DEADLINE)
         took = time.monotonic() - started
     finally:
         if process.poll() is None:

@@ -120,7 +120,9 @@ def test_hermes_attach_follows_a_turn_an_api_client_started_and_cancels_the_next
         session="shared",
     )
     home = api.store_file.parent / "attach-home"
-    tmux.start([sys.executable, "-m", hermes_module(), "attach", "--url", api.base_url, "--key", KEY, "shared"], {"HERMES_HOME": str(home), "TERM": "xterm-256color"})
+    tmux.start(
+        [sys.executable, "-m", hermes_module(), "attach", "--url", api.base_url, "--key", KEY, "shared"], {"HERMES_HOME": str(home), "TERM": "xterm-256color"}
+    )
     tmux.wait_for(" idle ")
     with api.http() as http:
         assert http.post("/v1/sessions/shared/turns", json={"text": "say hello"}).status_code == 202

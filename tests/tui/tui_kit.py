@@ -20,9 +20,9 @@ from textual.pilot import Pilot
 
 from actors.agent import HubRegistry, MachineConfig, ModelClients, ModelSettings, SessionDeps, reader_opener
 from actors.chaos import ModelServer
-from actors.tools import REGISTRY
 from actors.platforms.tui import ChatApp, LocalSession, StreamItem
 from actors.platforms.tui._prompt import History, PromptArea
+from actors.tools import REGISTRY
 from protocols import SessionEvent
 from tests.agent.session_kit import Intervals, make_tools
 from tests.conftest import DEADLINE
@@ -58,9 +58,7 @@ def local(tmp_path: Path, model_server: ModelServer) -> Iterator[LocalSession]:
         assert handle.close(), "the local runtime did not stop in time"
 
 
-def drive(
-    app: ChatApp, scenario: Callable[[Pilot[int], ChatApp], Awaitable[T]], *, size: tuple[int, int] = (100, 40), connected: bool = True
-) -> T:
+def drive(app: ChatApp, scenario: Callable[[Pilot[int], ChatApp], Awaitable[T]], *, size: tuple[int, int] = (100, 40), connected: bool = True) -> T:
     """Run ``app`` headless and play ``scenario`` against it once it connected (or failed to); its result."""
 
     async def main() -> T:

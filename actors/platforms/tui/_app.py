@@ -189,7 +189,13 @@ class ChatApp(App[int]):
         label = self.handle.label if self.handle else "..."
         model = self.model_name
         self.query_one(StatusBar).show(
-            label=label, model=model, session_id=self.session_id, state=state, last=self.last_usage, total=self.total_usage, cost=(self.last_cost, self.total_cost)
+            label=label,
+            model=model,
+            session_id=self.session_id,
+            state=state,
+            last=self.last_usage,
+            total=self.total_usage,
+            cost=(self.last_cost, self.total_cost),
         )
 
     def _tick(self) -> None:
@@ -222,7 +228,7 @@ class ChatApp(App[int]):
         except TuiError as exc:
             await self._unavailable(str(exc), getattr(exc, "exit_code", 1))
             return
-        except Exception as exc:  # noqa: BLE001 - shown to the person, who can only quit
+        except Exception as exc:
             log.exception("the session runtime could not start")
             await self._unavailable(f"the session runtime could not start: {exc}", 1)
             return

@@ -40,7 +40,7 @@ class HandleBuilder:
             handle, error = None, None
             try:
                 handle = self.built = self._connect()
-            except BaseException as exc:  # noqa: BLE001 - handed to the loop, which reports it
+            except BaseException as exc:
                 error = exc
             try:
                 loop.call_soon_threadsafe(deliver, handle, error)

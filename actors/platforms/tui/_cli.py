@@ -28,7 +28,9 @@ def add_parsers(subparsers: argparse._SubParsersAction[argparse.ArgumentParser])
         "chat",
         help="talk to the agent in a full-screen terminal UI (plain text with -q, --plain, or when stdout is not a terminal)",
     )
-    chat.add_argument("-q", "--query", default=None, metavar="TEXT", help="ask one question, print the answer and exit (0 ok, 1 failed, 2 config error, 130 cancelled)")
+    chat.add_argument(
+        "-q", "--query", default=None, metavar="TEXT", help="ask one question, print the answer and exit (0 ok, 1 failed, 2 config error, 130 cancelled)"
+    )
     chat.add_argument("--plain", action="store_true", help="no full screen: each line of stdin is a question, answers go to stdout")
     chat.add_argument("--resume", default=None, metavar="SESSION_ID", help="continue a stored session")
     chat.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")

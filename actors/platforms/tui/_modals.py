@@ -119,7 +119,9 @@ class ClarifyScreen(Question[str | None]):
 
 def session_label(record: SessionRecord) -> Content:
     when = datetime.datetime.fromtimestamp(record.started_at).strftime("%Y-%m-%d %H:%M") if record.started_at else "?"
-    return Content.assemble((when, "dim"), "  ", (record.title or "(untitled)", "bold"), "  ", (record.id, "dim"), "  ", (f"{record.message_count} messages", "dim"))
+    return Content.assemble(
+        (when, "dim"), "  ", (record.title or "(untitled)", "bold"), "  ", (record.id, "dim"), "  ", (f"{record.message_count} messages", "dim")
+    )
 
 
 def matches(record: SessionRecord, words: str) -> bool:

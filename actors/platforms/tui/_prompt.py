@@ -90,7 +90,7 @@ class PromptArea(TextArea):
             super().__init__()
             self.text = text
 
-    def __init__(self, history: History, *, id: str | None = None) -> None:  # noqa: A002 - Textual's name
+    def __init__(self, history: History, *, id: str | None = None) -> None:
         super().__init__(id=id, soft_wrap=True, show_line_numbers=False, tab_behavior="focus", compact=True, placeholder="Ask anything, or /help")
         self.prompt_history = history
 

@@ -82,9 +82,7 @@ class RemoteSession:
 
     def __init__(self, url: str, key: str, *, transport: httpx.AsyncBaseTransport | None = None, timeout: float = 10.0) -> None:
         self.base_url = base_url_of(url)
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout, transport=transport
-        )
+        self._client = httpx.AsyncClient(base_url=self.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=timeout, transport=transport)
         self._model = "?"
         self._attachments: list[_RemoteAttachment] = []
 
@@ -141,9 +139,7 @@ class RemoteSession:
         delay, dropped = RECONNECT_FIRST, False
         while True:
             try:
-                async with self._client.stream(
-                    "GET", path, headers={"Last-Event-ID": str(after)}, timeout=httpx.Timeout(10.0, read=READ_TIMEOUT)
-                ) as response:
+                async with self._client.stream("GET", path, headers={"Last-Event-ID": str(after)}, timeout=httpx.Timeout(10.0, read=READ_TIMEOUT)) as response:
                     if response.status_code >= 400:
                         await response.aread()
                         if response.status_code < 500:
@@ -161,7 +157,11 @@ class RemoteSession:
                             continue
                         if item.event == "hermes.gap":
                             missed = msgspec.json.decode(item.data).get("missed", "some")
-                            sink(StreamNotice(kind="gap", text=f"{missed} events were missed while disconnected; /resume reloads the transcript", session_id=session_id))
+                            sink(
+                                StreamNotice(
+                                    kind="gap", text=f"{missed} events were missed while disconnected; /resume reloads the transcript", session_id=session_id
+                                )
+                            )
                             continue
                         event: SessionEvent = from_json(item.data, AnySessionEvent)
                         after = event.seq

@@ -98,7 +98,9 @@ class AssistantBlock(Vertical):
     async def add_reasoning(self, text: str) -> None:
         self.reasoning += text
         if self._reasoning_box is None:
-            self._reasoning_box = Collapsible(Static(Content(self.reasoning), classes="reasoning-text"), title="Reasoning", collapsed=self._stream is not None, classes="reasoning")
+            self._reasoning_box = Collapsible(
+                Static(Content(self.reasoning), classes="reasoning-text"), title="Reasoning", collapsed=self._stream is not None, classes="reasoning"
+            )
             await self.mount(self._reasoning_box, before=self.body)
         else:
             self._reasoning_box.query_one(".reasoning-text", Static).update(Content(self.reasoning))
