@@ -30,9 +30,8 @@ class OpenTurns:
 
     def note(self, event: SessionEvent) -> None:
         self.seen = True
-        turn_id = getattr(event, "turn_id", "")
-        if turn_id and turn_id not in self._known:
-            self._known[turn_id] = None
+        if isinstance(event, TurnStarted | TurnQueued | TurnRejected) and event.turn_id not in self._known:
+            self._known[event.turn_id] = None  # a turn id appears first in one of these
             if len(self._known) > KNOWN_LIMIT:
                 del self._known[next(iter(self._known))]
         if isinstance(event, TurnStarted):

@@ -195,9 +195,17 @@ class SessionHost:
 
     def receive(self, message: SessionInbox | Timer | Loaded) -> bool:
         """Handle ``message``; False if it is not a session message (the host's own business)."""
+        state = self.state
+        if state is not None:  # the two messages of nearly every step, without the match below
+            if isinstance(message, WaitFinished):
+                self.on_wait(message)
+                return True
+            if isinstance(message, MessagesPersisted):
+                self.acknowledged(message.token)
+                self.feed(Persisted(token=message.token, now=self.port.now()))
+                return True
         if isinstance(message, WRITE_REPLIES):
             self.acknowledged(message.token)
-        state = self.state
         match message:
             case Loaded():
                 self.on_loaded(message)

@@ -86,9 +86,12 @@ class SimSupervised:
                 self.mailbox.appendleft(message)  # InjectCrash was ahead of it: the next incarnation gets it
             self.crash("InjectedCrash: chaos")
             return
+        if type(message) is not StoreFailed:
+            incarnation.host.receive(message)
+            return
         turn = incarnation.host.state.turn if incarnation.host.state is not None else None
         incarnation.host.receive(message)
-        if type(message) is StoreFailed and turn is not None and self.current is incarnation:
+        if turn is not None and self.current is incarnation:
             after, token = incarnation.host.state, message.token
             if after is not None and after.turn is not turn and token != "create" and not token.startswith(f"{turn.turn_id}/"):
                 world.checker.violate(
