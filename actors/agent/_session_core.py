@@ -62,6 +62,14 @@ def seed_transcript(history: tuple[ChatMessage, ...], answered: frozenset[str]) 
     return sanitize(history)[0]
 
 
+def awaited(state: SessionState, token: str) -> bool:
+    """Whether the running turn waits for the commit of write ``token`` (its user message, its
+    calls or its answer); the commit of any other write (a tool result, a settle, a turn's end)
+    is only an acknowledgement."""
+    turn = state.turn
+    return turn is not None and turn.token == token and turn.phase in ("persist_user", "persist_calls", "persist_answer")
+
+
 def refused_in_place(state: SessionState, token: str) -> bool:
     """A refused write the session handles itself: its running turn's user message (nothing
     of the turn is stored; the turn fails). Any other refusal means memory and store disagree:

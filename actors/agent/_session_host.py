@@ -72,7 +72,19 @@ from ._machine import (
 )
 from ._recovery import OpenTurns, plan_recovery
 from ._sanitize import sanitize
-from ._session_core import Loaded, Sanitizer, may_passivate, model_problem, next_ack_check, outcome_input, refused_in_place, restore, seed_transcript, undo_cut
+from ._session_core import (
+    Loaded,
+    Sanitizer,
+    awaited,
+    may_passivate,
+    model_problem,
+    next_ack_check,
+    outcome_input,
+    refused_in_place,
+    restore,
+    seed_transcript,
+    undo_cut,
+)
 from ._session_deps import RecoveryPolicy
 
 RESTART_FAILED = (
@@ -202,7 +214,8 @@ class SessionHost:
                 return True
             if isinstance(message, MessagesPersisted):
                 self.acknowledged(message.token)
-                self.feed(Persisted(token=message.token, now=self.port.now()))
+                if awaited(state, message.token):  # any other commit changes nothing in the machine
+                    self.feed(Persisted(token=message.token, now=self.port.now()))
                 return True
         if isinstance(message, WRITE_REPLIES):
             self.acknowledged(message.token)
