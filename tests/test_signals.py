@@ -16,13 +16,13 @@ from tests.conftest import DEADLINE
 
 # A command whose orderly stop hangs: only a second signal ends it.
 STUCK_COMMAND = """
-import time
+import threading
 from actors import SignalStop
 with SignalStop("stuck") as stop:
     print("up", flush=True)
     stop.wait()
     print("stopping after", stop.received, flush=True)
-    time.sleep(60)
+    threading.Event().wait(60)  # the fault under test: a shutdown that never finishes
 """
 
 
