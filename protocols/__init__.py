@@ -75,6 +75,7 @@ from ._store import StoredMessage as StoredMessage
 from ._store import StoreFailed as StoreFailed
 from ._store import StoreReply as StoreReply
 from ._store import StoreStatistics as StoreStatistics
+from ._store import TurnMark as TurnMark
 from ._store import TurnRecord as TurnRecord
 from ._store import TurnRemoved as TurnRemoved
 from ._store import UpdateSessionTotals as UpdateSessionTotals
@@ -176,6 +177,7 @@ __all__ = [
     "TurnCancelled",
     "TurnCompleted",
     "TurnFailed",
+    "TurnMark",
     "TurnOptions",
     "TurnQueued",
     "TurnRecord",

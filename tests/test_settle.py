@@ -19,6 +19,7 @@ from actors.agent import HubRegistry, ModelClients, ModelSettings, SessionDeps, 
 from actors.agent._sanitize import INTERRUPTED_RESULT, sanitize
 from actors.agent._tree import settle_store
 from actors.store import StoreReader, open_writer, settle_interrupted
+from actors.store._owner import claim_store
 from protocols import ChatMessage, ToolCall
 from protocols._store import AppendMessages, Interrupted, MessagesPersisted, TurnMark, TurnRecord
 from tests.conftest import DEADLINE
@@ -244,3 +245,38 @@ def test_a_store_that_cannot_be_settled_is_logged_and_left_to_the_writer(tmp_pat
     caplog.set_level(logging.WARNING, logger="actors.agent._tree")
     assert settle_store(foreign, deps) is deps
     assert "could not settle" in caplog.text and "not a session store" in caplog.text
+
+
+def test_a_second_runtime_on_a_served_store_leaves_its_live_turns_alone(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    """``hermes chat`` beside a running ``hermes serve``: the store's owner holds its claim, so
+    the second runtime settles nothing; once the owner stops, the next start settles."""
+    path = tmp_path / "state.db"
+    runtime, write = written(start_runtime, path)
+    write.session("s1")
+    write("s1", user("go"), at=100.0, turn="t1")
+    write("s1", calls("c1"), at=101.0)
+    assert runtime.stop(timeout=DEADLINE)
+    owner = claim_store(path)  # the live process serving this store
+    assert owner is not None and claim_store(path) is None
+    try:
+        second = start_agent_runtime(path, deps_for(path))
+        try:
+            with StoreReader(path) as reader:
+                turn = reader.find_turn("t1")
+                assert turn is not None and turn.status == "running"  # live, not interrupted
+                assert reader.load_messages("s1")[-1] == calls("c1")
+        finally:
+            assert second.stop(timeout=DEADLINE)
+    finally:
+        owner.close()
+    third = start_agent_runtime(path, deps_for(path))  # the owner is gone (a killed process releases its flock too)
+    try:
+        assert claim_store(path) is None  # the running runtime holds it now
+        with StoreReader(path) as reader:
+            turn = reader.find_turn("t1")
+            assert turn is not None and (turn.status, turn.reason) == ("failed", "interrupted")
+    finally:
+        assert third.stop(timeout=DEADLINE)
+    released = claim_store(path)  # released when its reactor stopped
+    assert released is not None
+    released.close()

@@ -397,8 +397,8 @@ class SessionHost:
             self.durable = True
             self.model = loaded.model or self.model  # the session's own choice
             state, synthetic, settled = restore(sid, loaded, self.config.sanitizer)
-            known = state.recent_turns + tuple(t for t in port.open_turns.known() if t not in state.recent_turns)
-            self.state = msgspec.structs.replace(state, recent_turns=known)
+            known = dict.fromkeys((*state.recent_turns, *port.open_turns.known()))  # the store's, then the hub's
+            self.state = msgspec.structs.replace(state, recent_turns=tuple(known))
             if synthetic:  # the store must agree with what the model sees
                 self.append("recover", synthetic)
             self.recover(loaded, state.transcript, settled)

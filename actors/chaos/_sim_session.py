@@ -21,7 +21,8 @@ from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
 from ..agent._machine import CallModel, MachineConfig, RunTool, SessionState
 from ..agent._recovery import OpenTurns
-from ..agent._session_core import Loaded
+from ..agent._sanitize import sanitize
+from ..agent._session_core import Loaded, Sanitizer
 from ..agent._session_host import HostConfig, IdleTimer, SessionHost, Write
 from ._sim_supervisor import Incarnation, SimSupervised
 from ._sim_trace import show
@@ -56,10 +57,8 @@ class SimSession(SimSupervised):
         self, world: World, session_id: str, config: MachineConfig, *, bug: PlantedBug | None = None, load_s: float = 0.005, restart_s: float = 0.001
     ) -> None:
         super().__init__(world, session_id, restart_s)
-        unsanitized = (lambda messages: (tuple(messages), 0)) if bug == "skip_recovery_sanitize" else None
-        self.config = HostConfig(session_id=session_id, model="sim", machine=config, recovery=world.plan.workload.recovery)
-        if unsanitized is not None:
-            self.config = HostConfig(session_id=session_id, model="sim", machine=config, recovery=self.config.recovery, sanitizer=unsanitized)
+        sanitizer: Sanitizer = (lambda messages: (tuple(messages), 0)) if bug == "skip_recovery_sanitize" else sanitize
+        self.config = HostConfig(session_id=session_id, model="sim", machine=config, recovery=world.plan.workload.recovery, sanitizer=sanitizer)
         self.bug, self.load_s = bug, load_s
         self.client: SimClient | None = None
         self.seq = 0
@@ -115,6 +114,7 @@ class SimSession(SimSupervised):
 
     def tell_store(self, command: Write) -> None:
         world, incarnation = self.world, self.current
+        assert incarnation is not None
         if world.record:
             world.note(f"{self.session_id} does {show(command)}")
         if type(command) is CreateSession:
@@ -122,13 +122,13 @@ class SimSession(SimSupervised):
         elif type(command) is AppendMessages:
             if self.bug == "drop_settle" and "/settle/" in command.token:
                 world.note(f"{self.session_id}: planted bug: settle write {command.token!r} dropped")
-                world.store._reply(incarnation, MessagesPersisted(session_id=self.session_id, token=command.token))  # type: ignore[arg-type]
+                world.store.reply(incarnation, MessagesPersisted(session_id=self.session_id, token=command.token))
                 return
             world.store.submit(self.session_id, command.messages, command.token, incarnation, mark=command.turn)
             if self.bug == "rerun_tools" and command.token == "recover":
                 for message in command.messages:
                     world.checker.tool_ran(self.session_id, message.tool_call_id or "", world.now)
-                    world.start_tool(incarnation, message.tool_call_id or "", self.config.machine.tool_timeout)  # type: ignore[arg-type]
+                    world.start_tool(incarnation, message.tool_call_id or "", self.config.machine.tool_timeout)
         else:
             raise NotImplementedError(f"the simulator does not model {type(command).__name__}")
 

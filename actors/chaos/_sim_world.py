@@ -167,14 +167,14 @@ class World:
                 base += dice.uniform("model", 0.0, faults.latency_max_s)
             if dice.fault("model", "stall", faults.stall):
                 base += faults.stall_s
-            value = self._reply(use_tools)
+            value = self.reply(use_tools)
             done = self.now + base
         entry = self.settle_wait(
             "model_reply", incarnation, wait_id, self.now, done, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
         )
         return wait_id, entry
 
-    def _reply(self, use_tools: bool) -> ModelReply:
+    def reply(self, use_tools: bool) -> ModelReply:
         dice, workload = self.dice, self.plan.workload
         tokens = 10 + dice.below("model", 90)
         if not use_tools or dice.stream("model").random() >= workload.tool_calls:
@@ -267,7 +267,7 @@ class SimStore:
         done = max(world.now, self.free_at) + commit
         self.free_at = done
         if self.ack_before_commit and reply_to is not None and messages is not None:
-            self._reply(reply_to, MessagesPersisted(session_id=session_id, token=token))
+            self.reply(reply_to, MessagesPersisted(session_id=session_id, token=token))
             reply_to = None
         world.at(done, self._commit, self.epoch, session_id, messages, token, reply_to, prompt, mark)
 
@@ -315,7 +315,7 @@ class SimStore:
         if type(reply) is StoreFailed:
             self.fenced.add(session_id)
         if reply_to is not None:
-            self._reply(reply_to, reply)
+            self.reply(reply_to, reply)
 
     def _apply(self, session_id: str, messages: tuple[ChatMessage, ...]) -> None:
         self.durable.setdefault(session_id, []).extend(messages)
@@ -334,7 +334,7 @@ class SimStore:
         elif turns.get(mark.turn_id, "running") == "running":
             turns[mark.turn_id] = mark.event
 
-    def _reply(self, incarnation: Incarnation, reply: Any) -> None:
+    def reply(self, incarnation: Incarnation, reply: Any) -> None:
         self.world.deliver("store_reply", 0.0, incarnation.session.on_message, incarnation, reply)
 
     def load(self, session_id: str) -> tuple[str | None, list[ChatMessage], dict[str, str]]:
