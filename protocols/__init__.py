@@ -5,6 +5,8 @@ from ._base import from_json as from_json
 from ._base import from_msgpack as from_msgpack
 from ._base import to_json as to_json
 from ._base import to_msgpack as to_msgpack
+from ._correlation import Step as Step
+from ._correlation import Token as Token
 from ._faults import CrashFaults as CrashFaults
 from ._faults import FaultPlan as FaultPlan
 from ._faults import MessageFaults as MessageFaults
@@ -157,6 +159,7 @@ __all__ = [
     "ShutdownTimedOut",
     "StartChild",
     "StartTurn",
+    "Step",
     "StoreCommand",
     "StoreFailed",
     "StoreFaults",
@@ -169,6 +172,7 @@ __all__ = [
     "TERMINAL_EVENTS",
     "TerminateChild",
     "TextDelta",
+    "Token",
     "ToolCall",
     "ToolFaults",
     "ToolFinished",

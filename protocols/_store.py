@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from ._base import Message
+from ._correlation import Token
 from ._transcript import ChatMessage
 
 
@@ -46,7 +47,7 @@ class CreateSession(Message, frozen=True, kw_only=True):
     a session must not fail to start because its automatic title is taken."""
     started_at: float | None = None
     """Unix time; None means the time of the write."""
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -87,7 +88,7 @@ class AppendMessages(Message, frozen=True, kw_only=True):
     turn: TurnMark | None = None
     """The turn this write starts or ends, recorded in the ``turns`` table in the same
     transaction (``messages`` may then be empty)."""
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -100,7 +101,7 @@ class EndSession(Message, frozen=True, kw_only=True):
     """Why it ended: ``completed``, ``user_exit``, ``compression``, ``error``, ..."""
     ended_at: float | None = None
     """Unix time; None means the time of the write."""
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -124,7 +125,7 @@ class UpdateSessionTotals(Message, frozen=True, kw_only=True):
     title_if_untitled: bool = False
     """Set ``title`` only if the session has none, numbered if another session has it
     (``"Planning (2)"``), never failing over it."""
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -135,7 +136,7 @@ class DeleteSession(Message, frozen=True, kw_only=True):
     rows, with no parent."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -159,7 +160,7 @@ class RemoveLastTurn(Message, frozen=True, kw_only=True):
     follows, its counters too). Answered with :class:`TurnRemoved` or :class:`StoreFailed`."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -175,7 +176,7 @@ class PutResponse(Message, frozen=True, kw_only=True):
     body: str
     created_at: float
     keep: int = 10_000
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -184,7 +185,7 @@ class DeleteResponse(Message, frozen=True, kw_only=True):
     """Forget a stored response. Answered with :class:`ResponseDeleted` or :class:`StoreFailed`."""
 
     response_id: str
-    token: str = ""
+    token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
 
@@ -222,14 +223,14 @@ class SessionCreated(Message, frozen=True, kw_only=True):
     """The session row is committed."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
 
 
 class MessagesPersisted(Message, frozen=True, kw_only=True):
     """The messages are committed (durable) under these row ids, in the order sent."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
     message_ids: tuple[int, ...] = ()
 
 
@@ -237,21 +238,21 @@ class SessionEnded(Message, frozen=True, kw_only=True):
     """The session's end is committed."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
 
 
 class SessionTotalsUpdated(Message, frozen=True, kw_only=True):
     """The usage deltas are committed."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
 
 
 class SessionDeleted(Message, frozen=True, kw_only=True):
     """The session and its messages are gone (committed)."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
     messages_deleted: int = 0
 
 
@@ -259,7 +260,7 @@ class TurnRemoved(Message, frozen=True, kw_only=True):
     """The last exchange is gone (committed); ``removed`` messages were deleted (0: none was stored)."""
 
     session_id: str
-    token: str = ""
+    token: Token | str = ""
     removed: int = 0
     text: str | None = None
     """The removed user message."""
@@ -267,19 +268,19 @@ class TurnRemoved(Message, frozen=True, kw_only=True):
 
 class ResponseStored(Message, frozen=True, kw_only=True):
     response_id: str
-    token: str = ""
+    token: Token | str = ""
 
 
 class ResponseDeleted(Message, frozen=True, kw_only=True):
     response_id: str
     deleted: bool
-    token: str = ""
+    token: Token | str = ""
 
 
 class StoreFailed(Message, frozen=True, kw_only=True):
     """A write was not stored; nothing of it is in the database."""
 
-    token: str
+    token: Token | str
     error: str
     """What happened and what to do, in a sentence or two."""
     command: str = ""

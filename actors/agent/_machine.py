@@ -16,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-from protocols import ChatMessage, ToolCall
+from protocols import ChatMessage, Token, ToolCall
 from protocols._session import (
     BusyPolicy,
     ModelRetrying,
@@ -131,43 +131,87 @@ class MachineConfig:
 
 
 # -- state -----------------------------------------------------------------------------------
+#
+# A turn is always in exactly one phase, and each phase holds only what it needs: a turn that
+# waits for a commit has the write's token, a model call its attempt, a tool batch its groups.
+# What lives across phases (the latest calls and which have results, the usage, the options)
+# is on the Turn itself.
 
-Phase = Literal["persist_user", "model", "backoff", "persist_calls", "tools", "persist_answer"]
+
+class PersistingUser(msgspec.Struct, frozen=True, kw_only=True, tag="persist_user"):
+    """The opening (a user message, or a client's tool results) is being committed."""
+
+    token: Token
+
+
+class Calling(msgspec.Struct, frozen=True, kw_only=True, tag="model"):
+    """A model call runs."""
+
+    token: Token
+    attempt: int = 0
+    rejected: tuple[str, str] | None = None
+    """(answer, why): a final answer that broke the client's response_format, shown to this call (never stored)."""
+
+
+class BackingOff(msgspec.Struct, frozen=True, kw_only=True, tag="backoff"):
+    """A model call failed and is retried when the timer ``token`` fires."""
+
+    token: Token
+    attempt: int
+    rejected: tuple[str, str] | None = None
+
+
+class PersistingCalls(msgspec.Struct, frozen=True, kw_only=True, tag="persist_calls"):
+    """The assistant message with tool calls is being committed (write-ahead: no tool runs before)."""
+
+    token: Token
+
+
+class RunningTools(msgspec.Struct, frozen=True, kw_only=True, tag="tools"):
+    """A group of tool calls runs; the other groups wait their turn."""
+
+    groups: tuple[tuple[str, ...], ...]
+    """Planned groups not started yet."""
+    running: tuple[str, ...] = ()
+    arguments: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    """Each planned call's arguments, parsed once."""
+
+
+class PersistingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="persist_answer"):
+    """The final answer (or the end of a turn that pauses for the client's tools) is being committed."""
+
+    token: Token
+    answer: str
+    paused: tuple[ToolCall, ...] = ()
+    """The client's calls the turn ends with (``pause_for_client``)."""
+
+
+Phase = PersistingUser | Calling | BackingOff | PersistingCalls | RunningTools | PersistingAnswer
+Committing = PersistingUser | PersistingCalls | PersistingAnswer
+"""The phases that wait for the commit of their ``token``."""
 
 
 class Turn(msgspec.Struct, frozen=True, kw_only=True):
     turn_id: str
     phase: Phase
     deadline: float
-    token: str = ""
     iteration: int = 0
-    attempt: int = 0
     grace: bool = False
     calls: tuple[ToolCall, ...] = ()
     """The tool calls of the latest assistant message."""
     answered: tuple[str, ...] = ()
     """Ids of those calls that already have a result in the transcript."""
-    groups: tuple[tuple[str, ...], ...] = ()
-    """Planned groups not started yet."""
-    running: tuple[str, ...] = ()
-    arguments: tuple[tuple[str, str], ...] = ()
     input_tokens: int = 0
     output_tokens: int = 0
     reasoning: str | None = None
     instructions: str | None = None
     """This turn's ephemeral system prompt."""
-    answer: str = ""
-    """The final text, held until its message is durable (phase ``persist_answer``)."""
     options: TurnOptions | None = None
     """What the client asked of this turn's model calls; its client tools pause the turn."""
     opened: int = 1
     """Messages the turn's opening appended (a user message, or a client's tool results)."""
-    rejected: tuple[str, str] | None = None
-    """(answer, why): a final answer that broke the client's response_format, shown to the next model call."""
     format_retried: bool = False
     """The turn already asked again once for a well-formed answer."""
-    paused: tuple[ToolCall, ...] = ()
-    """The client's calls the turn ends with, once its end is durable (``pause_for_client``)."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -216,7 +260,9 @@ class _Step:
                 self.on_user_input(event)
             case Resume(turn_id=turn_id):
                 if turn is None:
-                    resumed = Turn(turn_id=turn_id, phase="persist_user", deadline=event.now + self.config.turn_timeout)
+                    resumed = Turn(
+                        turn_id=turn_id, phase=PersistingUser(token=Token(step="user", turn_id=turn_id)), deadline=event.now + self.config.turn_timeout
+                    )
                     self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
                     self.call_model(resumed, event.now)
             case Cancel(reason=reason, turn_id=target):
@@ -229,31 +275,33 @@ class _Step:
             case _ if turn is None:
                 return  # a late outcome after the turn ended
             case Persisted(token=token):
-                if turn.phase == "persist_user" and token == turn.token:
+                phase = turn.phase
+                if isinstance(phase, PersistingUser) and token == phase.token:
                     self.emit(UserMessageSaved(turn_id=turn.turn_id))
                     self.call_model(turn, event.now)
-                elif turn.phase == "persist_calls" and token == turn.token:
+                elif isinstance(phase, PersistingCalls) and token == phase.token:
                     self.start_tools(turn, event.now)
-                elif turn.phase == "persist_answer" and token == turn.token:
-                    self.finish(turn, turn.answer, event.now, turn.paused)
+                elif isinstance(phase, PersistingAnswer) and token == phase.token:
+                    self.finish(turn, phase.answer, event.now, phase.paused)
             case PersistFailed(token=token, error=error):
                 self.on_persist_failed(turn, token, error, event.now)
             case ModelReplied(token=token):
-                if turn.phase == "model" and token == turn.token:
+                if isinstance(turn.phase, Calling) and token == turn.phase.token:
                     self.on_reply(turn, event)
             case ModelFailed(token=token):
-                if turn.phase == "model" and token == turn.token:
-                    self.on_model_failed(turn, event)
+                if isinstance(turn.phase, Calling) and token == turn.phase.token:
+                    self.on_model_failed(turn, turn.phase, event)
             case ToolDone(call_id=call_id):
-                if turn.phase == "tools" and call_id in turn.running:
-                    self.on_tool_done(turn, event)
+                if isinstance(turn.phase, RunningTools) and call_id in turn.phase.running:
+                    self.on_tool_done(turn, turn.phase, event)
             case TimerFired(token=token):
+                phase = turn.phase
                 if token == _deadline_token(turn.turn_id):
                     limit = self.config.turn_timeout
                     error = f"the turn ran longer than its {limit:g} s limit and was stopped; ask again or split the task"
                     self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="deadline"), event.now)
-                elif turn.phase == "backoff" and token == turn.token:
-                    self.call_model(turn, event.now, same_iteration=True)
+                elif isinstance(phase, BackingOff) and token == phase.token:
+                    self.call_model(turn, event.now, attempt=phase.attempt, rejected=phase.rejected)
 
     # user input and the busy policy ------------------------------------------------------------
 
@@ -283,16 +331,15 @@ class _Step:
 
     def start_turn(self, event: UserInput) -> None:
         turn_id = event.turn_id
-        token = f"{turn_id}/user"
+        token = Token(step="user", turn_id=turn_id)
         # A client's tool results take the place of the user message: the paused turn goes on.
         opening = event.tool_results or (ChatMessage(role="user", content=event.text, images=event.images),)
         self.append(*opening)
         self.set_turn(
             Turn(
                 turn_id=turn_id,
-                phase="persist_user",
+                phase=PersistingUser(token=token),
                 deadline=event.now + self.config.turn_timeout,
-                token=token,
                 instructions=event.instructions,
                 options=event.options,
                 opened=len(opening),
@@ -302,12 +349,12 @@ class _Step:
         self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
         self.effects.append(Persist(token=token, messages=opening, acked=True, turn=TurnMark(turn_id=turn_id, event="started")))
 
-    def on_persist_failed(self, turn: Turn, token: str, error: str, now: float) -> None:
-        if not token.startswith(f"{turn.turn_id}/"):
+    def on_persist_failed(self, turn: Turn, token: Token, error: str, now: float) -> None:
+        if token.turn_id != turn.turn_id:
             # An earlier turn's late write failed: it is not this turn's fault. (Its message
             # is missing from the store; a reload settles what it leaves unpaired.)
             return
-        if turn.phase == "persist_user" and token == turn.token:
+        if isinstance(turn.phase, PersistingUser) and token == turn.phase.token:
             # The user message never became durable: take it back and say so.
             self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[: -turn.opened])
             message = f"your message could not be saved ({error}); nothing was sent to the model, send it again"
@@ -317,12 +364,13 @@ class _Step:
 
     # the model -----------------------------------------------------------------------------------
 
-    def call_model(self, turn: Turn, now: float, *, same_iteration: bool = False, grace: bool = False) -> None:
-        iteration = turn.iteration if same_iteration else turn.iteration + 1
-        attempt = turn.attempt if same_iteration else 0
+    def call_model(self, turn: Turn, now: float, *, attempt: int | None = None, rejected: tuple[str, str] | None = None, grace: bool = False) -> None:
+        """Call the model: the next iteration, or (``attempt`` given) a retry of the current one."""
+        iteration = turn.iteration if attempt is not None else turn.iteration + 1
+        attempt = attempt or 0
         grace = grace or turn.grace
-        token = f"{turn.turn_id}/m{iteration}.{attempt}"
-        self.set_turn(msgspec.structs.replace(turn, phase="model", token=token, iteration=iteration, attempt=attempt, grace=grace))
+        token = Token(step="model", turn_id=turn.turn_id, n=iteration, attempt=attempt)
+        self.set_turn(msgspec.structs.replace(turn, phase=Calling(token=token, attempt=attempt, rejected=rejected), iteration=iteration, grace=grace))
         messages, _ = sanitize(self.state.transcript)
         prompt: tuple[ChatMessage, ...] = (ChatMessage(role="system", content=self.state.system_prompt),)
         if turn.instructions:
@@ -330,8 +378,8 @@ class _Step:
         prompt += messages
         if grace:
             prompt += (ChatMessage(role="user", content=GRACE_INSTRUCTION),)
-        if turn.rejected is not None:  # shown to the model once, never stored
-            answer, why = turn.rejected
+        if rejected is not None:  # shown to the model, never stored
+            answer, why = rejected
             prompt += (ChatMessage(role="assistant", content=answer), ChatMessage(role="user", content=FORMAT_INSTRUCTION.format(why=why)))
         timeout = max(0.001, min(self.config.model_timeout, turn.deadline - now))
         use_tools = not grace and (bool(self.config.traits) or bool(turn.options and turn.options.client_tools))
@@ -343,12 +391,11 @@ class _Step:
         if problem is not None:
             turn = msgspec.structs.replace(turn, input_tokens=turn.input_tokens + reply.input_tokens, output_tokens=turn.output_tokens + reply.output_tokens)
             if not turn.format_retried:
-                self.call_model(msgspec.structs.replace(turn, rejected=(reply.content, problem), format_retried=True), reply.now)
+                self.call_model(msgspec.structs.replace(turn, format_retried=True), reply.now, rejected=(reply.content, problem))
             else:
                 error = f"the model's answer broke the requested response_format twice: {problem}; simplify the schema or ask again"
                 self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="format"), reply.now)
             return
-        turn = msgspec.structs.replace(turn, rejected=None)
         calls = _normalise_ids(reply.tool_calls, turn.turn_id, turn.iteration)
         assistant = ChatMessage(
             role="assistant",
@@ -357,7 +404,7 @@ class _Step:
             reasoning=reply.reasoning,
             finish_reason=reply.finish_reason,
         )
-        reply_token = f"{turn.token}/reply"
+        reply_token = Token(step="reply", turn_id=turn.turn_id, n=turn.iteration)
         reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
         turn = msgspec.structs.replace(
             turn,
@@ -386,21 +433,21 @@ class _Step:
         if results:
             turn = msgspec.structs.replace(turn, answered=tuple(c.id for c in calls))
         if final:
-            self.set_turn(msgspec.structs.replace(turn, phase="persist_answer", token=reply_token, answer=reply.content))
+            self.set_turn(msgspec.structs.replace(turn, phase=PersistingAnswer(token=reply_token, answer=reply.content)))
             return
         if results:  # the limit: one last call, without tools, to sum up
             self.call_model(turn, reply.now, grace=True)
             return
-        self.set_turn(msgspec.structs.replace(turn, phase="persist_calls", token=reply_token))
+        self.set_turn(msgspec.structs.replace(turn, phase=PersistingCalls(token=reply_token)))
 
-    def on_model_failed(self, turn: Turn, failure: ModelFailed) -> None:
+    def on_model_failed(self, turn: Turn, phase: Calling, failure: ModelFailed) -> None:
         error = ModelError(kind=failure.kind, status=failure.status, detail=failure.detail, retry_after=failure.retry_after)  # type: ignore[arg-type]
-        attempt = turn.attempt + 1
+        attempt = phase.attempt + 1
         if error.retryable and attempt < self.config.max_attempts:
-            delay = backoff_delay(attempt, turn.token, retry_after=error.retry_after, base=self.config.retry_base, cap=self.config.retry_cap)
+            delay = backoff_delay(attempt, str(phase.token), retry_after=error.retry_after, base=self.config.retry_base, cap=self.config.retry_cap)
             if failure.now + delay < turn.deadline:
-                token = f"{turn.turn_id}/m{turn.iteration}.{attempt}"
-                self.set_turn(msgspec.structs.replace(turn, phase="backoff", attempt=attempt, token=token))
+                token = Token(step="model", turn_id=turn.turn_id, n=turn.iteration, attempt=attempt)
+                self.set_turn(msgspec.structs.replace(turn, phase=BackingOff(token=token, attempt=attempt, rejected=phase.rejected)))
                 self.effects.append(StartTimer(token=token, delay=delay))
                 self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=delay, reason=error.describe()))
                 return
@@ -417,6 +464,7 @@ class _Step:
         traits = self.config.traits
         client = _client_tools(turn)
         planned: list[PlannedCall] = []
+        parsed: dict[str, dict[str, Any]] = {}
         answered: list[str] = []
         for call in turn.calls:
             problem: str | None = None
@@ -441,53 +489,44 @@ class _Step:
                 answered.append(call.id)
             else:
                 planned.append(PlannedCall(call_id=call.id, name=call.name, arguments=arguments))
-        groups = plan_batches(planned, traits, max_parallel=self.config.max_parallel)
-        turn = msgspec.structs.replace(
-            turn,
-            phase="tools",
-            answered=tuple(answered),
-            groups=groups,
-            running=(),
-            arguments=tuple((p.call_id, json.dumps(p.arguments)) for p in planned),
+                parsed[call.id] = arguments
+        phase = RunningTools(
+            groups=plan_batches(planned, traits, max_parallel=self.config.max_parallel),
+            arguments=parsed,
         )
-        self.next_group(turn, now)
+        self.next_group(msgspec.structs.replace(turn, answered=tuple(answered)), phase, now)
 
-    def next_group(self, turn: Turn, now: float) -> None:
-        if not turn.groups:
+    def next_group(self, turn: Turn, phase: RunningTools, now: float) -> None:
+        if not phase.groups:
             waiting = tuple(c for c in turn.calls if c.id not in turn.answered and c.name in _client_tools(turn))
             if waiting:
-                self.pause_for_client(turn, waiting, now)
+                self.pause_for_client(turn, waiting)
                 return
-            self.set_turn(turn)
             self.call_model(turn, now)
             return
-        group, rest = turn.groups[0], turn.groups[1:]
-        self.set_turn(msgspec.structs.replace(turn, groups=rest, running=group))
+        group, rest = phase.groups[0], phase.groups[1:]
+        self.set_turn(msgspec.structs.replace(turn, phase=msgspec.structs.replace(phase, groups=rest, running=group)))
         by_id = {c.id: c for c in turn.calls}
-        arguments = dict(turn.arguments)
         timeout = max(0.001, min(self.config.tool_timeout, turn.deadline - now))
         for call_id in group:
             call = by_id[call_id]
             self.emit(ToolStarted(turn_id=turn.turn_id, call_id=call_id, name=call.name, arguments=call.arguments))
-            self.effects.append(RunTool(call_id=call_id, name=call.name, arguments=json.loads(arguments[call_id]), timeout=timeout))
+            self.effects.append(RunTool(call_id=call_id, name=call.name, arguments=phase.arguments[call_id], timeout=timeout))
 
-    def on_tool_done(self, turn: Turn, done: ToolDone) -> None:
+    def on_tool_done(self, turn: Turn, phase: RunningTools, done: ToolDone) -> None:
         call = next(c for c in turn.calls if c.id == done.call_id)
         self.record_result(turn, call, done.content, ok=done.ok)
-        turn = msgspec.structs.replace(
-            turn,
-            running=tuple(i for i in turn.running if i != done.call_id),
-            answered=turn.answered + (done.call_id,),
-        )
-        if turn.running:
+        phase = msgspec.structs.replace(phase, running=tuple(i for i in phase.running if i != done.call_id))
+        turn = msgspec.structs.replace(turn, answered=(*turn.answered, done.call_id), phase=phase)
+        if phase.running:
             self.set_turn(turn)
         else:
-            self.next_group(turn, done.now)
+            self.next_group(turn, phase, done.now)
 
     def record_result(self, turn: Turn, call: ToolCall, content: str, *, ok: bool) -> None:
         result = ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content)
         self.append(result)
-        self.effects.append(Persist(token=f"{turn.turn_id}/tool/{call.id}", messages=(result,)))
+        self.effects.append(Persist(token=Token(step="tool", turn_id=turn.turn_id, call_id=call.id), messages=(result,)))
         self.emit(ToolFinished(turn_id=turn.turn_id, call_id=call.id, name=call.name, ok=ok, preview=content[:PREVIEW_CHARS]))
 
     def settle(self, turn: Turn, text: str, end: TurnMark) -> None:
@@ -495,7 +534,7 @@ class _Step:
         missing = [c for c in turn.calls if c.id not in turn.answered]
         results = tuple(synthetic_result(c.id, c.name, text) for c in missing)
         self.append(*results)
-        token = f"{turn.turn_id}/settle/{turn.iteration}" if results else f"{turn.turn_id}/end"
+        token = Token(step="settle", turn_id=turn.turn_id, n=turn.iteration) if results else Token(step="end", turn_id=turn.turn_id)
         self.effects.append(Persist(token=token, messages=results, turn=end))
 
     # ending -----------------------------------------------------------------------------------------
@@ -516,26 +555,29 @@ class _Step:
         self.set_turn(None)
         self.dequeue(now)
 
-    def pause_for_client(self, turn: Turn, calls: tuple[ToolCall, ...], now: float) -> None:
+    def pause_for_client(self, turn: Turn, calls: tuple[ToolCall, ...]) -> None:
         """The model called client tools: the turn ends with those calls for the client to run.
 
         Their results come back as the next turn's opening (``UserInput.tool_results``); until
         then the calls have no result in the transcript, and a model call sees them settled.
         """
         assistant = next((m for m in reversed(self.state.transcript) if m.role == "assistant"), None)
-        token = f"{turn.turn_id}/pause"
+        token = Token(step="pause", turn_id=turn.turn_id)
         answer = (assistant.content or "") if assistant is not None else ""
-        self.set_turn(msgspec.structs.replace(turn, phase="persist_answer", token=token, answer=answer, paused=calls))
+        self.set_turn(msgspec.structs.replace(turn, phase=PersistingAnswer(token=token, answer=answer, paused=calls)))
         self.effects.append(Persist(token=token, messages=(), acked=True, turn=TurnMark(turn_id=turn.turn_id, event="completed")))
 
     def end_turn(self, turn: Turn, terminal: SessionEvent, now: float, *, dequeue: bool = True) -> None:
         """Stop all work of ``turn``, settle its calls, and emit its terminal event."""
-        if turn.phase == "model":
-            self.effects.append(CancelModel(token=turn.token))
-        elif turn.phase == "backoff":
-            self.effects.append(CancelTimer(token=turn.token))
-        for call_id in turn.running:
-            self.effects.append(CancelTool(call_id=call_id))
+        match turn.phase:
+            case Calling(token=token):
+                self.effects.append(CancelModel(token=token))
+            case BackingOff(token=token):
+                self.effects.append(CancelTimer(token=token))
+            case RunningTools(running=running):
+                self.effects.extend(CancelTool(call_id=call_id) for call_id in running)
+            case _:
+                pass
         self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
         if isinstance(terminal, TurnCancelled):
             self.settle(turn, CANCELLED, TurnMark(turn_id=turn.turn_id, event="cancelled", reason=terminal.reason))
@@ -558,8 +600,8 @@ def _client_tools(turn: Turn) -> frozenset[str]:
     return turn.options.client_tool_names if turn.options is not None else frozenset()
 
 
-def _deadline_token(turn_id: str) -> str:
-    return f"{turn_id}/deadline"
+def _deadline_token(turn_id: str) -> Token:
+    return Token(step="deadline", turn_id=turn_id)
 
 
 def _normalise_ids(calls: tuple[ToolCall, ...], turn_id: str, iteration: int) -> tuple[ToolCall, ...]:

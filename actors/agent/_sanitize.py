@@ -23,6 +23,25 @@ def synthetic_result(call_id: str, name: str, text: str) -> ChatMessage:
     return ChatMessage(role="tool", tool_call_id=call_id, name=name, content=text)
 
 
+def _paired(messages: Sequence[ChatMessage]) -> bool:
+    """Whether every call is followed at once by its one result, in the model's order, and no
+    tool message stands anywhere else (then :func:`sanitize` would return the same messages)."""
+    expected: list[str] = []
+    """Ids of the current assistant message's calls still owed a result, in reverse order."""
+    for message in messages:
+        role = message.role
+        if role == "tool":
+            if not expected or message.tool_call_id != expected.pop():
+                return False
+        elif expected:
+            return False
+        elif role == "assistant" and message.tool_calls:
+            expected = [call.id for call in reversed(message.tool_calls)]
+            if len(set(expected)) != len(expected):
+                return False
+    return not expected
+
+
 def sanitize(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME) -> tuple[tuple[ChatMessage, ...], int]:
     """Return the repaired transcript and how many synthetic results were added.
 
@@ -32,6 +51,13 @@ def sanitize(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME)
     the next assistant message that calls the same id (providers reuse ids across turns).
     Results nothing claims (orphans, duplicates) are dropped.
     """
+    if _paired(messages):  # the common case: nothing to repair, one cheap pass
+        return tuple(messages), 0
+    return repair(messages, missing=missing)
+
+
+def repair(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME) -> tuple[tuple[ChatMessage, ...], int]:
+    """:func:`sanitize` without its fast path (which must always agree with this)."""
     places: dict[str, list[int]] = {}
     """call id -> indexes of the tool messages that answer it, in order."""
     callers: dict[str, list[int]] = {}

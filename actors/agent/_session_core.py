@@ -11,13 +11,13 @@ these and executes what they say, in the session actor and in the simulator alik
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
-from protocols import ChatMessage
+from protocols import ChatMessage, Token
 
-from ._machine import CallModel, ModelFailed, ModelReplied, SessionState, ToolDone
+from ._machine import CallModel, Committing, ModelFailed, ModelReplied, PersistingUser, SessionState, ToolDone
 from ._model import ModelFailure, ModelReply
 from ._sanitize import sanitize
 from ._tools import ToolOutput
@@ -62,20 +62,20 @@ def seed_transcript(history: tuple[ChatMessage, ...], answered: frozenset[str]) 
     return sanitize(history)[0]
 
 
-def awaited(state: SessionState, token: str) -> bool:
+def awaited(state: SessionState, token: Token) -> bool:
     """Whether the running turn waits for the commit of write ``token`` (its user message, its
     calls or its answer); the commit of any other write (a tool result, a settle, a turn's end)
     is only an acknowledgement."""
     turn = state.turn
-    return turn is not None and turn.token == token and turn.phase in ("persist_user", "persist_calls", "persist_answer")
+    return turn is not None and isinstance(turn.phase, Committing) and turn.phase.token == token
 
 
-def refused_in_place(state: SessionState, token: str) -> bool:
+def refused_in_place(state: SessionState, token: Token) -> bool:
     """A refused write the session handles itself: its running turn's user message (nothing
     of the turn is stored; the turn fails). Any other refusal means memory and store disagree:
     the session restarts from the store."""
     turn = state.turn
-    return turn is not None and turn.phase == "persist_user" and token == turn.token
+    return turn is not None and isinstance(turn.phase, PersistingUser) and token == turn.phase.token
 
 
 def next_ack_check(sent: float, now: float, limit: float) -> float | None:
@@ -123,9 +123,10 @@ def model_problem(model: str) -> str | None:
     return "the model name is empty" if not model.strip() else None
 
 
-def outcome_input(kind: Literal["model", "tool"], key: str, status: str, value: Any, error: str, now: float) -> ModelReplied | ModelFailed | ToolDone:
-    """The machine input a finished model or tool wait is, whatever its status."""
-    if kind == "model":
+def outcome_input(key: Token | str, status: str, value: Any, error: str, now: float) -> ModelReplied | ModelFailed | ToolDone:
+    """The machine input a finished wait is, whatever its status: ``key`` is a model call's
+    token or a tool call's id."""
+    if isinstance(key, Token):
         if status == "ok" and isinstance(value, ModelReply):
             return ModelReplied(
                 token=key,

@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from protocols import WaitFinished
+from protocols import Token, WaitFinished
 from protocols._session import (
     CancelTurn,
     EnsureSession,
@@ -149,7 +149,7 @@ class HostConfig:
 
 
 class TurnTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
-    token: str
+    token: Token
 
 
 class IdleTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
@@ -185,19 +185,19 @@ class SessionHost:
         self.model = config.model
         self.state: SessionState | None = None
         self.stash: list[Any] = []
-        self.waits: dict[int, tuple[str, str]] = {}
-        """wait id -> (kind, key): kind is "model" or "tool", key the token or call id."""
-        self.handles: dict[str, Handle] = {}
+        self.waits: dict[int, Token | str] = {}
+        """wait id -> what it runs: a model call's token, or a tool call's id."""
+        self.handles: dict[Token | str, Handle] = {}
         """token / call id -> handle, to cancel."""
         self.idle_generation = 0
         self.durable = False
         """True once the session's row is known to be committed."""
         self.waiting_ready: list[Any] = []
         self.serial = 0
-        self.writes: collections.deque[tuple[float, str]] = collections.deque()
+        self.writes: collections.deque[tuple[float, Token | str]] = collections.deque()
         """Writes told to the store and not answered yet: (time sent, token), oldest first."""
         self.ack_check_armed = False
-        self.answers: dict[str, _Answer] = {}
+        self.answers: dict[Token | str, _Answer] = {}
         self.alive = True
         """False once this incarnation asked to be restarted or passivated: it handles nothing more."""
 
@@ -213,16 +213,17 @@ class SessionHost:
                 self.on_wait(message)
                 return True
             if isinstance(message, MessagesPersisted):
-                self.acknowledged(message.token)
-                if awaited(state, message.token):  # any other commit changes nothing in the machine
-                    self.feed(Persisted(token=message.token, now=self.port.now()))
+                token = message.token
+                self.acknowledged(token)
+                if type(token) is Token and awaited(state, token):  # any other commit changes nothing in the machine
+                    self.feed(Persisted(token=token, now=self.port.now()))
                 return True
         if isinstance(message, WRITE_REPLIES):
             self.acknowledged(message.token)
         match message:
             case Loaded():
                 self.on_loaded(message)
-            case SessionCreated(token="create"):
+            case SessionCreated(token=Token(step="create")):
                 self.durable = True
                 waiting, self.waiting_ready = self.waiting_ready, []
                 for reply_to in waiting:
@@ -258,7 +259,7 @@ class SessionHost:
                 _answer(pending.reply_to, pending.done(message))
             case WaitFinished():
                 self.on_wait(message)
-            case MessagesPersisted(token=token):
+            case MessagesPersisted(token=Token() as token):
                 self.feed(Persisted(token=token, now=self.port.now()))
             case StoreFailed(token=token, error=error):
                 self.on_refused(token, error)
@@ -288,7 +289,7 @@ class SessionHost:
             self.ack_check_armed = True
             self.port.after(self.config.ack_timeout, AckCheck())
 
-    def acknowledged(self, token: str) -> None:
+    def acknowledged(self, token: Token | str) -> None:
         writes = self.writes
         if writes and writes[0][1] == token:
             writes.popleft()  # the store answers in order: nearly always the oldest
@@ -305,32 +306,32 @@ class SessionHost:
         sent, token = self.writes[0]
         delay = next_ack_check(sent, self.port.now(), self.config.ack_timeout)
         if delay is None:  # lost or stuck: either way this memory may hold what the store does not
-            self.reload(f"the store did not answer write {token!r} within {self.config.ack_timeout:g} s")
+            self.reload(f"the store did not answer write {token} within {self.config.ack_timeout:g} s")
             return
         self.ack_check_armed = True
         self.port.after(delay, AckCheck())
 
-    def on_refused(self, token: str, error: str) -> None:
+    def on_refused(self, token: Token | str, error: str) -> None:
         assert self.state is not None
         pending = self.answers.pop(token, None)
         if pending is not None:
             _answer(pending.reply_to, pending.refused(f"the store refused it ({error})"))
             if pending.reload:  # memory changed first: the store is the truth
-                self.reload(f"write {token!r} was not stored ({error})")
-        elif refused_in_place(self.state, token):
+                self.reload(f"write {token} was not stored ({error})")
+        elif isinstance(token, Token) and refused_in_place(self.state, token):
             self.feed(PersistFailed(token=token, error=error, now=self.port.now()))
             self.port.reopen_writes()
         else:
-            self.reload(f"write {token!r} was not stored ({error})")
+            self.reload(f"write {token} was not stored ({error})")
 
     def write_answered(self, command: Write, pending: _Answer) -> None:
         """Write ``command`` and answer ``pending`` once the store committed or refused it."""
         self.serial += 1
-        token = f"{type(command).__name__}/{self.serial}"
+        token = Token(step="command", n=self.serial)
         self.answers[token] = pending
         self.write(msgspec.structs.replace(command, token=token, reply_to=self.port.me))
 
-    def append(self, token: str, messages: tuple[Any, ...], mark: TurnMark | None = None) -> None:
+    def append(self, token: Token, messages: tuple[Any, ...], mark: TurnMark | None = None) -> None:
         command = AppendMessages(session_id=self.session_id, messages=messages, timestamp=self.port.wall(), turn=mark, token=token, reply_to=self.port.me)
         self.write(command)
 
@@ -387,7 +388,7 @@ class SessionHost:
                 number_taken_title=True,
                 parent_session_id=self.config.parent_session_id or branched,
                 started_at=port.wall(),
-                token="create",
+                token=Token(step="create"),
                 reply_to=port.me,
             )
             self.write(create)
@@ -400,7 +401,7 @@ class SessionHost:
             known = dict.fromkeys((*state.recent_turns, *port.open_turns.known()))  # the store's, then the hub's
             self.state = msgspec.structs.replace(state, recent_turns=tuple(known))
             if synthetic:  # the store must agree with what the model sees
-                self.append("recover", synthetic)
+                self.append(Token(step="recover"), synthetic)
             self.recover(loaded, state.transcript, settled)
         stash, self.stash = self.stash, []
         for message in stash:
@@ -430,7 +431,7 @@ class SessionHost:
             port.publish(TurnFailed(turn_id=turn_id, error=RESTART_FAILED, kind="restarted"))
         for turn_id in loaded.running:  # the store's record of them ends too (a resumed one ends when it does)
             if turn_id != plan.resume:
-                self.append(f"{turn_id}/end", (), TurnMark(turn_id=turn_id, event="failed", reason="restarted"))
+                self.append(Token(step="end", turn_id=turn_id), (), TurnMark(turn_id=turn_id, event="failed", reason="restarted"))
         if plan.resume is not None:
             self.feed(Resume(turn_id=plan.resume or port.new_turn_id(), now=port.now()))
 
@@ -438,7 +439,7 @@ class SessionHost:
         assert self.state is not None
         if messages:
             self.state = msgspec.structs.replace(self.state, transcript=messages)
-            self.append("seed", messages)
+            self.append(Token(step="seed"), messages)
 
     # -- the machine and its effects ------------------------------------------------------------------
 
@@ -460,10 +461,10 @@ class SessionHost:
             case Persist(token=token, messages=messages, turn=mark):
                 self.append(token, messages, mark)
             case CallModel(token=token):
-                self.track(port.start_model(effect, self.model), "model", token)
+                self.track(port.start_model(effect, self.model), token)
             case RunTool(call_id=call_id):
                 assert self.state is not None and self.state.turn is not None
-                self.track(port.start_tool(effect, self.state.turn.turn_id), "tool", call_id)
+                self.track(port.start_tool(effect, self.state.turn.turn_id), call_id)
             case CancelModel(token=key) | CancelTool(call_id=key) | CancelTimer(token=key):
                 pending = self.handles.pop(key, None)
                 if pending is not None:
@@ -472,17 +473,16 @@ class SessionHost:
             case StartTimer(token=token, delay=delay):
                 self.handles[token] = port.after(delay, TurnTimer(token=token))
 
-    def track(self, handle: Handle, kind: str, key: str) -> None:
-        self.waits[handle.wait_id] = (kind, key)
+    def track(self, handle: Handle, key: Token | str) -> None:
+        self.waits[handle.wait_id] = key
         self.handles[key] = handle
 
     def on_wait(self, finished: WaitFinished) -> None:
-        entry = self.waits.pop(finished.wait_id, None)
-        if entry is None:
+        key = self.waits.pop(finished.wait_id, None)
+        if key is None:
             return  # cancelled on purpose; the machine has moved on
-        kind, key = entry
         self.handles.pop(key, None)
-        self.feed(outcome_input("model" if kind == "model" else "tool", key, finished.status, finished.value, finished.error, self.port.now()))
+        self.feed(outcome_input(key, finished.status, finished.value, finished.error, self.port.now()))
 
     def arm_idle(self) -> None:
         if self.state is not None:

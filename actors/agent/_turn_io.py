@@ -11,7 +11,7 @@ from typing import Any
 
 import msgspec
 
-from protocols import ChatMessage, ToolCall
+from protocols import ChatMessage, Token, ToolCall
 from protocols._session import BusyPolicy, SessionEvent, TurnOptions
 from protocols._store import TurnMark
 
@@ -35,16 +35,16 @@ class UserInput(Input, frozen=True, kw_only=True):
 
 
 class Persisted(Input, frozen=True, kw_only=True):
-    token: str
+    token: Token
 
 
 class PersistFailed(Input, frozen=True, kw_only=True):
-    token: str
+    token: Token
     error: str
 
 
 class ModelReplied(Input, frozen=True, kw_only=True):
-    token: str
+    token: Token
     content: str
     reasoning: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
@@ -54,7 +54,7 @@ class ModelReplied(Input, frozen=True, kw_only=True):
 
 
 class ModelFailed(Input, frozen=True, kw_only=True):
-    token: str
+    token: Token
     kind: str
     status: int | None = None
     detail: str = ""
@@ -74,7 +74,7 @@ class Cancel(Input, frozen=True, kw_only=True):
 
 
 class TimerFired(Input, frozen=True, kw_only=True):
-    token: str
+    token: Token
 
 
 class Resume(Input, frozen=True, kw_only=True):
@@ -94,7 +94,7 @@ class Effect(msgspec.Struct, frozen=True, kw_only=True, tag=True):
 
 
 class Persist(Effect, frozen=True, kw_only=True):
-    token: str
+    token: Token
     messages: tuple[ChatMessage, ...]
     acked: bool = False
     """True when the machine waits for ``Persisted(token)`` before going on."""
@@ -103,7 +103,7 @@ class Persist(Effect, frozen=True, kw_only=True):
 
 
 class CallModel(Effect, frozen=True, kw_only=True):
-    token: str
+    token: Token
     turn_id: str
     """The turn the call belongs to (hosts never take tokens apart)."""
     messages: tuple[ChatMessage, ...]
@@ -121,7 +121,7 @@ class RunTool(Effect, frozen=True, kw_only=True):
 
 
 class CancelModel(Effect, frozen=True, kw_only=True):
-    token: str
+    token: Token
 
 
 class CancelTool(Effect, frozen=True, kw_only=True):
@@ -129,12 +129,12 @@ class CancelTool(Effect, frozen=True, kw_only=True):
 
 
 class StartTimer(Effect, frozen=True, kw_only=True):
-    token: str
+    token: Token
     delay: float
 
 
 class CancelTimer(Effect, frozen=True, kw_only=True):
-    token: str
+    token: Token
 
 
 class Emit(Effect, frozen=True, kw_only=True):

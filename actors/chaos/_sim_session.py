@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
+from protocols import Token
 from protocols._session import SessionEvent, UserMessageSaved
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
@@ -120,12 +121,12 @@ class SimSession(SimSupervised):
         if type(command) is CreateSession:
             world.store.submit(self.session_id, None, command.token, incarnation, command.system_prompt or "")
         elif type(command) is AppendMessages:
-            if self.bug == "drop_settle" and "/settle/" in command.token:
-                world.note(f"{self.session_id}: planted bug: settle write {command.token!r} dropped")
+            if self.bug == "drop_settle" and isinstance(command.token, Token) and command.token.step == "settle":
+                world.note(f"{self.session_id}: planted bug: settle write {command.token} dropped")
                 world.store.reply(incarnation, MessagesPersisted(session_id=self.session_id, token=command.token))
                 return
             world.store.submit(self.session_id, command.messages, command.token, incarnation, mark=command.turn)
-            if self.bug == "rerun_tools" and command.token == "recover":
+            if self.bug == "rerun_tools" and command.token == Token(step="recover"):
                 for message in command.messages:
                     world.checker.tool_ran(self.session_id, message.tool_call_id or "", world.now)
                     world.start_tool(incarnation, message.tool_call_id or "", self.config.machine.tool_timeout)

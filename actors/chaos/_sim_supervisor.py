@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from protocols import ChildExited, ChildRestarted, ChildStarted, Escalated
+from protocols import ChildExited, ChildRestarted, ChildStarted, Escalated, Token
 from protocols._store import StoreFailed
 
 from ..agent._session_host import SessionHost
@@ -93,9 +93,9 @@ class SimSupervised:
         incarnation.host.receive(message)
         if turn is not None and self.current is incarnation:
             after, token = incarnation.host.state, message.token
-            if after is not None and after.turn is not turn and token != "create" and not token.startswith(f"{turn.turn_id}/"):
+            if after is not None and after.turn is not turn and token != Token(step="create") and getattr(token, "turn_id", "") != turn.turn_id:
                 world.checker.violate(
-                    "misattributed_failure", self.session_id, f"turn {turn.turn_id} was ended by the failed write {token!r} of another turn", world.now
+                    "misattributed_failure", self.session_id, f"turn {turn.turn_id} was ended by the failed write {token} of another turn", world.now
                 )
 
     def start(self, restarted: bool) -> None:

@@ -20,7 +20,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from protocols import ChatMessage, ToolCall, WaitFinished
+from protocols import ChatMessage, Token, ToolCall, WaitFinished
 from protocols._faults import FaultPlan
 from protocols._store import MessagesPersisted, SessionCreated, StoreFailed, TurnMark
 
@@ -253,7 +253,7 @@ class SimStore:
         self,
         session_id: str,
         messages: tuple[ChatMessage, ...] | None,
-        token: str,
+        token: Token | str,
         reply_to: Incarnation | None,
         prompt: str = "",
         mark: TurnMark | None = None,
@@ -280,7 +280,7 @@ class SimStore:
         epoch: int,
         session_id: str,
         messages: tuple[ChatMessage, ...] | None,
-        token: str,
+        token: Token | str,
         reply_to: Incarnation | None,
         prompt: str,
         mark: TurnMark | None,
@@ -318,9 +318,13 @@ class SimStore:
             self.reply(reply_to, reply)
 
     def _apply(self, session_id: str, messages: tuple[ChatMessage, ...]) -> None:
-        self.durable.setdefault(session_id, []).extend(messages)
-        texts = self.user_texts.setdefault(session_id, collections.Counter())
-        calls = self.call_ids.setdefault(session_id, set())
+        durable = self.durable.get(session_id)
+        if durable is None:  # first write of the session (setdefault would build three empties every time)
+            durable = self.durable[session_id] = []
+            self.user_texts[session_id] = collections.Counter()
+            self.call_ids[session_id] = set()
+        durable.extend(messages)
+        texts, calls = self.user_texts[session_id], self.call_ids[session_id]
         for message in messages:
             if message.role == "user" and message.content is not None:
                 texts[message.content] += 1

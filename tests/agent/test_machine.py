@@ -23,6 +23,7 @@ from actors.agent._machine import (
     UserInput,
 )
 from actors.agent._sanitize import CANCELLED, sanitize
+from protocols import Token
 from protocols._session import (
     ModelRetrying,
     ToolFinished,
@@ -77,7 +78,7 @@ def test_a_text_turn_persists_the_user_message_before_calling_the_model_and_comp
     assert (done.text, done.iterations, done.input_tokens, done.session_id) == ("hi there", 1, 5, "s1")
     assert driver.state.turn is None
     assert [m.role for m in driver.state.transcript] == ["user", "assistant"]
-    assert CancelTimer(token="t1/deadline") in effects
+    assert CancelTimer(token=Token(step="deadline", turn_id="t1")) in effects
 
 
 def test_two_tool_rounds_run_independent_reads_together_and_return_results_in_the_models_order() -> None:
@@ -216,7 +217,7 @@ def test_busy_policies_queue_reject_and_interrupt() -> None:
 def test_the_turn_deadline_fails_the_turn() -> None:
     driver = Driver()
     start(driver)
-    failed = events(driver.feed(TimerFired(token="t1/deadline", now=900.0)))[-1]
+    failed = events(driver.feed(TimerFired(token=Token(step="deadline", turn_id="t1"), now=900.0)))[-1]
     assert isinstance(failed, TurnFailed) and failed.kind == "deadline"
 
 

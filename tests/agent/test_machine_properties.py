@@ -24,7 +24,7 @@ from actors.agent._machine import (
     UserInput,
 )
 from actors.agent._sanitize import sanitize
-from protocols import ToolCall
+from protocols import Token, ToolCall
 from protocols._session import TurnCancelled, TurnCompleted, TurnFailed, TurnStarted
 from tests.agent.machine_driver import TRAITS, Driver, events
 
@@ -99,12 +99,12 @@ class World:
         elif action == "backoff" and self.timers:
             self.feed(TimerFired(token=self.timers.pop(n % len(self.timers)), now=self.now))
         elif action == "deadline" and self.turns:
-            self.feed(TimerFired(token=f"t{self.turns}/deadline", now=self.now))
+            self.feed(TimerFired(token=Token(step="deadline", turn_id=f"t{self.turns}"), now=self.now))
         elif action == "cancel":
             self.feed(Cancel(now=self.now))
         elif action == "stale":
             self.feed(ToolDone(call_id="never-started", content="?", now=self.now))
-            self.feed(ModelReplied(token="t0/m9.9", content="stale", now=self.now))
+            self.feed(ModelReplied(token=Token(step="model", turn_id="t0", n=9, attempt=9), content="stale", now=self.now))
 
 
 @settings(max_examples=300, deadline=None)

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from actors.agent import ModelClients
 from actors.agent._model import _ThinkSplitter
 from actors.agent._plan import PlannedCall, ToolTraits, plan_batches
 from actors.agent._retry import backoff_delay, classify
-from actors.agent._sanitize import UNKNOWN_OUTCOME, sanitize
+from actors.agent._sanitize import UNKNOWN_OUTCOME, repair, sanitize
 from actors.chaos import TextReply, open_model_server
 from protocols import ChatMessage, ToolCall
 from tests.agent.http1_kit import ask, reply_of
@@ -38,6 +40,19 @@ def test_sanitize_adds_missing_results_drops_orphans_and_duplicates_and_restores
     assert fixed[3].content == UNKNOWN_OUTCOME
     assert fixed[2].content == "r"
     assert sanitize(fixed) == (fixed, 0)
+
+
+_IDS = st.sampled_from(["a", "b", "c"])
+_MESSAGES = st.one_of(
+    st.builds(lambda: ChatMessage(role="user", content="u")),
+    st.builds(lambda ids: assistant(*ids), st.lists(_IDS, max_size=3)),
+    st.builds(tool, _IDS),
+)
+
+
+@given(st.lists(_MESSAGES, max_size=12))
+def test_the_fast_path_of_sanitize_agrees_with_the_full_repair_on_any_transcript(messages: list[ChatMessage]) -> None:
+    assert sanitize(messages) == repair(messages)
 
 
 def test_a_result_stored_after_the_next_user_message_still_pairs_and_reused_ids_stay_with_their_turn() -> None:
