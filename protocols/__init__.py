@@ -7,6 +7,20 @@ from ._base import to_json as to_json
 from ._base import to_msgpack as to_msgpack
 from ._correlation import Step as Step
 from ._correlation import Token as Token
+from ._credentials import KeyCondition as KeyCondition
+from ._credentials import KeyLeased as KeyLeased
+from ._credentials import KeyStatus as KeyStatus
+from ._credentials import LeaseKey as LeaseKey
+from ._credentials import NoKeyAvailable as NoKeyAvailable
+from ._credentials import PoolInbox as PoolInbox
+from ._credentials import PoolSaveDue as PoolSaveDue
+from ._credentials import PoolSaveTimedOut as PoolSaveTimedOut
+from ._credentials import PoolStateSaved as PoolStateSaved
+from ._credentials import PoolStatus as PoolStatus
+from ._credentials import PoolStatusRequest as PoolStatusRequest
+from ._credentials import ReloadPool as ReloadPool
+from ._credentials import ReportKey as ReportKey
+from ._credentials import SavePoolState as SavePoolState
 from ._faults import CrashFaults as CrashFaults
 from ._faults import FaultPlan as FaultPlan
 from ._faults import MessageFaults as MessageFaults
@@ -28,6 +42,7 @@ from ._session import CancelTurn as CancelTurn
 from ._session import ClarificationRequested as ClarificationRequested
 from ._session import ClientTool as ClientTool
 from ._session import EnsureSession as EnsureSession
+from ._session import ModelFallback as ModelFallback
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ModelSwitched as ModelSwitched
 from ._session import ReasoningDelta as ReasoningDelta
@@ -126,24 +141,39 @@ __all__ = [
     "FaultPlan",
     "GetStoreStatistics",
     "InjectCrash",
+    "KeyCondition",
+    "KeyLeased",
+    "KeyStatus",
+    "LeaseKey",
     "Message",
     "MessageFaults",
     "MessagesPersisted",
+    "ModelFallback",
     "ModelFaults",
     "ModelRetrying",
     "ModelSwitched",
+    "NoKeyAvailable",
     "NodeSnapshot",
     "NodeState",
+    "PoolInbox",
+    "PoolSaveDue",
+    "PoolSaveTimedOut",
+    "PoolStateSaved",
+    "PoolStatus",
+    "PoolStatusRequest",
     "ProcessResult",
     "PutResponse",
     "ReasoningDelta",
+    "ReloadPool",
     "RemoveLastTurn",
     "ReopenWrites",
+    "ReportKey",
     "ResolveApproval",
     "ResponseDeleted",
     "ResponseStored",
     "RestartDue",
     "Role",
+    "SavePoolState",
     "SearchHit",
     "SessionCommand",
     "SessionCreated",

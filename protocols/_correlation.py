@@ -28,10 +28,12 @@ class Token(msgspec.Struct, frozen=True, kw_only=True, cache_hash=True):
     turn_id: str = ""
     n: int = 0
     attempt: int = 0
+    provider: int = 0
+    """Where in the fallback chain a model call goes (a fallback's first call is not the primary's)."""
     call_id: str = ""
 
     def __str__(self) -> str:
         """For error texts and logs: ``turn/step[n.attempt][/call]``."""
-        where = f"{self.n}.{self.attempt}" if self.step == "model" else (str(self.n) if self.n else "")
+        where = f"{self.n}.{self.attempt}" + (f"@{self.provider}" if self.provider else "") if self.step == "model" else (str(self.n) if self.n else "")
         call = f"/{self.call_id}" if self.call_id else ""
         return f"{self.turn_id}/{self.step}{where}{call}" if self.turn_id else f"{self.step}{where}{call}"

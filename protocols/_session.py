@@ -13,6 +13,7 @@ from typing import Any, Literal
 import msgspec
 
 from ._base import Message
+from ._credentials import KeyLeased, NoKeyAvailable
 from ._reactor import WaitFinished
 from ._store import (
     MessagesPersisted,
@@ -217,6 +218,16 @@ class ModelRetrying(SessionEvent, frozen=True, kw_only=True):
     reason: str
 
 
+class ModelFallback(SessionEvent, frozen=True, kw_only=True):
+    """The turn goes on with the next provider of the fallback chain (the next turn starts on the primary again)."""
+
+    from_provider: str
+    to_provider: str
+    model: str
+    """The model the turn now calls."""
+    reason: str
+
+
 class ToolStarted(SessionEvent, frozen=True, kw_only=True):
     call_id: str
     name: str
@@ -295,6 +306,7 @@ AnySessionEvent = (
     | TextDelta
     | ReasoningDelta
     | ModelRetrying
+    | ModelFallback
     | ToolStarted
     | ToolFinished
     | ApprovalRequested
@@ -313,9 +325,21 @@ TERMINAL_EVENTS = (TurnCompleted, TurnFailed, TurnCancelled)
 SessionCommand = StartTurn | CancelTurn | Subscribe | Unsubscribe | EnsureSession | SwitchModel | UndoTurn | AnswerClarification | ResolveApproval
 """What clients (the API, the TUI, a delegating session) tell a session."""
 
-SessionInbox = SessionCommand | MessagesPersisted | StoreFailed | SessionCreated | TurnRemoved | SessionTotalsUpdated | StoreStatistics | WaitFinished
+SessionInbox = (
+    SessionCommand
+    | MessagesPersisted
+    | StoreFailed
+    | SessionCreated
+    | TurnRemoved
+    | SessionTotalsUpdated
+    | StoreStatistics
+    | WaitFinished
+    | KeyLeased
+    | NoKeyAvailable
+)
 """What a session actor's inbox accepts: the commands, the store's answers to its writes
-(``StoreStatistics`` is the barrier it loads behind) and the outcomes of its reactor waits.
+(``StoreStatistics`` is the barrier it loads behind), the outcomes of its reactor waits, and
+its credential pools' answers to its leases.
 
 ``Address[SessionInbox]`` is what ``session_address`` returns. ``InjectCrash`` is not
 listed: it is a kernel message every address takes (``Address.tell``). The session's

@@ -23,6 +23,7 @@ import msgspec
 from protocols import ChatMessage, Token, ToolCall
 from protocols._session import (
     BusyPolicy,
+    ModelFallback,
     ModelRetrying,
     SessionEvent,
     ToolFinished,
@@ -42,6 +43,9 @@ from ._answer_format import answer_problem
 from ._plan import PlannedCall, ToolTraits, plan_batches
 from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
+from ._turn_io import (
+    NO_KEY as NO_KEY,
+)
 from ._turn_io import (
     CallModel as CallModel,
 )
@@ -108,6 +112,11 @@ from ._turn_io import (
 
 GRACE_INSTRUCTION = "You have used all tool calls this turn allows. Do not call tools. Summarise what you did, what you found, and what is left to do."
 FORMAT_INSTRUCTION = "Your answer was not accepted: {why}. Reply again with only the JSON the requested response format asks for, nothing before or after it."
+CONTINUE_INSTRUCTION = "Your answer was cut off by the output token limit. Continue exactly where it stopped, without repeating anything."
+NO_KEY_MIN_WAIT = 0.5
+"""Seconds at least between two leases of a provider whose keys are all benched."""
+EMPTY_ANSWER = "(empty)"
+"""The answer recorded when the model twice replied with nothing (or only reasoning)."""
 PREVIEW_CHARS = 300
 RECENT_TURNS = 256
 
@@ -128,6 +137,10 @@ class MachineConfig:
     retry_cap: float = 30.0
     busy_policy: BusyPolicy = "queue"
     queue_limit: int = 8
+    providers: tuple[tuple[str, str], ...] = ()
+    """The fallback chain as (provider, model), primary first; empty: one provider, no fallback."""
+    max_continuations: int = 3
+    """Times an answer cut by the token limit (``finish_reason: length``) is continued."""
 
 
 # -- state -----------------------------------------------------------------------------------
@@ -149,8 +162,11 @@ class Calling(msgspec.Struct, frozen=True, kw_only=True, tag="model"):
 
     token: Token
     attempt: int = 0
-    rejected: tuple[str, str] | None = None
-    """(answer, why): a final answer that broke the client's response_format, shown to this call (never stored)."""
+    extra: tuple[ChatMessage, ...] = ()
+    """Shown to this call after the transcript, never stored: a rejected answer and why, or a
+    cut-off answer and the request to continue it."""
+    problem: str = ""
+    """What failed the previous attempt when it benched a key (said again if no key is left)."""
 
 
 class BackingOff(msgspec.Struct, frozen=True, kw_only=True, tag="backoff"):
@@ -158,7 +174,7 @@ class BackingOff(msgspec.Struct, frozen=True, kw_only=True, tag="backoff"):
 
     token: Token
     attempt: int
-    rejected: tuple[str, str] | None = None
+    extra: tuple[ChatMessage, ...] = ()
 
 
 class PersistingCalls(msgspec.Struct, frozen=True, kw_only=True, tag="persist_calls"):
@@ -212,6 +228,13 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """Messages the turn's opening appended (a user message, or a client's tool results)."""
     format_retried: bool = False
     """The turn already asked again once for a well-formed answer."""
+    provider: int = 0
+    """Where in the fallback chain (``MachineConfig.providers``) the turn's model calls go; every turn starts on the primary."""
+    partial: str = ""
+    """The answer so far when replies were cut by the token limit (``finish_reason: length``)."""
+    continuations: int = 0
+    empty_retried: bool = False
+    """The turn already asked again once after an empty reply."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -301,7 +324,7 @@ class _Step:
                     error = f"the turn ran longer than its {limit:g} s limit and was stopped; ask again or split the task"
                     self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="deadline"), event.now)
                 elif isinstance(phase, BackingOff) and token == phase.token:
-                    self.call_model(turn, event.now, attempt=phase.attempt, rejected=phase.rejected)
+                    self.call_model(turn, event.now, attempt=phase.attempt, extra=phase.extra)
 
     # user input and the busy policy ------------------------------------------------------------
 
@@ -364,13 +387,17 @@ class _Step:
 
     # the model -----------------------------------------------------------------------------------
 
-    def call_model(self, turn: Turn, now: float, *, attempt: int | None = None, rejected: tuple[str, str] | None = None, grace: bool = False) -> None:
+    def call_model(
+        self, turn: Turn, now: float, *, attempt: int | None = None, extra: tuple[ChatMessage, ...] = (), grace: bool = False, problem: str = ""
+    ) -> None:
         """Call the model: the next iteration, or (``attempt`` given) a retry of the current one."""
         iteration = turn.iteration if attempt is not None else turn.iteration + 1
         attempt = attempt or 0
         grace = grace or turn.grace
-        token = Token(step="model", turn_id=turn.turn_id, n=iteration, attempt=attempt)
-        self.set_turn(msgspec.structs.replace(turn, phase=Calling(token=token, attempt=attempt, rejected=rejected), iteration=iteration, grace=grace))
+        token = Token(step="model", turn_id=turn.turn_id, n=iteration, attempt=attempt, provider=turn.provider)
+        self.set_turn(
+            msgspec.structs.replace(turn, phase=Calling(token=token, attempt=attempt, extra=extra, problem=problem), iteration=iteration, grace=grace)
+        )
         messages, _ = sanitize(self.state.transcript)
         prompt: tuple[ChatMessage, ...] = (ChatMessage(role="system", content=self.state.system_prompt),)
         if turn.instructions:
@@ -378,20 +405,33 @@ class _Step:
         prompt += messages
         if grace:
             prompt += (ChatMessage(role="user", content=GRACE_INSTRUCTION),)
-        if rejected is not None:  # shown to the model, never stored
-            answer, why = rejected
-            prompt += (ChatMessage(role="assistant", content=answer), ChatMessage(role="user", content=FORMAT_INSTRUCTION.format(why=why)))
+        prompt += extra
         timeout = max(0.001, min(self.config.model_timeout, turn.deadline - now))
         use_tools = not grace and (bool(self.config.traits) or bool(turn.options and turn.options.client_tools))
-        self.effects.append(CallModel(token=token, turn_id=turn.turn_id, messages=prompt, use_tools=use_tools, timeout=timeout, options=turn.options))
+        self.effects.append(
+            CallModel(token=token, turn_id=turn.turn_id, messages=prompt, use_tools=use_tools, timeout=timeout, options=turn.options, provider=turn.provider)
+        )
 
     def on_reply(self, turn: Turn, reply: ModelReplied) -> None:
+        turn = msgspec.structs.replace(turn, input_tokens=turn.input_tokens + reply.input_tokens, output_tokens=turn.output_tokens + reply.output_tokens)
+        content = turn.partial + reply.content
+        if not reply.tool_calls:
+            if reply.finish_reason == "length" and turn.continuations < self.config.max_continuations:
+                # Cut by the token limit: ask for the rest (the parts are joined, and stored as one answer).
+                cut = (ChatMessage(role="assistant", content=content), ChatMessage(role="user", content=CONTINUE_INSTRUCTION))
+                self.call_model(msgspec.structs.replace(turn, partial=content, continuations=turn.continuations + 1), reply.now, extra=cut)
+                return
+            if not content.strip():
+                if not turn.empty_retried:  # nothing (or only reasoning): ask once more
+                    self.call_model(msgspec.structs.replace(turn, empty_retried=True), reply.now)
+                    return
+                content = EMPTY_ANSWER
         form = turn.options.response_format if turn.options is not None else None
-        problem = answer_problem(reply.content, form) if form is not None and not reply.tool_calls else None
+        problem = answer_problem(content, form) if form is not None and not reply.tool_calls else None
         if problem is not None:
-            turn = msgspec.structs.replace(turn, input_tokens=turn.input_tokens + reply.input_tokens, output_tokens=turn.output_tokens + reply.output_tokens)
             if not turn.format_retried:
-                self.call_model(msgspec.structs.replace(turn, format_retried=True), reply.now, rejected=(reply.content, problem))
+                rejected = (ChatMessage(role="assistant", content=content), ChatMessage(role="user", content=FORMAT_INSTRUCTION.format(why=problem)))
+                self.call_model(msgspec.structs.replace(turn, format_retried=True, partial=""), reply.now, extra=rejected)
             else:
                 error = f"the model's answer broke the requested response_format twice: {problem}; simplify the schema or ask again"
                 self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="format"), reply.now)
@@ -399,21 +439,14 @@ class _Step:
         calls = _normalise_ids(reply.tool_calls, turn.turn_id, turn.iteration)
         assistant = ChatMessage(
             role="assistant",
-            content=reply.content,
+            content=content,
             tool_calls=calls,
             reasoning=reply.reasoning,
             finish_reason=reply.finish_reason,
         )
         reply_token = Token(step="reply", turn_id=turn.turn_id, n=turn.iteration)
         reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
-        turn = msgspec.structs.replace(
-            turn,
-            calls=calls,
-            answered=(),
-            input_tokens=turn.input_tokens + reply.input_tokens,
-            output_tokens=turn.output_tokens + reply.output_tokens,
-            reasoning=reasoning,
-        )
+        turn = msgspec.structs.replace(turn, calls=calls, answered=(), reasoning=reasoning, partial="", continuations=0)
         limit = self.config.max_iterations
         not_run = ""
         if calls and turn.grace:  # a model that calls tools in the grace call: answer them, run nothing
@@ -433,7 +466,7 @@ class _Step:
         if results:
             turn = msgspec.structs.replace(turn, answered=tuple(c.id for c in calls))
         if final:
-            self.set_turn(msgspec.structs.replace(turn, phase=PersistingAnswer(token=reply_token, answer=reply.content)))
+            self.set_turn(msgspec.structs.replace(turn, phase=PersistingAnswer(token=reply_token, answer=content)))
             return
         if results:  # the limit: one last call, without tools, to sum up
             self.call_model(turn, reply.now, grace=True)
@@ -441,22 +474,62 @@ class _Step:
         self.set_turn(msgspec.structs.replace(turn, phase=PersistingCalls(token=reply_token)))
 
     def on_model_failed(self, turn: Turn, phase: Calling, failure: ModelFailed) -> None:
+        """What a failed call leads to: the classifier's action (retry, rotate the key, fall
+        back, compress, fail), bounded by the attempts and the turn's deadline."""
+        now = failure.now
+        if failure.kind == NO_KEY:  # every key of this provider is benched
+            why = "; ".join(part for part in (phase.problem, failure.detail) if part)
+            if self.fall_back(turn, why, now):
+                return
+            wait = max(NO_KEY_MIN_WAIT, failure.retry_after or 0.0)
+            transient = failure.benched in ("", "rate_limit")
+            if transient and now + wait < turn.deadline:  # a rate limit passes: wait for the first key back
+                self.back_off(turn, phase, wait, why, now)
+                return
+            if transient:
+                why += "; that is after this turn's deadline: ask again then, or add a key"
+            self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=why, kind=failure.benched or "rate_limit"), now)
+            return
         error = ModelError(kind=failure.kind, status=failure.status, detail=failure.detail, retry_after=failure.retry_after)  # type: ignore[arg-type]
         attempt = phase.attempt + 1
-        if error.retryable and attempt < self.config.max_attempts:
+        action = error.action
+        if action == "rotate" and attempt < self.config.max_attempts:
+            # The host benched the key; the next lease takes another one (or says none is left).
+            self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=0.0, reason=f"{error.describe()}; trying another key"))
+            self.call_model(turn, now, attempt=attempt, extra=phase.extra, problem=error.describe())
+            return
+        if action == "retry" and attempt < self.config.max_attempts:
             delay = backoff_delay(attempt, str(phase.token), retry_after=error.retry_after, base=self.config.retry_base, cap=self.config.retry_cap)
-            if failure.now + delay < turn.deadline:
-                token = Token(step="model", turn_id=turn.turn_id, n=turn.iteration, attempt=attempt)
-                self.set_turn(msgspec.structs.replace(turn, phase=BackingOff(token=token, attempt=attempt, rejected=phase.rejected)))
-                self.effects.append(StartTimer(token=token, delay=delay))
-                self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=delay, reason=error.describe()))
+            if now + delay < turn.deadline:
+                self.back_off(turn, phase, delay, error.describe(), now)
                 return
             text = f"{error.describe()}; gave up: waiting {delay:.1f} s more would pass the turn's deadline"
-        elif error.retryable:
+        elif action in ("retry", "rotate"):
             text = f"{error.describe()}; gave up after {attempt} attempts, try again later"
         else:
             text = error.describe()
-        self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=text, kind=error.kind), failure.now)
+        if action in ("retry", "rotate", "fallback") and self.fall_back(turn, text, now):
+            return
+        self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=text, kind=error.kind), now)
+
+    def back_off(self, turn: Turn, phase: Calling, delay: float, reason: str, now: float) -> None:
+        attempt = phase.attempt + 1
+        token = Token(step="model", turn_id=turn.turn_id, n=turn.iteration, attempt=attempt, provider=turn.provider)
+        self.set_turn(msgspec.structs.replace(turn, phase=BackingOff(token=token, attempt=attempt, extra=phase.extra)))
+        self.effects.append(StartTimer(token=token, delay=delay))
+        self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=delay, reason=reason))
+
+    def fall_back(self, turn: Turn, reason: str, now: float) -> bool:
+        """Go on with the next provider of the chain, if there is one (the call is made again there)."""
+        chain = self.config.providers
+        if turn.provider + 1 >= len(chain):
+            return False
+        (old, _), (new, model) = chain[turn.provider], chain[turn.provider + 1]
+        self.emit(ModelFallback(turn_id=turn.turn_id, from_provider=old, to_provider=new, model=model, reason=reason))
+        phase = turn.phase
+        extra = phase.extra if isinstance(phase, Calling) else ()
+        self.call_model(msgspec.structs.replace(turn, provider=turn.provider + 1), now, attempt=0, extra=extra)
+        return True
 
     # tools ------------------------------------------------------------------------------------------
 

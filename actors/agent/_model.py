@@ -35,6 +35,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import ssl
+import time
 import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,7 +49,9 @@ from protocols._session import ReasoningDelta, TextDelta, TurnOptions
 
 from ._http1 import Endpoint, Exchange, Pool, TransportError
 from ._hub import SessionHub
-from ._retry import classify
+from ._ratelimit import HEADERS as RATE_LIMIT_HEADERS
+from ._ratelimit import reset_after
+from ._retry import classify, read_error_body
 from ._wire import Chunk, chunk_decoder, error_details, request_encoder
 
 YIELD_EVERY = 0.005
@@ -82,6 +85,10 @@ class ModelSettings:
     configuration; a model without an entry has no known cost."""
     vision: bool | None = None
     """Whether the model takes images (``model.vision`` in config.yaml); None: judged by its name."""
+    stream: bool = True
+    """Ask for a streamed reply (``model.streaming: false`` for endpoints that refuse it)."""
+    stream_read_timeout: float = 120.0
+    """Seconds a streamed reply may send no byte before it counts as dead (a transport error, retried)."""
 
     @property
     def sees_images(self) -> bool:
@@ -252,11 +259,15 @@ class _Coalescer:
             self.text.clear()
 
 
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return float(value) if value is not None else None
-    except ValueError:
-        return None
+async def _refused(response: Exchange | _HttpxResponse) -> ModelFailure:
+    """An HTTP error response as a classified failure. Only a rate limit reads the per-limit
+    reset headers: OpenAI sends them on every response, so on another failure they describe
+    the usual windows, not a wait."""
+    body = read_error_body(await response.read(ERROR_BODY_LIMIT))
+    error = classify(response.status, body.detail, code=body.code, error_type=body.type)
+    headers = {name: value for name in RATE_LIMIT_HEADERS if (value := response.header(name)) is not None}
+    wait = reset_after(headers, time.time(), limits=error.kind == "rate_limit")
+    return ModelFailure(kind=error.kind, status=response.status, detail=error.detail, retry_after=wait)
 
 
 class _HttpxResponse:
@@ -345,9 +356,7 @@ async def _stream(
     try:
         async with response:
             if response.status >= 400:
-                detail, code = error_details(await response.read(ERROR_BODY_LIMIT))
-                kind = classify(response.status, detail, code=code).kind
-                return [ModelFailure(kind=kind, status=response.status, detail=detail, retry_after=_retry_after(response.header("retry-after")))]
+                return [await _refused(response)]
             checkpoint = trio.current_time()
             rest = b""
             while True:

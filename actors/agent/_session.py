@@ -20,7 +20,7 @@ import msgspec
 
 from actors import Actor, HermesError, WaitHandle
 from actors.store import store_address
-from protocols import WaitFinished
+from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
 from protocols._session import AnswerClarification, ResolveApproval, SessionEvent, SessionInbox, Subscribe, TurnCompleted, Unsubscribe
 from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
 
@@ -30,20 +30,17 @@ from ._delegation import Delegation, SessionOverrides
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._model import ModelSettings, call_model
+from ._providers import Providers
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
 from ._session_host import HostConfig, IdleTimer, SessionHost, Timer, Write
-from ._tools import ToolContext, ToolOutput, ToolSpec, Workspace
+from ._tools import ToolContext, Workspace
 
 log = logging.getLogger(__name__)
 
 
 class StoreDiverged(HermesError):
     """A write of this session was refused or lost, so its memory no longer matches the store."""
-
-
-async def _run_tool(tool: ToolSpec, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
-    return await tool.run(arguments, context)
 
 
 class SessionActor(Actor[SessionInbox | Timer]):
@@ -75,6 +72,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         context = self._context()
         self.me = self.actor_ref
         self.store = store_address(context.registry, self.deps.store_path)
+        self.providers = Providers(self.deps.model, self.deps.providers, context.registry)
         depth = self.overrides.depth if self.overrides is not None else 0
         self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth)
         # Load only after the writer has committed everything sent before now: writes of a
@@ -132,6 +130,12 @@ class SessionActor(Actor[SessionInbox | Timer]):
         model = self.host.model
         return self.deps.model if model == self.deps.model.model else dataclasses.replace(self.deps.model, model=model)
 
+    def lease(self, provider: str, request: LeaseKey) -> None:
+        self.providers.lease(provider, request, self.address)
+
+    def report(self, provider: str, outcome: ReportKey) -> None:
+        self.providers.report(provider, outcome)
+
     # -- the port ---------------------------------------------------------------------------------
 
     def now(self) -> float:
@@ -149,9 +153,10 @@ class SessionActor(Actor[SessionInbox | Timer]):
     def reopen_writes(self) -> None:
         self.store.tell(ReopenWrites(session_id=self.session_id))
 
-    def start_model(self, effect: CallModel, model: str) -> WaitHandle:
+    def start_model(self, effect: CallModel, model: str, key: KeyLeased) -> WaitHandle:
         tools = offered_tools(self.tools_schema, effect)
-        call = functools.partial(call_model, self.deps.clients, self.settings(), effect.messages, tools, hub=self.hub, turn_id=effect.turn_id)
+        settings = self.providers.settings(effect.provider, model, key.api_key)
+        call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=effect.turn_id)
         call = functools.partial(call, session_id=self.session_id, options=effect.options)
         return self.start_wait(call, tag="model", timeout=effect.timeout)
 
@@ -168,7 +173,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             delegation=self.delegation if self.delegation.allowed else None,
             tools=deps.tools,
         )
-        return self.start_wait(_run_tool, deps.tools[effect.name], effect.arguments, context, tag="tool", timeout=effect.timeout)
+        return self.start_wait(deps.tools[effect.name].run, effect.arguments, context, tag="tool", timeout=effect.timeout)
 
     def after(self, delay: float, message: Timer) -> WaitHandle:
         return self.send_after(delay, message)

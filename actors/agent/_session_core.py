@@ -15,10 +15,11 @@ from typing import Any
 
 import msgspec
 
-from protocols import ChatMessage, Token
+from protocols import ChatMessage, ReportKey, Token
 
 from ._machine import CallModel, Committing, ModelFailed, ModelReplied, PersistingUser, SessionState, ToolDone
 from ._model import ModelFailure, ModelReply
+from ._retry import ModelError
 from ._sanitize import sanitize
 from ._tools import ToolOutput
 
@@ -148,3 +149,12 @@ def outcome_input(key: Token | str, status: str, value: Any, error: str, now: fl
     if status == "timeout":
         return ToolDone(call_id=key, content=f"[error] the tool did not finish in time and was stopped ({error})", ok=False, now=now)
     return ToolDone(call_id=key, content=f"[error] the tool failed: {error or status}", ok=False, now=now)
+
+
+def key_report(lease_id: str, key_id: str, outcome: ModelReplied | ModelFailed) -> ReportKey:
+    """How a leased key did, for its pool: a reply is a success with its tokens; a failure says
+    its kind and how long the classifier benches the key (None: not the key's fault)."""
+    if isinstance(outcome, ModelReplied):
+        return ReportKey(lease_id=lease_id, key_id=key_id, ok=True, input_tokens=outcome.input_tokens, output_tokens=outcome.output_tokens)
+    error = ModelError(kind=outcome.kind, status=outcome.status, detail=outcome.detail, retry_after=outcome.retry_after)  # type: ignore[arg-type]
+    return ReportKey(lease_id=lease_id, key_id=key_id, ok=False, kind=outcome.kind, status=outcome.status, cooldown=error.key_cooldown)

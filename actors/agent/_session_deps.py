@@ -7,6 +7,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from actors.credentials import ProviderSpec
 from protocols._store import Interrupted
 
 from ._approval_settings import ApprovalSettings
@@ -51,6 +52,10 @@ class SessionDeps:
     """Seconds a write may stay unanswered before the session stops trusting its memory and
     reloads from the store (a lost reply, a wedged writer); far above any commit (the
     writer's busy timeout is 2 s)."""
+    providers: tuple[ProviderSpec, ...] = ()
+    """The fallback chain, primary first, each with its keys (leased from ``/credentials/<name>``
+    when the tree has that pool); empty: one provider made of ``model``. ``config.providers``
+    names the same chain for the turn machine."""
     interrupted: Mapping[str, Interrupted] = dataclasses.field(default_factory=dict)
     """Session id -> what settling the store at this runtime's start did to it: the turns a
     stopped process left running (now failed, reason ``interrupted``) and how many of their

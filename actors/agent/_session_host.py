@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from protocols import Token, WaitFinished
+from protocols import KeyLeased, LeaseKey, NoKeyAvailable, ReportKey, Token, WaitFinished
 from protocols._session import (
     CancelTurn,
     EnsureSession,
@@ -50,6 +50,7 @@ from protocols._store import (
 )
 
 from ._machine import (
+    NO_KEY,
     CallModel,
     Cancel,
     CancelModel,
@@ -59,6 +60,7 @@ from ._machine import (
     MachineConfig,
     MachineEffect,
     MachineInput,
+    ModelFailed,
     Persist,
     Persisted,
     PersistFailed,
@@ -67,6 +69,7 @@ from ._machine import (
     SessionState,
     StartTimer,
     TimerFired,
+    ToolDone,
     UserInput,
     step,
 )
@@ -76,6 +79,7 @@ from ._session_core import (
     Loaded,
     Sanitizer,
     awaited,
+    key_report,
     may_passivate,
     model_problem,
     next_ack_check,
@@ -120,7 +124,13 @@ class SessionPort(Protocol):
     def new_turn_id(self) -> str: ...
     def tell_store(self, command: Write) -> None: ...
     def reopen_writes(self) -> None: ...
-    def start_model(self, effect: CallModel, model: str) -> Handle: ...
+    def lease(self, provider: str, request: LeaseKey) -> None:
+        """Ask ``provider``'s credential pool for a key (it answers the session ``KeyLeased`` or ``NoKeyAvailable``)."""
+
+    def report(self, provider: str, outcome: ReportKey) -> None:
+        """Tell ``provider``'s pool how a leased key did (fire and forget)."""
+
+    def start_model(self, effect: CallModel, model: str, key: KeyLeased) -> Handle: ...
     def start_tool(self, effect: RunTool, turn_id: str) -> Handle: ...
     def after(self, delay: float, message: Timer) -> Handle: ...
     def cancel(self, handle: Any) -> None:
@@ -198,6 +208,14 @@ class SessionHost:
         """Writes told to the store and not answered yet: (time sent, token), oldest first."""
         self.ack_check_armed = False
         self.answers: dict[Token | str, _Answer] = {}
+        self.lease_base = port.new_turn_id()
+        """Makes this incarnation's lease ids its own (a resumed turn's first call has its predecessor's token)."""
+        self.leases: dict[str, CallModel] = {}
+        """Lease id -> the model call waiting for its key."""
+        self.leasing: dict[Token, str] = {}
+        """A waiting call's token -> its lease id."""
+        self.keys: dict[Token, tuple[str, str, str]] = {}
+        """A running call's token -> (provider, lease id, key id): whom to tell how the key did."""
         self.alive = True
         """False once this incarnation asked to be restarted or passivated: it handles nothing more."""
 
@@ -259,6 +277,10 @@ class SessionHost:
                 _answer(pending.reply_to, pending.done(message))
             case WaitFinished():
                 self.on_wait(message)
+            case KeyLeased():
+                self.on_leased(message)
+            case NoKeyAvailable():
+                self.on_no_key(message)
             case MessagesPersisted(token=Token() as token):
                 self.feed(Persisted(token=token, now=self.port.now()))
             case StoreFailed(token=token, error=error):
@@ -461,11 +483,22 @@ class SessionHost:
             case Persist(token=token, messages=messages, turn=mark):
                 self.append(token, messages, mark)
             case CallModel(token=token):
-                self.track(port.start_model(effect, self.model), token)
+                # Every call runs on a key leased from its provider's pool (on_leased).
+                lease_id = f"{self.session_id}/{self.lease_base}/{token}"
+                self.leases[lease_id] = effect
+                self.leasing[token] = lease_id
+                port.lease(self.provider_name(effect.provider), LeaseKey(lease_id=lease_id, session_id=self.session_id, reply_to=port.me))
             case RunTool(call_id=call_id):
                 assert self.state is not None and self.state.turn is not None
                 self.track(port.start_tool(effect, self.state.turn.turn_id), call_id)
             case CancelModel(token=key) | CancelTool(call_id=key) | CancelTimer(token=key):
+                if isinstance(key, Token):
+                    waiting = self.leasing.pop(key, None)
+                    if waiting is not None:  # its key is on the way: it is given back when it comes (on_leased)
+                        del self.leases[waiting]
+                    used = self.keys.pop(key, None)
+                    if used is not None:  # a cancelled call is not its key's fault
+                        port.report(used[0], ReportKey(lease_id=used[1], key_id=used[2], ok=True))
                 pending = self.handles.pop(key, None)
                 if pending is not None:
                     port.cancel(pending)
@@ -482,7 +515,40 @@ class SessionHost:
         if key is None:
             return  # cancelled on purpose; the machine has moved on
         self.handles.pop(key, None)
-        self.feed(outcome_input(key, finished.status, finished.value, finished.error, self.port.now()))
+        outcome = outcome_input(key, finished.status, finished.value, finished.error, self.port.now())
+        used = self.keys.pop(key, None) if type(key) is Token else None
+        if used is not None and not isinstance(outcome, ToolDone):
+            provider, lease_id, key_id = used
+            self.port.report(provider, key_report(lease_id, key_id, outcome))
+        self.feed(outcome)
+
+    # -- keys ---------------------------------------------------------------------------------------
+
+    def provider_name(self, index: int) -> str:
+        chain = self.config.machine.providers
+        return chain[index][0] if index < len(chain) else ""
+
+    def model_for(self, index: int) -> str:
+        """The primary runs the session's own model (``/model`` may change it); a fallback its configured one."""
+        chain = self.config.machine.providers
+        return self.model if index == 0 or index >= len(chain) else chain[index][1]
+
+    def on_leased(self, leased: KeyLeased) -> None:
+        effect = self.leases.pop(leased.lease_id, None)
+        if effect is None:  # the call was cancelled (or this is a duplicate answer): give the key back
+            self.port.report(leased.provider, ReportKey(lease_id=leased.lease_id, key_id=leased.key_id, ok=True))
+            return
+        del self.leasing[effect.token]
+        self.keys[effect.token] = (leased.provider, leased.lease_id, leased.key_id)
+        self.track(self.port.start_model(effect, self.model_for(effect.provider), leased), effect.token)
+
+    def on_no_key(self, refused: NoKeyAvailable) -> None:
+        effect = self.leases.pop(refused.lease_id, None)
+        if effect is None:
+            return
+        del self.leasing[effect.token]
+        wait = max(0.0, refused.until - self.port.wall()) if refused.until else None
+        self.feed(ModelFailed(token=effect.token, kind=NO_KEY, detail=refused.reason, retry_after=wait, benched=refused.kind, now=self.port.now()))
 
     def arm_idle(self) -> None:
         if self.state is not None:

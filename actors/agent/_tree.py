@@ -9,10 +9,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from actors.credentials import PoolOptions, credential_specs
 from actors.store import StoreError, StoreReader, StoreWriter, settle_interrupted
 from actors.store._owner import claim_store
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
+from ._providers import pool_specs
 from ._sanitize import INTERRUPTED_RESULT
 from ._session import SessionActor
 from ._session_deps import SessionDeps
@@ -24,10 +26,13 @@ SESSIONS_INTENSITY = Intensity(max_restarts=50, within=10.0)
 
 
 def agent_specs(store_file: str | Path, deps: SessionDeps) -> list[ChildSpec]:
-    """Children for the root: ``/store`` (the writer) then ``/sessions`` (one actor per session)."""
+    """Children for the root: ``/store`` (the writer), ``/credentials`` (a key pool per provider),
+    then ``/sessions`` (one actor per session)."""
     template = ChildSpec(id="session", actor=SessionActor, args=(deps,), restart=Restart.TRANSIENT, shutdown=10.0)
+    pools = PoolOptions(store_file=str(store_file), store_path=deps.store_path)
     return [
         ChildSpec(id="store", actor=StoreWriter, args=(str(store_file),)),
+        credential_specs(pool_specs(deps), pools),
         ChildSpec(id="sessions", actor=DynamicSupervisor, args=(template,), kwargs={"intensity": SESSIONS_INTENSITY}),
     ]
 

@@ -53,12 +53,18 @@ class ModelReplied(Input, frozen=True, kw_only=True):
     output_tokens: int = 0
 
 
+NO_KEY = "no_key"
+"""``ModelFailed.kind`` when no key of the provider could be leased (``retry_after``: until the first is back)."""
+
+
 class ModelFailed(Input, frozen=True, kw_only=True):
     token: Token
     kind: str
     status: int | None = None
     detail: str = ""
     retry_after: float | None = None
+    benched: str = ""
+    """With kind ``no_key``: why the first key back was benched (``rate_limit``, ``auth``, ``billing``...)."""
 
 
 class ToolDone(Input, frozen=True, kw_only=True):
@@ -111,6 +117,8 @@ class CallModel(Effect, frozen=True, kw_only=True):
     timeout: float
     options: TurnOptions | None = None
     """The client's tools and sampling parameters for this turn (API clients only)."""
+    provider: int = 0
+    """Which provider of the fallback chain to call (0: the primary)."""
 
 
 class RunTool(Effect, frozen=True, kw_only=True):

@@ -6,6 +6,8 @@ from typing import Any
 
 import msgspec
 
+from ._retry import read_error_body
+
 
 class FunctionDelta(msgspec.Struct):
     name: str | None = None
@@ -49,15 +51,6 @@ request_encoder = msgspec.json.Encoder()
 
 
 def error_details(raw: bytes) -> tuple[str, str | None]:
-    """``(message, code)`` from an OpenAI-style error body (or the body's start)."""
-    try:
-        body = msgspec.json.decode(raw)
-    except msgspec.DecodeError:
-        text = raw.decode(errors="replace").strip()
-        return (text[:500] or "no detail"), None
-    inner = body.get("error", body) if isinstance(body, dict) else body
-    if isinstance(inner, dict):
-        message = inner.get("message")
-        code = inner.get("code")
-        return (str(message) if message else str(inner)[:500]), (str(code) if code is not None else None)
-    return str(inner)[:500], None
+    """``(detail, code)`` of a provider's error body (any shape :func:`_retry.read_error_body` reads)."""
+    body = read_error_body(raw)
+    return body.detail, body.code

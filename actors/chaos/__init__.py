@@ -9,11 +9,16 @@ The test model server: tests, benchmarks and ``hermes chaos`` point the OpenAI S
 client, at :class:`ModelServer` on 127.0.0.1 instead of a real provider. It serves
 ``GET /v1/models`` and ``POST /v1/chat/completions`` (JSON or server-sent events) and
 answers each completion with the next scripted reply: text (with reasoning as
-``reasoning_content`` or ``<think>``), tool calls (arguments sent verbatim, malformed or
-not), or an HTTP error in OpenAI's shape. Any reply can add latency, stall mid-stream or
-cut the connection mid-stream; it is built on trio + h11 so those faults are exact at the
-byte level. Scripts are per session (the ``X-Hermes-Session-Id`` header) with a default
-queue; with no script at all it echoes the last user message, a 0 ms model for benchmarks.
+``reasoning_content`` or ``<think>``, cut by the token limit or not), tool calls
+(arguments sent verbatim, malformed or not), or an HTTP error: in OpenAI's shape, or one of
+the failures real providers send (``HttpError.rate_limited`` in each spelling of the reset
+hint, ``insufficient_credits``, ``invalid_api_key``, ``overloaded``, ``context_overflow``
+in five servers' wording, ...). Any reply can add latency, stall mid-stream, cut the
+connection mid-stream or go silent; it is built on trio + h11 so those faults are exact at
+the byte level. Scripts are per API key (the ``Authorization: Bearer`` header), per session
+(the ``X-Hermes-Session-Id`` header) and a default queue, and a key can carry a standing
+fault (``fail_key``: a revoked key); with no script at all it echoes the last user message,
+a 0 ms model for benchmarks.
 
 Example::
 
@@ -35,6 +40,7 @@ from ._runner import RunOptions as RunOptions
 from ._runner import RunReport as RunReport
 from ._runner import format_report as format_report
 from ._runner import run_chaos as run_chaos
+from ._script import ClockHeader as ClockHeader
 from ._script import HttpError as HttpError
 from ._script import RecordedRequest as RecordedRequest
 from ._script import Reply as Reply
@@ -55,6 +61,7 @@ from ._sim import simulate as simulate
 from ._sim import sweep as sweep
 
 __all__ = [
+    "ClockHeader",
     "HttpError",
     "Invariants",
     "ModelServer",

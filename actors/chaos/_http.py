@@ -6,7 +6,9 @@ middle of a chunked body.
 
 Invariant: every wait has a deadline: the next request on a keep-alive connection
 (``IDLE_TIMEOUT``), each read inside a request and each write (``IO_TIMEOUT``); latency
-and stalls sleep for their scripted time. A missed deadline closes the connection.
+and stalls sleep for their scripted time. A missed deadline closes the connection. The one
+exception is a scripted silence, which by design waits for the client to close the
+connection (or for the server to stop, which cancels every connection).
 """
 
 from __future__ import annotations
@@ -95,22 +97,28 @@ async def _send(conn: h11.Connection, stream: trio.SocketStream, planned: Planne
     """Send ``planned`` with its faults; False when the connection must now be closed (a cut)."""
     faults = planned.faults
     chunks = [] if head_only else planned.chunks
-    stall_at = cut_at = None
+    stall_at = cut_at = silent_at = None
     if faults is not None:
         await trio.sleep(faults.latency)
         if faults.stall_after_chunks is not None:
             stall_at = min(faults.stall_after_chunks, len(chunks))
         if faults.cut_after_chunks is not None:
             cut_at = min(faults.cut_after_chunks, len(chunks))
-    headers = [*planned.headers, ("server", "hermes-test-model")]
+        if faults.silent_after_chunks is not None:
+            silent_at = min(faults.silent_after_chunks, len(chunks))
+    headers = list(planned.headers)
+    if not any(name.lower() == "server" for name, _ in headers):
+        headers.append(("server", "hermes-test-model"))
     if not planned.streaming:
         headers.append(("content-length", str(sum(map(len, planned.chunks)))))
-    reason = http.HTTPStatus(planned.status).phrase.encode("ascii")
-    await _write(stream, conn.send(h11.Response(status_code=planned.status, headers=headers, reason=reason)))
+    await _write(stream, conn.send(h11.Response(status_code=planned.status, headers=headers, reason=_reason(planned.status))))
     for sent in range(len(chunks) + 1):
         if sent == stall_at and faults is not None:
             await trio.sleep(faults.stall_seconds)
         if sent == cut_at:
+            return False
+        if sent == silent_at:
+            await _wait_for_close(stream)
             return False
         if sent < len(chunks):
             await _write(stream, conn.send(h11.Data(data=chunks[sent])))
@@ -121,3 +129,17 @@ async def _send(conn: h11.Connection, stream: trio.SocketStream, planned: Planne
 async def _write(stream: trio.SocketStream, data: bytes) -> None:
     with trio.fail_after(IO_TIMEOUT):
         await stream.send_all(data)
+
+
+async def _wait_for_close(stream: trio.SocketStream) -> None:
+    """Send nothing and wait until the client closes its side (anything it sends is dropped)."""
+    while await stream.receive_some(_RECEIVE_SIZE):
+        pass
+
+
+def _reason(status: int) -> bytes:
+    """The standard reason phrase; none for a status HTTP does not name (529), which HTTP/1.1 allows."""
+    try:
+        return http.HTTPStatus(status).phrase.encode("ascii")
+    except ValueError:
+        return b""

@@ -1,19 +1,23 @@
 """Scripted replies to OpenAI wire bytes: completion objects, SSE chunks, error bodies.
 
-Pure functions of (reply, request body, seeded RNG): the same seed gives the same ids and
-the same chunk splits. Nothing here does I/O; ``_http`` sends what this module plans.
+Pure functions of (reply, request body, seeded RNG, the server's clock reading): the same
+seed and clock give the same ids, chunk splits and dated headers. Nothing here does I/O;
+``_http`` sends what this module plans.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import email.utils
+import math
 import random
 import string
+import time
 from typing import Any
 
 import msgspec
 
-from ._script import HttpError, Reply, ScriptedReply, TextReply, ToolCallsReply
+from ._script import ClockHeader, HttpError, Reply, ScriptedReply, TextReply, ToolCallsReply
 
 CREATED = 1_700_000_000
 """The ``created`` timestamp of every completion (fixed, so bodies are deterministic)."""
@@ -41,12 +45,14 @@ class Planned:
     """Server-sent events: chunked encoding; otherwise one chunk with a Content-Length."""
 
 
-def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: str) -> Planned:
-    """Plan the response to a chat completion ``request`` that the script answers with ``reply``."""
+def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: str, now: float) -> Planned:
+    """Plan the response to a chat completion ``request`` that the script answers with ``reply``.
+
+    ``now`` is the server's clock (unix seconds), read for the reply's clock headers.
+    """
     request_id = "req_" + _token(rng, 24)
     if isinstance(reply, HttpError):
-        planned = error(reply.status, reply.message, code=reply.code, error_type=reply.error_type, retry_after=reply.retry_after)
-        return dataclasses.replace(planned, headers=[*planned.headers, ("x-request-id", request_id)], faults=reply)
+        return scripted_error(reply, request_id=request_id, now=now)
     completion_id = "chatcmpl-" + _token(rng, 29)
     calls = reply.calls if isinstance(reply, ToolCallsReply) else ()
     call_ids = [call.id if call.id is not None else "call_" + _token(rng, 24) for call in calls]
@@ -54,7 +60,7 @@ def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: 
     words_out = _words(content) + _words(reasoning) + sum(_words(c.name) + _words(c.arguments) for c in calls)
     words_in = _prompt_words(request)
     usage = {"prompt_tokens": words_in, "completion_tokens": words_out, "total_tokens": words_in + words_out}
-    finish = "tool_calls" if calls else "stop"
+    finish = "tool_calls" if calls else reply.finish_reason if isinstance(reply, TextReply) else "stop"
     head = {"id": completion_id, "created": CREATED, "model": _model_of(request, model)}
     if request.get("stream") is not True:
         message: dict[str, Any] = {"role": "assistant", "content": content}
@@ -113,17 +119,41 @@ def error(
     *,
     code: str | None = None,
     error_type: str | None = None,
+    param: str | None = None,
     retry_after: float | None = None,
 ) -> Planned:
     """An OpenAI-shaped error response."""
     if error_type is None:
         error_type = _ERROR_TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-    body = {"error": {"message": message, "type": error_type, "param": None, "code": code}}
-    headers = _json_headers()
-    if retry_after is not None:
-        seconds = int(retry_after) if float(retry_after).is_integer() else retry_after
-        headers.append(("retry-after", str(seconds)))
-    return Planned(status, headers, [_encode(body)])
+    body = {"error": {"message": message, "type": error_type, "param": param, "code": code}}
+    return Planned(status, [*_json_headers(), *_retry_after(retry_after)], [_encode(body)])
+
+
+def scripted_error(reply: HttpError, *, request_id: str, now: float) -> Planned:
+    """The response of a scripted :class:`HttpError`: its body, and its headers over the usual ones."""
+    if reply.body is None:
+        planned = error(reply.status, reply.message, code=reply.code, error_type=reply.error_type, param=reply.param, retry_after=reply.retry_after)
+        body = planned.chunks
+    else:
+        body = [reply.body.encode()]
+    usual = [*_json_headers(request_id), *_retry_after(reply.retry_after)]
+    scripted = [*reply.headers, *((h.name, clock_value(h, now)) for h in reply.clock_headers)]
+    replaced = {name.lower() for name, _ in scripted}
+    headers = [(name, value) for name, value in usual if name not in replaced] + scripted
+    return Planned(reply.status, headers, body, reply)
+
+
+def clock_value(header: ClockHeader, now: float) -> str:
+    """The value of ``header`` when the server's clock reads ``now``."""
+    at = now + header.seconds
+    if header.format == "unix-ms":
+        return str(math.ceil(round(at * 1000, 3)))
+    second = math.ceil(round(at, 6))
+    if header.format == "http-date":
+        return email.utils.formatdate(second, usegmt=True)
+    if header.format == "rfc3339":
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))
+    return str(second)
 
 
 def models(model: str) -> Planned:
@@ -183,3 +213,9 @@ def _json_headers(request_id: str | None = None) -> list[tuple[str, str]]:
     if request_id is not None:
         headers.append(("x-request-id", request_id))
     return headers
+
+
+def _retry_after(seconds: float | None) -> list[tuple[str, str]]:
+    if seconds is None:
+        return []
+    return [("retry-after", str(int(seconds) if float(seconds).is_integer() else seconds))]

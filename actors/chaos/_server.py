@@ -6,9 +6,24 @@ program that already runs (:func:`open_model_server`). Both serve the same route
 the same state; the state is guarded by a lock because in thread mode the test thread
 scripts and reads while the server thread answers.
 
+Which reply answers a chat completion, first match wins:
+
+1. a standing fault of the request's key (``fail_key``; the key is the one of its
+   ``Authorization: Bearer`` header): every request with that key, until ``clear_key``
+   (an :class:`HttpError` standing fault answers ``GET /v1/models`` with that key too);
+2. ``refuse_stream``: a ``"stream": true`` request gets the 400 of an endpoint that cannot
+   stream, and takes no scripted reply;
+3. the key's queue, if one was ever scripted for it (``script(..., key=...)``);
+4. the session's queue, if one was ever scripted for it (the ``X-Hermes-Session-Id`` header);
+5. the default queue, if it was ever scripted;
+6. echo mode: ``echo: <last user message>``.
+
+A queue of 3-5 that ran dry answers HTTP 500 ``script_exhausted`` naming it; the request
+does not fall through to the next rule.
+
 Invariant: ``stop`` and leaving ``open_model_server`` never hang: they cancel the one
-cancel scope every connection runs under, which ends latencies and stalls at once and
-closes every socket.
+cancel scope every connection runs under, which ends latencies, stalls and silences at
+once and closes every socket.
 """
 
 from __future__ import annotations
@@ -17,9 +32,10 @@ import contextlib
 import logging
 import random
 import threading
+import time
 import traceback
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
 from typing import Any, Literal
 
@@ -29,7 +45,7 @@ import trio
 from .._errors import UsageError
 from ._http import Incoming, serve_connection
 from ._render import Planned, echo, error, models, render
-from ._script import RecordedRequest, Reply
+from ._script import HttpError, RecordedRequest, Reply, TextReply, ToolCallsReply
 
 log = logging.getLogger(__name__)
 
@@ -45,14 +61,30 @@ class ModelServer:
             place in its queue), so the same seed gives the same bytes.
         model: The one model ``GET /v1/models`` lists, and the ``model`` of completions
             whose request names none.
+        clock: The unix time in seconds, read when a reply with dated headers is sent
+            (an HTTP-date ``retry-after``, a reset time); pin it for exact bytes.
+        refuse_stream: Answer ``"stream": true`` requests with a 400 saying streaming is
+            not supported, as some OpenAI-compatible endpoints do; others work as usual.
     """
 
-    def __init__(self, *, seed: int = 0, model: str = "test-model") -> None:
+    def __init__(self, *, seed: int = 0, model: str = "test-model", clock: Callable[[], float] = time.time, refuse_stream: bool = False) -> None:
+        if not callable(clock):
+            msg = f"ModelServer(clock=...) takes a function returning unix seconds, such as time.time, not {clock!r}"
+            raise UsageError(msg)
+        if not isinstance(refuse_stream, bool):
+            msg = f"ModelServer(refuse_stream=...) must be True or False, not {refuse_stream!r}"
+            raise UsageError(msg)
         self.seed = seed
         self.model = model
+        self.clock = clock
+        self.refuse_stream = refuse_stream
         self._lock = threading.Lock()
         self._queues: dict[str | None, deque[Reply]] = {}
         self._taken: dict[str | None, int] = {}
+        self._key_queues: dict[str, deque[Reply]] = {}
+        self._key_taken: dict[str, int] = {}
+        self._key_faults: dict[str, Reply] = {}
+        self._others: dict[str, int] = {}  # replies from no queue (standing faults, refusals), per kind, for their seeds
         self._echoes: dict[str | None, int] = {}
         self._requests: list[RecordedRequest] = []
         self._errors: list[str] = []
@@ -67,18 +99,48 @@ class ModelServer:
 
     # -- scripting and records (any thread) ------------------------------------------------
 
-    def script(self, replies: Iterable[Reply], *, session: str | None = None) -> None:
-        """Queue ``replies`` for requests of ``session`` (None: the default queue).
+    def script(self, replies: Iterable[Reply], *, session: str | None = None, key: str | None = None) -> None:
+        """Queue ``replies`` for requests of ``session``, or of API ``key`` (neither: the default queue).
 
-        A request with an ``X-Hermes-Session-Id`` header takes the next reply of that
-        session's queue if one was ever scripted, else of the default queue if that was
-        scripted, else it is answered in echo mode (``echo: <last user message>``). A
-        scripted queue that ran dry answers HTTP 500. Calling again appends.
+        A request takes the next reply of its key's queue if one was ever scripted, else
+        of its session's (the ``X-Hermes-Session-Id`` header), else of the default queue,
+        else it is answered in echo mode (``echo: <last user message>``); the module
+        docstring has the whole order. A scripted queue that ran dry answers HTTP 500.
+        Calling again appends.
+
+        Raises:
+            UsageError: both ``session`` and ``key`` given, an empty key, or a reply that is
+                not a :data:`Reply`.
         """
-        replies = list(replies)
+        if session is not None and key is not None:
+            msg = "script(...) takes session= or key=, not both: a request whose key has a queue takes from it whatever its session"
+            raise UsageError(msg)
+        replies = [_checked(reply, "script") for reply in replies]
+        if key is not None:
+            _checked_key(key)
         with self._lock:
-            self._queues.setdefault(session, deque()).extend(replies)
-            self._taken.setdefault(session, 0)
+            if key is not None:
+                self._key_queues.setdefault(key, deque()).extend(replies)
+                self._key_taken.setdefault(key, 0)
+            else:
+                self._queues.setdefault(session, deque()).extend(replies)
+                self._taken.setdefault(session, 0)
+
+    def fail_key(self, key: str, reply: Reply) -> None:
+        """Answer every request made with API ``key`` with ``reply`` until :meth:`clear_key`.
+
+        A standing fault comes before every queue and takes nothing from them: e.g. a
+        revoked key, ``fail_key("sk-old", HttpError.invalid_api_key("sk-old"))``. Calling
+        again replaces the key's standing reply.
+        """
+        reply, key = _checked(reply, "fail_key"), _checked_key(key)
+        with self._lock:
+            self._key_faults[key] = reply
+
+    def clear_key(self, key: str) -> None:
+        """End ``key``'s standing fault (none is fine): its requests are answered as usual again."""
+        with self._lock:
+            self._key_faults.pop(key, None)
 
     @property
     def requests(self) -> list[RecordedRequest]:
@@ -209,12 +271,13 @@ class ModelServer:
 
     def _respond(self, incoming: Incoming) -> Planned:
         session = incoming.headers.get(SESSION_HEADER)
+        key = _bearer(incoming.headers.get("authorization"))
         try:
             body: Any = msgspec.json.decode(incoming.body) if incoming.body else None
             bad_json = None
         except msgspec.DecodeError as exc:
             body, bad_json = None, str(exc)
-        record = RecordedRequest(session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection)
+        record = RecordedRequest(session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection, api_key=key)
         with self._lock:
             self._requests.append(record)
         routes = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
@@ -227,37 +290,60 @@ class ModelServer:
             message = f"test model server: {incoming.path} takes {routes[incoming.path]}, not {incoming.method}"
             return error(405, message, code="method_not_allowed", error_type="invalid_request_error")
         if incoming.path == "/v1/models":
-            return models(self.model)
+            with self._lock:
+                standing = self._key_faults.get(key) if key is not None else None
+                if not isinstance(standing, HttpError):
+                    return models(self.model)
+                seed = self._other_seed(f"key-fault/{key}")
+            return render(standing, {}, rng=random.Random(seed), model=self.model, now=self.clock())
         if bad_json is not None:
             return error(400, f"test model server: the request body is not valid JSON ({bad_json})", code="invalid_json")
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
             return error(400, "test model server: the body must be a JSON object with a 'messages' list", code="invalid_body")
-        return self._complete(session, body)
+        chosen = self._choose(session, key, body)
+        if isinstance(chosen, Planned):
+            return chosen
+        reply, seed = chosen
+        return render(reply, body, rng=random.Random(seed), model=self.model, now=self.clock())
 
-    def _complete(self, session: str | None, body: dict[str, Any]) -> Planned:
+    def _choose(self, session: str | None, key: str | None, body: dict[str, Any]) -> tuple[Reply, str] | Planned:
+        """The reply to a completion and the seed to render it with, or a 500 for a dry queue (see the module docstring)."""
         with self._lock:
-            key = session if session in self._queues else None
-            queue = self._queues.get(key)
-            if queue is None:
-                reply: Reply = echo(body)
+            if key is not None and key in self._key_faults:
+                return self._key_faults[key], self._other_seed(f"key-fault/{key}")
+            if self.refuse_stream and body.get("stream") is True:
+                return HttpError.streaming_unsupported(), self._other_seed("refused")
+            if key is not None and key in self._key_queues:
+                queue = self._key_queues[key]
+                if not queue:
+                    return error(500, _exhausted("key", key, self._key_taken[key]), code="script_exhausted")
+                index = self._key_taken[key] = self._key_taken[key] + 1
+                return queue.popleft(), f"{self.seed}/key/{key}/{index}"
+            name = session if session in self._queues else None
+            queue_or_none = self._queues.get(name)
+            if queue_or_none is None:
                 index = self._echoes[session] = self._echoes.get(session, 0) + 1
-                seed = f"{self.seed}/echo/{session}/{index}"
-            elif not queue:
-                return error(500, _exhausted(key, self._taken[key]), code="script_exhausted")
-            else:
-                reply = queue.popleft()
-                index = self._taken[key] = self._taken[key] + 1
-                seed = f"{self.seed}/script/{key}/{index}"
-        return render(reply, body, rng=random.Random(seed), model=self.model)
+                return echo(body), f"{self.seed}/echo/{session}/{index}"
+            if not queue_or_none:
+                return error(500, _exhausted("session" if name is not None else None, name, self._taken[name]), code="script_exhausted")
+            index = self._taken[name] = self._taken[name] + 1
+            return queue_or_none.popleft(), f"{self.seed}/script/{name}/{index}"
+
+    def _other_seed(self, kind: str) -> str:
+        """The seed of the next reply of ``kind`` that comes from no queue (call under the lock)."""
+        count = self._others[kind] = self._others.get(kind, 0) + 1
+        return f"{self.seed}/{kind}/{count}"
 
 
 @contextlib.asynccontextmanager
-async def open_model_server(*, seed: int = 0, model: str = "test-model") -> AsyncIterator[ModelServer]:
-    """Serve a :class:`ModelServer` inside the running trio program, listening on entry.
+async def open_model_server(
+    *, seed: int = 0, model: str = "test-model", clock: Callable[[], float] = time.time, refuse_stream: bool = False
+) -> AsyncIterator[ModelServer]:
+    """Serve a :class:`ModelServer` (same arguments) inside the running trio program, listening on entry.
 
-    Leaving the block closes the listener and every connection, stalled ones included.
+    Leaving the block closes the listener and every connection, stalled and silent ones included.
     """
-    server = ModelServer(seed=seed, model=model)
+    server = ModelServer(seed=seed, model=model, clock=clock, refuse_stream=refuse_stream)
     server._claim("trio")
     async with trio.open_nursery() as nursery:
         await nursery.start(server._serve)
@@ -267,10 +353,28 @@ async def open_model_server(*, seed: int = 0, model: str = "test-model") -> Asyn
             nursery.cancel_scope.cancel()
 
 
-def _exhausted(session: str | None, taken: int) -> str:
+def _exhausted(kind: Literal["session", "key"] | None, name: str | None, taken: int) -> str:
     plural = "reply" if taken == 1 else "replies"
-    if session is None:
+    if kind is None:
         return f"test model server: the default script is exhausted after {taken} {plural}; script more with server.script([...])"
-    return (
-        f"test model server: the script for session {session!r} is exhausted after {taken} {plural}; script more with server.script([...], session={session!r})"
-    )
+    return f"test model server: the script for {kind} {name!r} is exhausted after {taken} {plural}; script more with server.script([...], {kind}={name!r})"
+
+
+def _bearer(authorization: str | None) -> str | None:
+    """The key of an ``Authorization: Bearer <key>`` header (the scheme in any case)."""
+    scheme, _, key = (authorization or "").strip().partition(" ")
+    return (key.strip() or None) if scheme.lower() == "bearer" else None
+
+
+def _checked(reply: object, method: str) -> Reply:
+    if not isinstance(reply, TextReply | ToolCallsReply | HttpError):
+        msg = f"{method}(...) takes TextReply, ToolCallsReply or HttpError replies, not {reply!r}"
+        raise UsageError(msg)
+    return reply
+
+
+def _checked_key(key: object) -> str:
+    if not (isinstance(key, str) and key and key == key.strip() and " " not in key):
+        msg = f"an API key is a non-empty string without spaces, as sent in 'Authorization: Bearer <key>', not {key!r}"
+        raise UsageError(msg)
+    return key

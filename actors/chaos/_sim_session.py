@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from protocols import Token
+from protocols import KeyLeased, LeaseKey, ReportKey, Token
 from protocols._session import SessionEvent, UserMessageSaved
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
@@ -136,7 +136,15 @@ class SimSession(SimSupervised):
     def reopen_writes(self) -> None:
         self.world.store.reopen(self.session_id)
 
-    def start_model(self, effect: CallModel, model: str) -> SimHandle:
+    def lease(self, provider: str, request: LeaseKey) -> None:
+        world, incarnation = self.world, self.current
+        assert incarnation is not None
+        world.deliver("pool_reply", 0.0, self.on_message, incarnation, world.pool.lease(request, world.now))
+
+    def report(self, provider: str, outcome: ReportKey) -> None:
+        self.world.pool.report(outcome, self.world.now)
+
+    def start_model(self, effect: CallModel, model: str, key: KeyLeased) -> SimHandle:
         world, checker = self.world, self.world.checker
         if world.record:
             world.note(f"{self.session_id} does {show(effect)}")

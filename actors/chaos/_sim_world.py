@@ -27,6 +27,8 @@ from protocols._store import MessagesPersisted, SessionCreated, StoreFailed, Tur
 from ..agent._model import ModelFailure, ModelReply
 from ..agent._retry import classify
 from ..agent._tools import ToolOutput
+from ..credentials import KeySpec, ProviderSpec
+from ..credentials._local import LocalPool
 from ._faults import Dice
 from ._invariants import Invariants
 
@@ -36,6 +38,11 @@ if TYPE_CHECKING:
 
 TOOL_NAMES = ("read_file", "write_file", "terminal")
 PATHS = ("notes.md", "main.py", "data.csv")
+
+
+SIM_PROVIDER = ProviderSpec(
+    name="sim", base_url="http://sim.invalid/v1", model="sim", keys=tuple(KeySpec(key_id=f"key-{n}", api_key=f"sk-sim-{n:04d}") for n in (1, 2, 3))
+)
 
 
 class World:
@@ -59,6 +66,8 @@ class World:
         delays = plan.messages.delay_max_s + plan.messages.reorder_window_s if "timer" in plan.messages.channels else 0.0
         self.checker = Invariants(turn_timeout=workload.turn_timeout_s, slack=0.05 + delays)
         self.store = SimStore(self)
+        self.pool = LocalPool(SIM_PROVIDER)
+        """The simulated provider's key pool (as ``/credentials/sim``; its state outlives sessions)."""
         self.sessions: dict[str, SimSession] = {}
         self.down = False
         """The process is dead and not started again yet (``_sim_process``)."""

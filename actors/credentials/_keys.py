@@ -19,7 +19,8 @@ class KeySpec:
 
     key_id: str
     """Stable within the pool (the label, else ``key-<n>`` by position); state is kept under it."""
-    api_key: str
+    api_key: str = dataclasses.field(repr=False)
+    """The secret: left out of ``repr`` (so of logs and of ``ReloadPool``'s repr)."""
     label: str = ""
     priority: int = 0
     """Lower first (``fill_first`` order); ties keep the configured order."""

@@ -17,10 +17,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgspec
+import trio
 
-from actors import Reactor, Registry
+from actors import HermesError, Reactor, Registry
 from actors.agent import SESSIONS_PATH, HubRegistry, tell_session
-from protocols import SessionCommand, TreeSnapshot, to_json
+from actors.agent._reader import TrioSubscriber
+from protocols import PoolStatus, PoolStatusRequest, SessionCommand, TreeSnapshot, to_json
 
 from ._access import REQUEST_ID_HEADER, AccessRecord, log_access, request_id_for, serve_request, served
 from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
@@ -34,6 +36,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 Handler = Callable[["ApiContext", Request, Send, dict[str, str]], Awaitable[None]]
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+POOL_STATUS_TIMEOUT = 1.0
+"""Seconds /health/detailed waits for each credential pool's status."""
 
 
 @dataclasses.dataclass
@@ -123,8 +127,27 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "active_turns": ctx.active,
             "reactor_lag_ms": snapshot.reactor_lag_ms,
             "tree": msgspec.json.decode(to_json(snapshot.root)),
+            "credentials": [msgspec.json.decode(to_json(status)) for status in await pool_statuses(ctx, snapshot)],
         },
     )
+
+
+async def pool_statuses(ctx: ApiContext, snapshot: TreeSnapshot) -> list[PoolStatus]:
+    """Every credential pool's status (keys by their last four characters); a pool that does not
+    answer within a second is left out."""
+    credentials = next((n for n in snapshot.root.children if n.path == "/credentials"), None)
+    statuses: list[PoolStatus] = []
+    for node in credentials.children if credentials is not None else ():
+        reply_to = TrioSubscriber(ctx.reactor)
+        try:
+            ctx.registry.lookup(node.path).tell(PoolStatusRequest(reply_to=reply_to))
+        except (LookupError, HermesError):
+            continue
+        with trio.move_on_after(POOL_STATUS_TIMEOUT):
+            status = await reply_to.get()
+            if isinstance(status, PoolStatus):
+                statuses.append(status)
+    return statuses
 
 
 async def models(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:

@@ -29,10 +29,11 @@ from actors.agent import (
     build_agent_runtime,
     hermes_home,
     load_approval_settings,
-    load_model_settings,
     reader_opener,
 )
 from actors.agent._config import read_config
+from actors.agent._providers import primary_settings, with_chain
+from actors.credentials._settings import load_providers
 from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
@@ -64,7 +65,8 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     try:
-        model = load_model_settings(home, env=env)
+        chain = load_providers(home, env=env)
+        model = primary_settings(chain, home, env)
         approvals = load_approval_settings(home, env=env, yolo=yolo)
         key, created = load_or_create_key(home, env)
         section = read_config(home).get("api_server") or {}
@@ -113,6 +115,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         store_file=store,
         approvals=approvals,
     )
+    deps = with_chain(deps, chain)
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     reaped = claim_group_ledger(home / "run" / "groups")
     if reaped:

@@ -12,6 +12,8 @@ read a file this store wrote:
 - ``turns``: one row per turn of a session (ours, not Hermes's): ``running`` from its start
   until it ends ``completed`` / ``failed`` / ``cancelled`` (with a reason), written in the same
   transaction as the messages that start or end it;
+- ``credential_pools``: one row per provider (ours): its credential pool's state as JSON
+  (cooldowns, usage, leases in flight; never a secret), replaced by each save;
 - ``schema_version``: one row, the version of this layout.
 
 Pragmas: WAL (readers never block the writer, nor it them), ``synchronous=NORMAL`` (a
@@ -33,8 +35,9 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 4
-"""The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``). Older files are migrated by ``MIGRATIONS``."""
+SCHEMA_VERSION = 5
+"""The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``,
+5 ``credential_pools``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -138,6 +141,16 @@ CREATE INDEX IF NOT EXISTS idx_turns_turn ON turns(turn_id);
 """``started_at`` is NULL for a turn whose end is the first the store heard of it (started before v4)."""
 _TABLES += _TURNS
 
+_CREDENTIAL_POOLS = """
+CREATE TABLE IF NOT EXISTS credential_pools (
+    provider TEXT PRIMARY KEY,
+    state TEXT NOT NULL,
+    saved_at REAL NOT NULL
+);
+"""
+"""``state`` is the pool's ``PoolState`` as JSON (``actors.credentials``); the store does not read it."""
+_TABLES += _CREDENTIAL_POOLS
+
 
 def _add_responses(db: apsw.Connection) -> None:
     db.execute(_RESPONSES)
@@ -151,11 +164,16 @@ def _add_turns(db: apsw.Connection) -> None:
     db.execute(_TURNS)
 
 
-MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images, 3: _add_turns}
+def _add_credential_pools(db: apsw.Connection) -> None:
+    db.execute(_CREDENTIAL_POOLS)
+
+
+MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images, 3: _add_turns, 4: _add_credential_pools}
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
 transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
 ``messages.images`` column (a JSON list of the image URLs a user sent); 3 → 4 the ``turns``
-table (empty: turns that ran before it are not known)."""
+table (empty: turns that ran before it are not known); 4 → 5 the ``credential_pools`` table
+(empty: pools start fresh)."""
 
 
 def open_writer(path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> apsw.Connection:

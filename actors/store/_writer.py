@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import apsw
 
 from protocols._base import Message
+from protocols._credentials import PoolStateSaved, SavePoolState
 from protocols._store import (
     AppendMessages,
     CreateSession,
@@ -58,6 +59,7 @@ from protocols._store import (
 
 from .._actor import Actor
 from .._address import ActorPath, Address, Registry
+from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
 from ._schema import Synchronous, open_writer
 from ._writes import (
@@ -78,8 +80,10 @@ log = logging.getLogger(__name__)
 FENCING = (CreateSession, AppendMessages, RemoveLastTurn)
 """A refusal of one of these fences the session (``ReopenWrites``)."""
 FENCING_NAMES = frozenset(c.__name__ for c in FENCING)
-Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | RemoveLastTurn | PutResponse | DeleteResponse
-W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession, RemoveLastTurn, PutResponse, DeleteResponse)
+Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | RemoveLastTurn | PutResponse | DeleteResponse | SavePoolState
+W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession, RemoveLastTurn, PutResponse, DeleteResponse, SavePoolState)
+StoreWriterInbox = StoreCommand | SavePoolState
+"""What the writer takes: the session store's commands and the credential pools' saves."""
 
 DEFAULT_BATCH_CAP = 512
 
@@ -108,11 +112,11 @@ def store_address(registry: Registry, path: str = STORE_PATH.path) -> Address[St
     return registry.lookup(path)
 
 
-class StoreWriter(Actor[StoreCommand]):
+class StoreWriter(Actor[StoreWriterInbox]):
     """The one writer actor of one store file (rule 4); start it as a supervised child.
 
     ``ChildSpec(id="store", actor=StoreWriter, args=(path,))``. Its inbox takes
-    ``protocols._store.StoreCommand``.
+    ``protocols._store.StoreCommand`` and the credential pools' ``SavePoolState``.
 
     Unlike other actors, this one's handlers do disk I/O **on purpose**: it owns the file,
     its whole job is to write it, and a write is acknowledged only once it is committed.
@@ -159,7 +163,7 @@ class StoreWriter(Actor[StoreCommand]):
     def started(self) -> None:
         self._db = open_writer(self.database, busy_timeout=self._busy_timeout, synchronous=self._synchronous)
 
-    def receive(self, message: StoreCommand) -> Any:
+    def receive(self, message: StoreWriterInbox) -> Any:
         result: Any = None
         match message:
             case CreateSession():
@@ -180,6 +184,8 @@ class StoreWriter(Actor[StoreCommand]):
                 self._write(message, put_response)
             case DeleteResponse():
                 self._write(message, delete_response)
+            case SavePoolState():
+                self._write(message, save_pool_state)
             case GetStoreStatistics(reply_to=reply_to):
                 self._flush()
                 result = self.statistics()
@@ -355,6 +361,7 @@ def _command_of(reply: Message) -> str:
         SessionEnded: "EndSession",
         SessionTotalsUpdated: "UpdateSessionTotals",
         TurnRemoved: "RemoveLastTurn",
+        PoolStateSaved: "SavePoolState",
     }.get(type(reply), type(reply).__name__)
 
 

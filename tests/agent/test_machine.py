@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from actors.agent._machine import (
+    CONTINUE_INSTRUCTION,
+    EMPTY_ANSWER,
     GRACE_INSTRUCTION,
+    NO_KEY,
     CallModel,
     Cancel,
     CancelModel,
@@ -25,6 +28,7 @@ from actors.agent._machine import (
 from actors.agent._sanitize import CANCELLED, sanitize
 from protocols import Token
 from protocols._session import (
+    ModelFallback,
     ModelRetrying,
     ToolFinished,
     TurnCancelled,
@@ -156,20 +160,98 @@ def test_cancel_during_the_model_call_cancels_the_stream() -> None:
     assert driver.feed(ModelReplied(token=model.token, content="too late")) == []
 
 
-def test_a_rate_limit_waits_for_retry_after_then_calls_again_and_a_bad_key_fails_with_advice() -> None:
+def test_a_rate_limit_rotates_the_key_then_waits_for_the_first_key_back_and_a_bad_key_fails_with_advice() -> None:
     driver = Driver()
     model = start(driver)
     effects = driver.feed(ModelFailed(token=model.token, kind="rate_limit", status=429, detail="slow down", retry_after=2.0, now=1.0))
+    retrying = events(effects)[0]
+    assert isinstance(retrying, ModelRetrying) and (retrying.attempt, retrying.delay_s) == (1, 0.0)
+    assert driver.of(StartTimer, effects) == [], "another key is tried at once"
+    rotated = driver.of(CallModel, effects)[0]
+    # The pool has no other key: the turn waits until the benched one is back.
+    effects = driver.feed(ModelFailed(token=rotated.token, kind=NO_KEY, detail="every key is rate limited", retry_after=2.0, benched="rate_limit", now=1.0))
     timer = driver.of(StartTimer, effects)[0]
     assert timer.delay == 2.0
-    retrying = events(effects)[0]
-    assert isinstance(retrying, ModelRetrying) and retrying.attempt == 1
     effects = driver.feed(TimerFired(token=timer.token, now=3.0))
     again = driver.of(CallModel, effects)[0]
-    effects = driver.feed(ModelFailed(token=again.token, kind="auth", status=401, detail="invalid key"))
+    effects = driver.feed(ModelFailed(token=again.token, kind="auth", status=401, detail="invalid key", now=3.0))
+    last = driver.of(CallModel, effects)[0]
+    # Every key benched for a bad key: waiting would not help, the turn fails with the advice.
+    effects = driver.feed(ModelFailed(token=last.token, kind=NO_KEY, detail="key-1 benched (auth)", retry_after=300.0, benched="auth", now=3.0))
     failed = events(effects)[-1]
     assert isinstance(failed, TurnFailed) and failed.kind == "auth"
-    assert "OPENAI_API_KEY" in failed.error and "invalid key" in failed.error
+    assert "OPENAI_API_KEY" in failed.error and "invalid key" in failed.error and "key-1 benched" in failed.error
+
+
+def test_a_rate_limit_whose_keys_are_back_only_after_the_deadline_fails_at_once_saying_so() -> None:
+    driver = Driver(MachineConfig(traits=TRAITS, turn_timeout=60.0))
+    model = start(driver)
+    rotated = driver.of(CallModel, driver.feed(ModelFailed(token=model.token, kind="rate_limit", status=429, now=1.0)))[0]
+    effects = driver.feed(ModelFailed(token=rotated.token, kind=NO_KEY, detail="first key back in 3600 s", retry_after=3600.0, benched="rate_limit", now=1.0))
+    failed = events(effects)[-1]
+    assert isinstance(failed, TurnFailed) and failed.kind == "rate_limit" and "after this turn's deadline" in failed.error
+
+
+def test_the_fallback_chain_takes_over_when_keys_or_retries_run_out_and_the_next_turn_starts_on_the_primary() -> None:
+    chain = (("openrouter", "big-model"), ("custom:local", "small-model"))
+    driver = Driver(MachineConfig(traits=TRAITS, providers=chain, max_attempts=2, retry_base=0.01))
+    model = start(driver)
+    assert model.provider == 0
+    rotated = driver.of(CallModel, driver.feed(ModelFailed(token=model.token, kind="billing", status=402, detail="no credit", now=1.0)))[0]
+    effects = driver.feed(ModelFailed(token=rotated.token, kind=NO_KEY, detail="every key is out of credit", retry_after=3600.0, benched="billing", now=1.0))
+    fallback = events(effects)[0]
+    assert isinstance(fallback, ModelFallback)
+    assert (fallback.from_provider, fallback.to_provider, fallback.model) == ("openrouter", "custom:local", "small-model")
+    assert "out of credit" in fallback.reason
+    moved = driver.of(CallModel, effects)[0]
+    assert moved.provider == 1 and moved.token != model.token
+    # The last provider: nothing to fall back to, so its failures end the turn.
+    timer = driver.of(StartTimer, driver.feed(ModelFailed(token=moved.token, kind="server", status=500, now=2.0)))[0]
+    again = driver.of(CallModel, driver.feed(TimerFired(token=timer.token, now=3.0)))[0]
+    failed = events(driver.feed(ModelFailed(token=again.token, kind="server", status=500, now=3.0)))[-1]
+    assert isinstance(failed, TurnFailed) and "after 2 attempts" in failed.error
+    assert start(driver, turn_id="t2").provider == 0, "each turn starts on the primary"
+
+
+def test_a_model_the_provider_does_not_know_falls_back_at_once_and_without_a_fallback_fails() -> None:
+    driver = Driver(MachineConfig(traits=TRAITS, providers=(("a", "m1"), ("b", "m2"))))
+    model = start(driver)
+    effects = driver.feed(ModelFailed(token=model.token, kind="model_not_found", status=404, detail="no such model", now=1.0))
+    assert isinstance(events(effects)[0], ModelFallback) and driver.of(CallModel, effects)[0].provider == 1
+    alone = Driver()
+    model = start(alone)
+    failed = events(alone.feed(ModelFailed(token=model.token, kind="model_not_found", status=404, detail="no such model")))[-1]
+    assert isinstance(failed, TurnFailed) and failed.kind == "model_not_found"
+
+
+def test_an_answer_cut_by_the_token_limit_is_continued_up_to_three_times_and_stored_as_one() -> None:
+    driver = Driver()
+    model = start(driver)
+    parts = ["one ", "two ", "three ", "four"]
+    for number, part in enumerate(parts[:3], start=1):
+        effects = driver.feed(ModelReplied(token=model.token, content=part, finish_reason="length", now=float(number)))
+        assert driver.of(Persist, effects) == [] and events(effects) == [], "a cut answer is not stored or shown as final"
+        model = driver.of(CallModel, effects)[0]
+        assert model.messages[-2].content == "".join(parts[:number]) and model.messages[-1].content == CONTINUE_INSTRUCTION
+    done = events(driver.answer(ModelReplied(token=model.token, content=parts[3], finish_reason="length")))[-1]
+    assert isinstance(done, TurnCompleted) and done.text == "one two three four", "after three continuations the partial answer is kept"
+    assert driver.state.transcript[-1].content == "one two three four"
+    assert all(m.content != CONTINUE_INSTRUCTION for m in driver.state.transcript), "the request to continue is never stored"
+
+
+def test_an_empty_or_reasoning_only_reply_is_asked_again_once_then_recorded_as_empty() -> None:
+    driver = Driver()
+    model = start(driver)
+    effects = driver.feed(ModelReplied(token=model.token, content="  ", reasoning="thinking...", finish_reason="stop"))
+    assert events(effects) == []
+    again = driver.of(CallModel, effects)[0]
+    done = events(driver.answer(ModelReplied(token=again.token, content="", finish_reason="stop")))[-1]
+    assert isinstance(done, TurnCompleted) and done.text == EMPTY_ANSWER
+    driver2 = Driver()
+    model = start(driver2)
+    again = driver2.of(CallModel, driver2.feed(ModelReplied(token=model.token, content="")))[0]
+    done = events(driver2.answer(ModelReplied(token=again.token, content="here it is")))[-1]
+    assert isinstance(done, TurnCompleted) and done.text == "here it is"
 
 
 def test_retries_stop_after_the_attempt_limit() -> None:

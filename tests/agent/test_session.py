@@ -121,8 +121,10 @@ def test_cancel_during_backoff_ends_the_turn_at_once(agent: AgentKit) -> None:
     agent.server.script([HttpError(status=429, message="slow down", retry_after=30)], session="s4")
     probe = agent.subscribe("s4")
     agent.start_turn("s4", "hello")
-    retrying = until(probe, ModelRetrying)[-1]
-    assert retrying.delay_s == 30 and "rate limited" in retrying.reason
+    rotated = until(probe, ModelRetrying)[-1]
+    assert rotated.delay_s == 0 and "another key" in rotated.reason, "a rate-limited key is benched and another one tried at once"
+    retrying = until(probe, ModelRetrying)[-1]  # the only key is benched: wait until it is back
+    assert 29 < retrying.delay_s <= 30 and "rate limited" in retrying.reason and "back in" in retrying.reason
     agent.session("s4").tell(CancelTurn())
     until(probe, TurnCancelled)
 
@@ -132,7 +134,7 @@ def test_a_fatal_model_error_fails_the_turn_with_advice(agent: AgentKit) -> None
     probe = agent.subscribe("s5")
     agent.start_turn("s5", "hello")
     failed = until(probe, (TurnFailed, TurnCompleted))[-1]
-    assert isinstance(failed, TurnFailed) and failed.kind == "auth"
+    assert isinstance(failed, TurnFailed) and failed.kind == "auth_permanent", "an invalid key is benched for good, not waited for"
     assert "OPENAI_API_KEY" in failed.error
 
 

@@ -116,7 +116,8 @@ def test_errors_are_classified_as_retryable_or_fatal() -> None:
     assert classify(503, "busy").kind == "overloaded"
     assert classify(None, "connection reset").kind == "transport"
     assert classify(500, "oops").retryable
-    assert not classify(401, "bad key").retryable
+    assert classify(401, "bad key").action == "rotate", "a refused key is benched and another one tried"
+    assert not classify(400, "bad field").retryable
     assert classify(400, "This model's maximum context length is 8192 tokens", code="context_length_exceeded").kind == "context_overflow"
     assert classify(400, "bad field").kind == "bad_request"
     assert not classify(404, "no such model").retryable

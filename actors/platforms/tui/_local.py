@@ -17,6 +17,7 @@ import dataclasses
 import logging
 import os
 import queue
+import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -34,10 +35,12 @@ from actors.agent import (
     ToolSpec,
     build_agent_runtime,
     load_approval_settings,
-    load_model_settings,
     reader_opener,
     tell_session,
 )
+from actors.agent._providers import primary_settings, with_chain
+from actors.credentials._report import pool_lines
+from actors.credentials._settings import load_providers
 from actors.store import STORE_PATH, StoreError, StoreReader
 from protocols import (
     AnswerClarification,
@@ -46,12 +49,15 @@ from protocols import (
     ChatMessage,
     EnsureSession,
     GetStoreStatistics,
+    PoolStatus,
+    PoolStatusRequest,
     ResolveApproval,
     SessionCommand,
     SessionEvent,
     SessionRecord,
     StartTurn,
     SwitchModel,
+    TreeSnapshot,
     UndoTurn,
 )
 from supervisor import Runtime
@@ -222,7 +228,9 @@ class LocalSession:
     async def tree(self) -> str:
         from actors.cli import render_tree
 
-        return render_tree(self.runtime.snapshot())
+        snapshot = self.runtime.snapshot()
+        pools = await asyncio.to_thread(_pool_statuses, self.runtime, snapshot)
+        return "\n".join([render_tree(snapshot), *pool_lines(pools, time.time())])
 
     async def tools(self) -> list[str] | None:
         return sorted(self.deps.tools)
@@ -260,7 +268,8 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     try:
-        model = load_model_settings(home, env=env)
+        chain = load_providers(home, env=env)
+        model = primary_settings(chain, home, env)
         approvals = load_approval_settings(home, env=env, yolo=yolo)
     except ConfigError as exc:
         raise SetupFailed(str(exc)) from None
@@ -285,4 +294,19 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         store_file=store,
         approvals=approvals,
     )
+    deps = with_chain(deps, chain)
     return LocalSession.start(deps, store)
+
+
+def _pool_statuses(runtime: Runtime, snapshot: TreeSnapshot) -> list[PoolStatus]:
+    """Ask each credential pool for its status (a second each at most; a silent one is left out)."""
+    credentials = next((n for n in snapshot.root.children if n.path == "/credentials"), None)
+    statuses = []
+    for node in credentials.children if credentials is not None else ():
+        try:
+            status = runtime.lookup(node.path).ask(PoolStatusRequest(), timeout=1.0)
+        except (HermesError, LookupError, TimeoutError):
+            continue
+        if isinstance(status, PoolStatus):
+            statuses.append(status)
+    return statuses

@@ -13,13 +13,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 import urllib.parse
 from typing import Any
 
 import httpx
 import msgspec
 
-from protocols import AnySessionEvent, ApprovalChoice, ChatMessage, NodeSnapshot, SessionEvent, SessionRecord, ToolCall, TreeSnapshot, from_json
+from actors.credentials._report import pool_lines
+from protocols import AnySessionEvent, ApprovalChoice, ChatMessage, NodeSnapshot, PoolStatus, SessionEvent, SessionRecord, ToolCall, TreeSnapshot, from_json
 
 from ._handle import EventSink, RequestRefused, ServerUnreachable, StreamNotice
 from ._sse import SseParser
@@ -232,7 +234,8 @@ class RemoteSession:
         # render_tree's last line reports reactor figures the route does not send: replace it.
         lines = render_tree(TreeSnapshot(root=root, reactor_lag_ms=lag, reactor_lag_max_ms=lag, reactor_waits=0, reactor_faults=0)).splitlines()[:-1]
         lines.append(f"reactor: lag {lag:.2f} ms; {body.get('active_turns', 0)} turns running ({self.base_url})")
-        return "\n".join(lines)
+        pools = [msgspec.convert(item, PoolStatus) for item in body.get("credentials", ())]
+        return "\n".join([*lines, *pool_lines(pools, time.time())])
 
     async def tools(self) -> list[str] | None:
         return None  # the server does not publish its tool list

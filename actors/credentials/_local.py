@@ -1,0 +1,39 @@
+"""A provider's pool kept by its one user: the pure core without an actor or a store.
+
+A session of a runtime started without ``/credentials`` (a test's bare ``SessionDeps``) and
+the simulator's session lease their keys here, through the same decisions as the pool actor:
+a failed key is benched, a rate limit is waited out, usage is counted once per lease.
+Nothing is saved: the state lives as long as its owner.
+"""
+
+from __future__ import annotations
+
+from protocols import KeyLeased, LeaseKey, NoKeyAvailable, ReportKey
+
+from ._keys import ProviderSpec
+from ._pool_core import Cooling, Granted, PoolState, lease, report, restore
+
+
+class LocalPool:
+    """One provider's keys, leased and benched in memory."""
+
+    def __init__(self, spec: ProviderSpec) -> None:
+        self.spec = spec
+        self.state: PoolState = restore(None, spec)
+        self._secrets = {key.key_id: key for key in spec.keys}
+
+    def lease(self, request: LeaseKey, now: float) -> KeyLeased | NoKeyAvailable:
+        """The answer the pool actor would give ``request`` at unix time ``now``."""
+        self.state, outcome = lease(self.state, self.spec, request.lease_id, now)
+        name = self.spec.name
+        match outcome:
+            case Granted(key_id=key_id):
+                key = self._secrets[key_id]
+                return KeyLeased(lease_id=request.lease_id, provider=name, key_id=key_id, api_key=key.api_key, shown=key.shown)
+            case Cooling(until=until, why=why, kind=kind):
+                return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=until, reason=why, kind=kind)
+            case _:  # a refresh runs: no refresh command runs here, so no key is stale
+                return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=now, reason=f"{name}: a key is being refreshed", kind="rate_limit")
+
+    def report(self, outcome: ReportKey, now: float) -> None:
+        self.state = report(self.state, self.spec, outcome, now)
