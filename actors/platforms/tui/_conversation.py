@@ -20,6 +20,7 @@ from protocols import (
     ApprovalResolved,
     ChatMessage,
     ClarificationRequested,
+    ModelFallback,
     ModelRetrying,
     ReasoningDelta,
     SessionRecovered,
@@ -154,6 +155,8 @@ class Conversation:
                 await block.add_reasoning(text)
             case ModelRetrying(attempt=attempt, delay_s=delay, reason=reason):
                 await self.notice(f"the model call failed ({reason}); retry {attempt} in {delay:.1f}s", "dim")
+            case ModelFallback(from_provider=old, to_provider=new, model=model, reason=reason):
+                await self.notice(f"{old} cannot answer ({reason}); this turn goes on with {new} ({model})", "warn")
             case ToolStarted(turn_id=turn_id, call_id=call_id, name=name, arguments=arguments):
                 view = self._turn(turn_id)
                 if view.block is not None:

@@ -24,6 +24,7 @@ from protocols import (
     ApprovalChoice,
     ApprovalRequested,
     ClarificationRequested,
+    ModelFallback,
     ModelRetrying,
     SessionEvent,
     TextDelta,
@@ -222,6 +223,8 @@ class PlainChat:
                 self.note(f"[{name}] {'ok' if ok else 'error'} in {duration(took)}")
             case ModelRetrying(reason=reason, delay_s=delay):
                 self.note(f"hermes: the model call failed ({reason}); retrying in {delay:.1f}s")
+            case ModelFallback(from_provider=old, to_provider=new, model=model, reason=reason):
+                self.note(f"hermes: {old} cannot answer ({reason}); this turn goes on with {new} ({model})")
             case ApprovalRequested():
                 choice = await self.approval(event)
                 await self.handle.resolve_approval(self.session_id, event.request_id, choice)
