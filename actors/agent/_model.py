@@ -33,6 +33,7 @@ the body, opened a new connection for every streamed call.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import re
 import ssl
 import time
@@ -54,12 +55,16 @@ from ._ratelimit import reset_after
 from ._retry import classify, read_error_body
 from ._wire import Chunk, chunk_decoder, error_details, request_encoder
 
+log = logging.getLogger(__name__)
+
 YIELD_EVERY = 0.005
 """Seconds of chunk parsing after which the stream task lets other reactor tasks run."""
 COALESCE_SECONDS = 0.03
 """Deltas are sent to subscribers at most this often (and at the end of the stream)."""
 ERROR_BODY_LIMIT = 1 << 20
 """Bytes of an HTTP error's body read for its detail."""
+WHOLE_BODY_LIMIT = 64 << 20
+"""Bytes of a whole (not streamed) completion read at most."""
 USER_AGENT = "hermes-actors"
 
 
@@ -128,6 +133,8 @@ class ModelClients:
     def __init__(self) -> None:
         self._pool = Pool(self._tls_context)
         self._routes: dict[str, Endpoint | httpx.AsyncClient] = {}
+        self.unstreamed: set[str] = set()
+        """Base URLs that refused ``stream: true``: their calls are made without streaming."""
         """Per base URL: where its requests go, decided once."""
         self._tls: ssl.SSLContext | None = None
         """One TLS context for every connection: building one loads the CA bundle (~35 ms)."""
@@ -360,7 +367,11 @@ async def _stream(
             checkpoint = trio.current_time()
             rest = b""
             while True:
-                data = await response.receive()
+                with trio.move_on_after(settings.stream_read_timeout) as silent:
+                    data = await response.receive()
+                if silent.cancelled_caught:
+                    detail = f"the stream sent nothing for {settings.stream_read_timeout:g} s (timeouts.stream_read); the connection was closed"
+                    return [ModelFailure(kind="transport", status=None, detail=detail)]
                 if data:
                     data = rest + data
                     if b"\r" in data:  # SSE lines may end in \r\n or \r: make every end a \n (blank lines are skipped)
@@ -417,12 +428,10 @@ async def call_model(
     ``response_format``; they never replace the model, the messages or the stream settings.
     """
     route = clients.get(settings)
-    body: dict[str, Any] = {
-        "model": settings.model,
-        "messages": [m.to_openai() for m in messages],
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    streamed = settings.stream and settings.base_url not in clients.unstreamed
+    body: dict[str, Any] = {"model": settings.model, "messages": [m.to_openai() for m in messages], "stream": streamed}
+    if streamed:
+        body["stream_options"] = {"include_usage": True}
     if tools:
         body["tools"] = list(tools)
     if options is not None:
@@ -432,6 +441,8 @@ async def call_model(
         if options.response_format is not None:
             body["response_format"] = options.response_format
     headers = {"X-Hermes-Session-Id": session_id, **settings.extra_headers}
+    if not streamed:
+        return await _whole(clients, route, settings, body, headers, hub, turn_id)
     text: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict[str, str]] = {}
@@ -444,6 +455,12 @@ async def call_model(
         failure += await _stream(clients, route, settings, body, headers, text, reasoning, calls, splitter, out, usage_box)
         nursery.cancel_scope.cancel()
     if failure:
+        if _refuses_streaming(failure[0]):  # some OpenAI-compatible servers cannot stream: ask again, whole
+            clients.unstreamed.add(settings.base_url)
+            log.warning("%s refused a streamed request (%s); its calls are made without streaming from now on", settings.base_url, failure[0].detail)
+            body["stream"] = False
+            del body["stream_options"]
+            return await _whole(clients, route, settings, body, headers, hub, turn_id)
         return failure[0]
     answer, thought = splitter.flush()
     text.append(answer)
@@ -459,4 +476,69 @@ async def call_model(
         finish_reason=usage_box["finish"],
         input_tokens=usage_box["usage"][0],
         output_tokens=usage_box["usage"][1],
+    )
+
+
+def _refuses_streaming(failure: ModelFailure) -> bool:
+    detail = failure.detail.lower()
+    return failure.kind == "bad_request" and "stream" in detail and ("not supported" in detail or "unsupported" in detail or "stream: false" in detail)
+
+
+class _Completion(msgspec.Struct):
+    """The parts of a whole (not streamed) chat completion that a reply needs."""
+
+    choices: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    usage: dict[str, Any] | None = None
+
+
+async def _whole(
+    clients: ModelClients,
+    route: Endpoint | httpx.AsyncClient,
+    settings: ModelSettings,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    hub: SessionHub | None,
+    turn_id: str,
+) -> ModelReply | ModelFailure:
+    """One completion without streaming (``model.streaming: false``, or an endpoint that refused it)."""
+    fields = {"authorization": f"Bearer {settings.api_key}", "content-type": "application/json", "accept": "application/json", "user-agent": USER_AGENT}
+    fields.update((name.lower(), value) for name, value in headers.items())
+    response = clients.post(route, settings.base_url, list(fields.items()), request_encoder.encode(body))
+    try:
+        async with response:
+            if response.status >= 400:
+                return await _refused(response)
+            raw = await response.read(WHOLE_BODY_LIMIT)
+    except TransportError as error:
+        return ModelFailure(kind="timeout" if error.timeout else "transport", status=None, detail=str(error))
+    except httpx.TimeoutException as error:
+        return ModelFailure(kind="timeout", status=None, detail=f"{type(error).__name__}: {error}")
+    except httpx.TransportError as error:
+        return ModelFailure(kind="transport", status=None, detail=f"{type(error).__name__}: {error}")
+    try:
+        completion = msgspec.json.decode(raw, type=_Completion)
+        choice = completion.choices[0]
+        message = choice.get("message") or {}
+        content = str(message.get("content") or "")
+        calls = tuple(
+            ToolCall(id=str(c.get("id") or ""), name=str(c["function"]["name"]), arguments=str(c["function"].get("arguments") or ""))
+            for c in message.get("tool_calls") or ()
+        )
+    except (msgspec.DecodeError, msgspec.ValidationError, IndexError, KeyError, TypeError) as error:
+        return ModelFailure(kind="malformed", status=None, detail=f"the completion could not be read: {error}")
+    splitter = _ThinkSplitter()
+    answer, thought = splitter.feed(content)
+    rest, more = splitter.flush()
+    reasoning = "".join((str(message.get("reasoning_content") or message.get("reasoning") or ""), thought, more)).strip()
+    out = _Coalescer(hub, turn_id)
+    out.add(answer + rest, reasoning)
+    out.flush()
+    usage = completion.usage or {}
+    return ModelReply(
+        content=(answer + rest).strip(),
+        reasoning=reasoning or None,
+        tool_calls=calls,
+        finish_reason=choice.get("finish_reason"),
+        input_tokens=int(usage.get("prompt_tokens") or 0),
+        output_tokens=int(usage.get("completion_tokens") or 0),
     )
