@@ -33,7 +33,7 @@ from protocols._session import (
     TurnStarted,
 )
 from protocols._store import GetStoreStatistics
-from protocols._supervision import InjectCrash
+from protocols._supervision import ChildRestarted, InjectCrash
 
 from .._address import Address
 from .._runtime import Runtime
@@ -196,13 +196,21 @@ class Driver:
         self.rng = rng
         self.clients = clients
         self.runtime = runtime
-        self.unsubscribe = runtime.subscribe(lambda event: log.add("sup", event))
+        self.restarted = threading.Semaphore(0)
+        """Released once per restart of a session actor (the supervisor's thread)."""
+        self.unsubscribe = runtime.subscribe(self.on_supervision)
         self.sessions = runtime.lookup(SESSIONS_PATH)
         self.store = runtime.lookup(STORE_PATH)
         self.actions: list[tuple[float, int, Callable[[], None]]] = []
         self.order = 0
         self.kills = 0
         self.kills_left = options.kills
+        self.seen_restarts = 0
+
+    def on_supervision(self, event: Any) -> None:
+        self.log.add("sup", event)
+        if isinstance(event, ChildRestarted) and event.path.startswith(SESSIONS_PATH.path + "/"):
+            self.restarted.release()
 
     def later(self, delay: float, action: Callable[[], None]) -> None:
         self.order += 1
@@ -295,7 +303,7 @@ class Driver:
             now = time.monotonic()
             while self.actions and self.actions[0][0] <= now:
                 heapq.heappop(self.actions)[2]()
-            if self.kills_left <= 0 and all(c.finished(now) for c in self.clients.values()):
+            if self.kills_left <= 0 and all(c.finished(now) for c in self.clients.values()) and self.restarts_seen():
                 return False
             if now > deadline:
                 return True
@@ -312,6 +320,12 @@ class Driver:
                 sent = sum(c.sent for c in self.clients.values())
                 total = sum(len(c.messages) for c in self.clients.values())
                 progress(f"chaos run: {now - started:5.1f} s, messages sent {sent}/{total}, turns open {waiting}, kills {self.kills}/{options.kills}")
+
+    def restarts_seen(self) -> bool:
+        """Every kill has restarted its session (a restart may wait for its backoff after the turns ended)."""
+        while self.seen_restarts < self.kills and self.restarted.acquire(blocking=False):
+            self.seen_restarts += 1
+        return self.seen_restarts >= self.kills
 
     def stop(self) -> bool:
         try:
