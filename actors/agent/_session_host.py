@@ -535,9 +535,10 @@ class SessionHost:
 
     def on_leased(self, leased: KeyLeased) -> None:
         effect = self.leases.pop(leased.lease_id, None)
-        if effect is None:  # the call was cancelled (or this is a duplicate answer): give the key back
-            self.port.report(leased.provider, ReportKey(lease_id=leased.lease_id, key_id=leased.key_id, ok=True))
-            return
+        if effect is None:
+            if all(used[1] != leased.lease_id for used in self.keys.values()):  # cancelled meanwhile: give the key back
+                self.port.report(leased.provider, ReportKey(lease_id=leased.lease_id, key_id=leased.key_id, ok=True))
+            return  # (a duplicate answer for a running call changes nothing: its outcome reports the key)
         del self.leasing[effect.token]
         self.keys[effect.token] = (leased.provider, leased.lease_id, leased.key_id)
         self.track(self.port.start_model(effect, self.model_for(effect.provider), leased), effect.token)
