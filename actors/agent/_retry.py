@@ -76,6 +76,11 @@ KEY_COOLDOWNS: dict[ErrorKind, float] = {
 """Seconds a key is benched after a failure that is the key's fault."""
 
 RATE_LIMIT_COOLDOWN = KEY_COOLDOWNS["rate_limit"]
+RATE_LIMIT_BOUNDS = (1.0, 3_600.0)
+"""A rate limit's reset hint is kept within these seconds: a hint of 0 would have the key
+granted again at once (calls in a tight loop against a provider that just refused them),
+and a reset header a year ahead (a provider's bug or a clock gone wrong) would bench the
+key until a restart."""
 
 _ADVICE: dict[ErrorKind, str] = {
     "auth": "the provider refused the API key; check OPENAI_API_KEY (or model.api_key in config.yaml)",
@@ -219,7 +224,8 @@ class ModelError:
     def key_cooldown(self) -> float | None:
         """Seconds the key that failed should be benched; None when the failure is not the key's fault."""
         if self.kind == "rate_limit" and self.retry_after is not None:
-            return max(0.0, self.retry_after)
+            low, high = RATE_LIMIT_BOUNDS
+            return min(high, max(low, self.retry_after))
         return KEY_COOLDOWNS.get(self.kind)
 
     @property

@@ -23,6 +23,7 @@ from ._pool import pool_address as pool_address
 from ._pool import pool_path as pool_path
 from ._pool_core import LEASE_TTL as LEASE_TTL
 from ._pool_core import REFRESH_RETRY as REFRESH_RETRY
+from ._pool_core import SETTLED_CHUNK as SETTLED_CHUNK
 from ._pool_core import SETTLED_KEEP as SETTLED_KEEP
 from ._pool_core import Cooling as Cooling
 from ._pool_core import Granted as Granted
@@ -31,7 +32,6 @@ from ._pool_core import Lease as Lease
 from ._pool_core import LeaseOutcome as LeaseOutcome
 from ._pool_core import Pending as Pending
 from ._pool_core import PoolState as PoolState
-from ._pool_core import Settled as Settled
 from ._pool_core import Why as Why
 from ._pool_core import bench_changed as bench_changed
 from ._pool_core import decode_state as decode_state
@@ -43,6 +43,7 @@ from ._pool_core import refreshing as refreshing
 from ._pool_core import reload as reload
 from ._pool_core import report as report
 from ._pool_core import restore as restore
+from ._pool_core import settled_lease_ids as settled_lease_ids
 from ._pool_core import snapshot as snapshot
 
 __all__ = [
@@ -61,9 +62,9 @@ __all__ = [
     "ProviderCell",
     "ProviderSpec",
     "REFRESH_RETRY",
+    "SETTLED_CHUNK",
     "SETTLED_KEEP",
     "STRATEGIES",
-    "Settled",
     "Strategy",
     "Why",
     "bench_changed",
@@ -79,5 +80,6 @@ __all__ = [
     "reload",
     "report",
     "restore",
+    "settled_lease_ids",
     "snapshot",
 ]

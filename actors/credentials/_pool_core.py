@@ -28,12 +28,15 @@ from protocols._credentials import KeyCondition, KeyStatus, PoolStatus, ReportKe
 
 from ._keys import KeySpec, ProviderSpec
 
-SETTLED_KEEP = 512
-"""Lease ids remembered after they settled, so a repeated report is recognised (FIFO)."""
+SETTLED_CHUNK = 64
+SETTLED_KEEP = 8 * SETTLED_CHUNK
+"""Lease ids remembered after they settled, so a repeated report is recognised (FIFO, by chunk)."""
 LEASE_TTL = 3600.0
 """Seconds after which a lease never reported stops counting as in flight (its caller died
 with it). No model call lives that long: a turn's deadline ends it first. A report that
 arrives later still is ignored."""
+STATE_VERSION = 2
+"""The saved state's layout (1: settled lease ids as a list of objects under ``settled``)."""
 REFRESH_RETRY = 60.0
 """Seconds a key whose refresh command failed waits before the next try."""
 
@@ -87,23 +90,19 @@ class Lease(msgspec.Struct, frozen=True, kw_only=True):
     granted_at: float
 
 
-class Settled(msgspec.Struct, frozen=True, kw_only=True):
-    """A lease id that was reported (or expired), and the key it had."""
-
-    lease_id: str
-    key_id: str
-
-
 class PoolState(msgspec.Struct, frozen=True, kw_only=True):
     """One provider's pool: per-key state, leases in flight, recently settled lease ids."""
 
-    version: int = 1
+    version: int = 2
+    """:data:`STATE_VERSION` when saved by this code."""
     keys: dict[str, KeyState] = msgspec.field(default_factory=dict)
     """By ``KeySpec.key_id``. Treated as immutable: every change makes a new dict."""
     in_flight: dict[str, Lease] = msgspec.field(default_factory=dict)
     """By lease id, in grant order."""
-    settled: tuple[Settled, ...] = ()
-    """The last :data:`SETTLED_KEEP` settled lease ids, oldest first."""
+    settled_ids: tuple[dict[str, str], ...] = ()
+    """The last :data:`SETTLED_KEEP` settled lease ids and their keys, in chunks of
+    :data:`SETTLED_CHUNK`, oldest first: settling one copies only the newest chunk (version 1
+    kept them as a list under ``settled``; a state of that version is read without them)."""
     last_granted: str | None = None
     """The key of the last grant (``round_robin`` continues after it)."""
 
@@ -138,23 +137,23 @@ def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tu
     """Grant ``lease_id`` a key by ``spec.strategy``, or say why none is available."""
     state = _expire(state, now)
     known = state.in_flight.get(lease_id)
-    if known is None:
-        known_key = next((s.key_id for s in state.settled if s.lease_id == lease_id), None)
-    else:
-        known_key = known.key_id
+    known_key = _settled_key(state.settled_ids, lease_id) if known is None else known.key_id
     if known_key is not None and known_key in state.keys:
         return state, Granted(key_id=known_key, again=True)
     order = _order(spec, state)
-    usable = [k for k in order if _usable(state.keys[k], now)]
+    keys_now = state.keys
+    usable = [k for k in order if _usable(keys_now[k], now)]
     if not usable:
         refreshing = tuple(k for k in order if state.keys[k].refreshing)
         if refreshing:
             return state, Pending(refreshing=refreshing)
         return state, _cooling(state, spec, now)
     key_id = _pick(spec.strategy, state, order, usable, lease_id)
-    key = state.keys[key_id]
-    keys = {**state.keys, key_id: msgspec.structs.replace(key, granted=key.granted + 1)}
-    in_flight = {**state.in_flight, lease_id: Lease(key_id=key_id, granted_at=now)}
+    key = keys_now[key_id]
+    keys = dict(keys_now)
+    keys[key_id] = msgspec.structs.replace(key, granted=key.granted + 1)
+    in_flight = dict(state.in_flight)  # a C-level copy: thousands of leases in flight stay cheap
+    in_flight[lease_id] = Lease(key_id=key_id, granted_at=now)
     return msgspec.structs.replace(state, keys=keys, in_flight=in_flight, last_granted=key_id), Granted(key_id=key_id)
 
 
@@ -164,8 +163,25 @@ def _usable(key: KeyState, now: float) -> bool:
 
 def _order(spec: ProviderSpec, state: PoolState) -> list[str]:
     """Key ids by priority, then configured position (only keys the state knows)."""
-    ranked = sorted(enumerate(spec.keys), key=lambda item: (item[1].priority, item[0]))
-    return [k.key_id for _, k in ranked if k.key_id in state.keys]
+    keys = state.keys
+    return [k for k in _facts(spec)[0] if k in keys]
+
+
+_FACTS: dict[int, tuple[ProviderSpec, tuple[str, ...], frozenset[str]]] = {}
+"""id(spec) -> (spec, its key ids ranked, the ids with a refresh command): a spec is frozen,
+so they are worked out once (by identity: hashing a spec costs more than the work)."""
+
+
+def _facts(spec: ProviderSpec) -> tuple[tuple[str, ...], frozenset[str]]:
+    known = _FACTS.get(id(spec))
+    if known is not None and known[0] is spec:
+        return known[1], known[2]
+    ranked = tuple(k.key_id for _, k in sorted(enumerate(spec.keys), key=lambda item: (item[1].priority, item[0])))
+    refreshable = frozenset(k.key_id for k in spec.keys if k.refresh_command)
+    if len(_FACTS) >= 64:
+        _FACTS.clear()
+    _FACTS[id(spec)] = (spec, ranked, refreshable)
+    return ranked, refreshable
 
 
 def _pick(strategy: str, state: PoolState, order: list[str], usable: list[str], lease_id: str) -> str:
@@ -222,16 +238,40 @@ def _seconds(delta: float) -> str:
 
 def _expire(state: PoolState, now: float) -> PoolState:
     """Leases older than :data:`LEASE_TTL` stop counting as in flight (their caller is gone)."""
-    old = [lease_id for lease_id, held in state.in_flight.items() if now - held.granted_at > LEASE_TTL]
-    if not old:
+    in_flight = state.in_flight
+    oldest = next(iter(in_flight.values()), None)  # in grant order: the first is the oldest
+    if oldest is None or now - oldest.granted_at <= LEASE_TTL:
         return state
-    in_flight = {k: v for k, v in state.in_flight.items() if k not in old}
-    settled = _settle(state.settled, [Settled(lease_id=k, key_id=state.in_flight[k].key_id) for k in old])
-    return msgspec.structs.replace(state, in_flight=in_flight, settled=settled)
+    old = {lease_id: held.key_id for lease_id, held in in_flight.items() if now - held.granted_at > LEASE_TTL}
+    kept = {k: v for k, v in in_flight.items() if k not in old}
+    return msgspec.structs.replace(state, in_flight=kept, settled_ids=_settle(state.settled_ids, old))
 
 
-def _settle(settled: tuple[Settled, ...], more: list[Settled]) -> tuple[Settled, ...]:
-    return (*settled, *more)[-SETTLED_KEEP:]
+def _settle(settled: tuple[dict[str, str], ...], more: Mapping[str, str]) -> tuple[dict[str, str], ...]:
+    """``settled`` and ``more`` after it; beyond :data:`SETTLED_KEEP`, the oldest chunk goes."""
+    chunks = list(settled)
+    for lease_id, key_id in more.items():
+        if chunks and len(chunks[-1]) < SETTLED_CHUNK:
+            chunks[-1] = {**chunks[-1], lease_id: key_id}
+        else:
+            chunks.append({lease_id: key_id})
+    while len(chunks) > SETTLED_KEEP // SETTLED_CHUNK:
+        del chunks[0]
+    return tuple(chunks)
+
+
+def _settled_key(settled: tuple[dict[str, str], ...], lease_id: str) -> str | None:
+    """The key a settled ``lease_id`` had (None: not among the settled)."""
+    for chunk in settled:
+        key_id = chunk.get(lease_id)
+        if key_id is not None:
+            return key_id
+    return None
+
+
+def settled_lease_ids(state: PoolState) -> list[str]:
+    """The settled lease ids the pool remembers, oldest first."""
+    return [lease_id for chunk in state.settled_ids for lease_id in chunk]
 
 
 # -- reports --------------------------------------------------------------------------------
@@ -244,17 +284,22 @@ def report(state: PoolState, spec: ProviderSpec, outcome: ReportKey, now: float)
     incarnation that died before saving) still counts, grant included, and benches its key.
     """
     lease_id = outcome.lease_id
-    if any(s.lease_id == lease_id for s in state.settled):
+    if _settled_key(state.settled_ids, lease_id) is not None:
         return state
-    held = state.in_flight.get(lease_id)
-    key_id = held.key_id if held is not None else outcome.key_id
-    in_flight = {k: v for k, v in state.in_flight.items() if k != lease_id} if held is not None else state.in_flight
-    settled = _settle(state.settled, [Settled(lease_id=lease_id, key_id=key_id)])
+    in_flight = state.in_flight
+    held = in_flight.get(lease_id)
+    key_id = outcome.key_id
+    if held is not None:
+        key_id = held.key_id
+        in_flight = dict(in_flight)  # C-level copy and delete, not a comprehension over every lease
+        del in_flight[lease_id]
+    settled = _settle(state.settled_ids, {lease_id: key_id})
     key = state.keys.get(key_id)
     keys = state.keys
     if key is not None:
-        keys = {**keys, key_id: _counted(key, held is None, outcome, _refreshable(spec, key_id), now)}
-    return msgspec.structs.replace(state, keys=keys, in_flight=in_flight, settled=settled)
+        keys = dict(keys)
+        keys[key_id] = _counted(key, held is None, outcome, key_id in _facts(spec)[1], now)
+    return msgspec.structs.replace(state, keys=keys, in_flight=in_flight, settled_ids=settled)
 
 
 def _counted(key: KeyState, unknown: bool, outcome: ReportKey, refreshable: bool, now: float) -> KeyState:
@@ -275,10 +320,6 @@ def _counted(key: KeyState, unknown: bool, outcome: ReportKey, refreshable: bool
     if outcome.cooldown is not None and outcome.cooldown > 0 and now + outcome.cooldown > key.cooling_until:
         key = msgspec.structs.replace(key, cooling_until=now + outcome.cooldown, why=why)
     return key
-
-
-def _refreshable(spec: ProviderSpec, key_id: str) -> bool:
-    return any(k.key_id == key_id and k.refresh_command for k in spec.keys)
 
 
 # -- configuration ----------------------------------------------------------------------------
@@ -312,7 +353,7 @@ def restore(saved: PoolState | None, spec: ProviderSpec) -> PoolState:
         key = saved.keys.get(key_spec.key_id, KeyState())
         keys[key_spec.key_id] = msgspec.structs.replace(key, stale=bool(key_spec.refresh_command), refreshing=False)
     last = saved.last_granted if saved.last_granted in keys else None
-    return msgspec.structs.replace(saved, keys=keys, last_granted=last)
+    return msgspec.structs.replace(saved, keys=keys, last_granted=last, version=STATE_VERSION)
 
 
 def _fresh(key_spec: KeySpec) -> KeyState:

@@ -481,7 +481,9 @@ def test_retryable_means_the_retry_or_rotate_action(kind: ErrorKind) -> None:
         ("billing", None, 3_600.0),
         ("rate_limit", None, 60.0),
         ("rate_limit", 12.5, 12.5),
-        ("rate_limit", 0.0, 0.0),
+        ("rate_limit", 0.0, 1.0),  # "reset now" still benches the key a second: no tight loop of refused calls
+        ("rate_limit", 0.2, 1.0),
+        ("rate_limit", 3.2e7, 3_600.0),  # a reset header a year ahead benches the key an hour, not a year
         ("billing", 12.5, 3_600.0),
         ("overloaded", 5.0, None),
         ("server", None, None),

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from actors.credentials import (
     LEASE_TTL,
     REFRESH_RETRY,
+    SETTLED_CHUNK,
     SETTLED_KEEP,
     Cooling,
     Granted,
@@ -31,6 +32,7 @@ from actors.credentials import (
     reload,
     report,
     restore,
+    settled_lease_ids,
     snapshot,
 )
 from protocols import ReportKey, to_json
@@ -207,8 +209,11 @@ def test_settled_lease_ids_are_bounded_and_stale_leases_stop_counting_as_in_flig
     state = restore(None, spec)
     for n in range(SETTLED_KEEP + 10):
         state = report(state, spec, ok(f"l{n}", "a"), NOW)
-    assert len(state.settled) == SETTLED_KEEP
-    assert state.settled[0].lease_id == "l10"
+    remembered = settled_lease_ids(state)  # the oldest chunk went when the cap was passed
+    assert SETTLED_KEEP - SETTLED_CHUNK < len(remembered) <= SETTLED_KEEP
+    assert remembered[0] == f"l{SETTLED_KEEP + 10 - len(remembered)}" and remembered[-1] == f"l{SETTLED_KEEP + 9}"
+    assert report(state, spec, ok(remembered[0], "a"), NOW) is state  # still remembered: counted once
+    assert report(state, spec, ok("l5", "a"), NOW) is not state  # forgotten: counted again
     state, _ = grant(state, spec, "old")
     state, _ = grant(state, spec, "new", now=NOW + LEASE_TTL + 1)
     assert list(state.in_flight) == ["new"]
@@ -332,6 +337,18 @@ def test_a_saved_state_round_trips_and_garbage_is_refused() -> None:
     assert decode_state(encode_state(state)) == state
     with pytest.raises(msgspec.ValidationError):
         decode_state('{"keys": 3}')
+
+
+def test_a_state_saved_in_the_first_layout_still_loads_with_its_benches_and_usage() -> None:
+    spec = provider()
+    first_layout = (
+        '{"version": 1, "keys": {"a": {"cooling_until": %s, "granted": 4, "successes": 3, "failures": 1}},'
+        ' "in_flight": {}, "settled": [{"lease_id": "l1", "key_id": "a"}], "last_granted": "a"}'
+    ) % (NOW + 60)
+    state = restore(decode_state(first_layout), spec)
+    assert state.version == 2 and settled_lease_ids(state) == []
+    assert state.keys["a"].cooling_until == NOW + 60 and state.keys["a"].granted == 4
+    assert decode_state(encode_state(state)) == state
 
 
 # -- properties -------------------------------------------------------------------------------
