@@ -507,9 +507,20 @@ class _Step:
 
     def record_result(self, turn: Turn, call: ToolCall, content: str, *, ok: bool) -> None:
         result = ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content)
-        self.append(result)
+        self.add_result(turn, result)
         self.effects.append(Persist(token=Token(step="tool", turn_id=turn.turn_id, call_id=call.id), messages=(result,)))
         self.emit(ToolFinished(turn_id=turn.turn_id, call_id=call.id, name=call.name, ok=ok, preview=content[:PREVIEW_CHARS]))
+
+    def add_result(self, turn: Turn, result: ChatMessage) -> None:
+        """Append ``result`` among the results after its assistant message in the model's order
+        (tools finish in any order; the store keeps that order, the model is sent this one)."""
+        transcript = self.state.transcript
+        rank = {c.id: i for i, c in enumerate(turn.calls)}
+        mine = rank[result.tool_call_id or ""]
+        at = len(transcript)
+        while at and transcript[at - 1].role == "tool" and rank.get(transcript[at - 1].tool_call_id or "", -1) > mine:
+            at -= 1
+        self.state = msgspec.structs.replace(self.state, transcript=(*transcript[:at], result, *transcript[at:]))
 
     def settle(self, turn: Turn, text: str, end: TurnMark) -> None:
         """Give every unanswered call of the latest assistant message a synthetic result, and record the end."""
