@@ -23,6 +23,7 @@ from ._credentials import ReportKey as ReportKey
 from ._credentials import SavePoolState as SavePoolState
 from ._faults import CrashFaults as CrashFaults
 from ._faults import FaultPlan as FaultPlan
+from ._faults import KeyFaults as KeyFaults
 from ._faults import MessageFaults as MessageFaults
 from ._faults import ModelFaults as ModelFaults
 from ._faults import StoreFaults as StoreFaults
@@ -142,6 +143,7 @@ __all__ = [
     "GetStoreStatistics",
     "InjectCrash",
     "KeyCondition",
+    "KeyFaults",
     "KeyLeased",
     "KeyStatus",
     "LeaseKey",

@@ -6,15 +6,17 @@ reply?", "does this tool hang?") from a ``random.Random`` seeded by the run's se
 plan and one seed give one run.
 
 Every rate is a probability in [0, 1] applied per opportunity: per message for message
-faults and session crashes, per model call, per tool call, per store write. A plan with
+faults and session and pool crashes, per model call (per call made with the key, for a
+key's faults), per tool call, per store write. A plan with
 every rate at 0 (the default) injects nothing.
 
 The tree::
 
     FaultPlan
     ├── messages   MessageFaults   drop / delay / duplicate / reorder, per channel
-    ├── crashes    CrashFaults     session actor crashes (InjectCrash)
+    ├── crashes    CrashFaults     session actor crashes (InjectCrash), process death, credential pool crashes
     ├── model      ModelFaults     HTTP errors, latency, stalls, cut streams, malformed tool calls
+    │   └── key_faults  KeyFaults  per API key: 429 (with or without a reset hint), 401, 402
     ├── tools      ToolFaults      raise, hang past the timeout, huge output, slow
     ├── store      StoreFaults     busy, slow commit, crash between write and ack
     └── workload   Workload        sessions, user messages, busy policies, cancels, limits
@@ -81,7 +83,8 @@ class MessageFaults(Message, frozen=True, kw_only=True):
 
 
 class CrashFaults(Message, frozen=True, kw_only=True):
-    """Session actors crash on purpose (``InjectCrash``) and are restarted by their supervisor."""
+    """Actors crash on purpose and are restarted by their supervisor: session actors
+    (``InjectCrash``), the credential pool, or the whole process at once."""
 
     session: float = 0.0
     """Per message a session actor is about to handle: it crashes instead (the message
@@ -99,11 +102,56 @@ class CrashFaults(Message, frozen=True, kw_only=True):
     process_window_s: float = 3.0
     process_down_s: float = 0.2
     """How long the process stays down; messages sent meanwhile reach the next one."""
+    pool: float = 0.0
+    """Per message the credential pool actor is about to handle (``LeaseKey``, ``ReportKey``):
+    it crashes instead and is restarted; the message, and those sent while it restarts, wait
+    in its address for the next incarnation, which starts from the pool's saved state."""
+    max_per_pool: int = 3
+    """At most this many pool crashes per run (the ``/credentials`` supervisor allows 3 in 5 s)."""
+    pool_save_lost: float = 0.0
+    """Per pool crash: the last save its exit sends is lost too (the store refused it), so
+    the next incarnation starts from the save before: grants, reports and benches made since
+    are forgotten."""
 
     def __post_init__(self) -> None:
-        _check_rates(self, ("session", "passivate", "process"))
-        if self.max_per_session < 0:
-            msg = f"CrashFaults.max_per_session must be >= 0, not {self.max_per_session}"
+        _check_rates(self, ("session", "passivate", "process", "pool", "pool_save_lost"))
+        for name in ("max_per_session", "max_per_pool"):
+            if getattr(self, name) < 0:
+                msg = f"CrashFaults.{name} must be >= 0, not {getattr(self, name)}"
+                raise ValueError(msg)
+
+
+class KeyFaults(Message, frozen=True, kw_only=True):
+    """Faults of one API key, per model call made with it (drawn before the model's own faults).
+
+    The simulator applies them; ``hermes chaos run`` (one key, the real runtime) says so and
+    leaves them out, as it does pool crashes.
+
+    At most one of them per call: ``auth + billing + rate_limit`` must not exceed 1.
+    """
+
+    key_id: str
+    """The key's id in its pool (the simulator's provider has ``key-1``, ``key-2``, ``key-3``)."""
+    rate_limit: float = 0.0
+    """The call is answered 429: the key is benched until the limit resets."""
+    reset_hint: float = 0.5
+    """Of the 429s, the share that say when the limit resets (in up to ``reset_max_s``); the
+    others bench the key for the classifier's default (60 s)."""
+    reset_max_s: float = 2.0
+    auth: float = 0.0
+    """The call is answered 401: the provider refuses the key (benched 300 s)."""
+    billing: float = 0.0
+    """The call is answered 402: the account has no credit (benched 3600 s)."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("rate_limit", "reset_hint", "auth", "billing"))
+        _check_seconds(self, ("reset_max_s",))
+        if not self.key_id:
+            msg = "KeyFaults.key_id must name a key"
+            raise ValueError(msg)
+        total = self.rate_limit + self.auth + self.billing
+        if total > 1.0:
+            msg = f"KeyFaults of {self.key_id}: rate_limit + auth + billing is the chance of one failure per call and must not exceed 1, not {total:g}"
             raise ValueError(msg)
 
 
@@ -125,6 +173,9 @@ class ModelFaults(Message, frozen=True, kw_only=True):
     malformed_tool_calls: float = 0.0
     """A tool-calling reply is broken: arguments that are not JSON, an unknown tool, a
     missing or repeated call id."""
+    key_faults: tuple[KeyFaults, ...] = ()
+    """Keys that fail on their own (a revoked key, an account out of credit, a low rate
+    limit), each drawn when a call runs with that key; keys not named have none."""
 
     def __post_init__(self) -> None:
         _check_rates(self, ("http_error", "latency", "stall", "cut", "malformed_tool_calls"))
@@ -132,6 +183,10 @@ class ModelFaults(Message, frozen=True, kw_only=True):
         bad = [s for s in self.http_statuses if not 400 <= s <= 599]
         if bad or not self.http_statuses:
             msg = f"ModelFaults.http_statuses must be a non-empty list of 4xx/5xx statuses, not {list(self.http_statuses)}"
+            raise ValueError(msg)
+        ids = [k.key_id for k in self.key_faults]
+        if len(set(ids)) != len(ids):
+            msg = f"ModelFaults.key_faults names a key more than once: {ids}"
             raise ValueError(msg)
 
 

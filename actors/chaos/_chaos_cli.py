@@ -26,6 +26,7 @@ import logging
 import subprocess
 import sys
 import time
+import typing
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -35,8 +36,10 @@ from protocols._faults import FaultPlan
 from .._errors import UsageError
 from ._faults import PRESETS, dump_plan, load_plan
 from ._sim import SimOptions, SweepResult, format_result, replay, shrink, summary, sweep
+from ._sim_session import PlantedBug
 
-BUGS = ("drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit")
+BUGS: tuple[str, ...] = tuple(name for literal in typing.get_args(PlantedBug) for name in typing.get_args(literal))
+"""Every bug ``--bug`` can plant (the session's and the credential pool's)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -224,6 +227,8 @@ def _run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     if args.sessions < 1 or args.kills < 0:
         raise UsageError("--sessions must be at least 1 and --kills at least 0")
     plan = load_plan(args.plan)
+    if plan.model.key_faults or plan.crashes.pool:
+        print("note: key faults and credential pool crashes are simulated only (hermes chaos sim); this run uses one key and no pool faults", file=err)
     show_progress = not args.quiet and err.isatty()
 
     def progress(line: str) -> None:

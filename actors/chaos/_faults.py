@@ -17,7 +17,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from protocols._base import from_json, to_json
-from protocols._faults import CrashFaults, FaultPlan, MessageFaults, ModelFaults, StoreFaults, ToolFaults, Workload
+from protocols._faults import CrashFaults, FaultPlan, KeyFaults, MessageFaults, ModelFaults, StoreFaults, ToolFaults, Workload
 
 from .._errors import UsageError
 
@@ -33,39 +33,78 @@ def calm_plan() -> FaultPlan:
     return FaultPlan(name="calm")
 
 
+DEFAULT_KEY_FAULTS = (KeyFaults(key_id="key-1", rate_limit=0.04),)
+"""The first key (the one ``fill_first`` uses while it works) is rate limited now and then."""
+
+
 def default_plan() -> FaultPlan:
     """Every fault the runtime is built to survive today, at rates that make each seed eventful.
 
     Left out (see ``storm_plan``): session crashes and passivation, store write failures,
     duplicated or dropped client messages. Included: one process death (``kill -9``) in a
-    tenth of the runs.
+    tenth of the runs, a rate-limited first key, and a credential pool that crashes now and then.
     """
     return FaultPlan(
         name="default",
         messages=MessageFaults(delay=0.05, duplicate=0.05, reorder=0.1, drop=0.02),
-        model=ModelFaults(http_error=0.12, latency=0.1, stall=0.04, cut=0.04, malformed_tool_calls=0.15, http_statuses=(429, 500, 503, 529, 401, 400)),
+        model=ModelFaults(
+            http_error=0.12,
+            latency=0.1,
+            stall=0.04,
+            cut=0.04,
+            malformed_tool_calls=0.15,
+            http_statuses=(429, 500, 503, 529, 401, 400),
+            key_faults=DEFAULT_KEY_FAULTS,
+        ),
         tools=ToolFaults(error=0.08, hang=0.04, huge_output=0.03, huge_output_chars=200_000, slow=0.1),
         store=StoreFaults(slow_commit=0.1, slow_commit_max_s=0.5),
-        crashes=CrashFaults(process=0.1),
+        crashes=CrashFaults(process=0.1, pool=0.01, pool_save_lost=0.3),
         workload=Workload(cancel=0.15, mid_turn=0.35),
     )
 
 
 def crash_plan() -> FaultPlan:
-    """The default faults plus session crashes (recovery policy ``fail``)."""
+    """The default faults plus session crashes (recovery policy ``fail``) and more pool crashes."""
     base = default_plan()
-    return msgspec.structs.replace(base, name="crash", crashes=CrashFaults(session=0.03, max_per_session=2, process=0.1))
+    return msgspec.structs.replace(base, name="crash", crashes=CrashFaults(session=0.03, max_per_session=2, process=0.1, pool=0.03, pool_save_lost=0.5))
 
 
 def storm_plan() -> FaultPlan:
     """Everything, including the faults whose handling is a known finding."""
     base = default_plan()
+    keys = (KeyFaults(key_id="key-1", rate_limit=0.08, auth=0.03), KeyFaults(key_id="key-2", rate_limit=0.1, billing=0.02))
     return msgspec.structs.replace(
         base,
         name="storm",
         messages=msgspec.structs.replace(base.messages, channels=("user", "cancel", "store_reply", "model_reply", "tool_result")),
-        crashes=CrashFaults(session=0.04, max_per_session=3, passivate=0.3, process=0.1),
+        model=msgspec.structs.replace(base.model, key_faults=keys),
+        crashes=CrashFaults(session=0.04, max_per_session=3, passivate=0.3, process=0.1, pool=0.03, pool_save_lost=0.5),
         store=StoreFaults(busy=0.03, slow_commit=0.1, slow_commit_max_s=0.5, crash_after_commit=0.02),
+    )
+
+
+def keys_plan() -> FaultPlan:
+    """The default faults with most keys bad and a pool that crashes often, for two sessions sharing it
+    (one or two messages each: a seed costs about what one session of the default plan does).
+
+    The first key is refused (401) or rate limited, the second rate limited (with or without
+    a reset hint) or out of credit (402), the third rate limited now and then: turns rotate
+    keys, find every key benched and wait for a rate limit to pass or fail at once. The pool
+    crashes up to three times a run, and half the time its last save is lost with it; now and
+    then a session crashes with a lease in flight.
+    """
+    base = default_plan()
+    keys = (
+        KeyFaults(key_id="key-1", auth=0.25, rate_limit=0.15),
+        KeyFaults(key_id="key-2", rate_limit=0.4, billing=0.05),
+        KeyFaults(key_id="key-3", rate_limit=0.1, reset_hint=0.9),
+    )
+    return msgspec.structs.replace(
+        base,
+        name="keys",
+        model=msgspec.structs.replace(base.model, key_faults=keys),
+        crashes=CrashFaults(session=0.01, process=0.1, pool=0.1, max_per_pool=3, pool_save_lost=0.5),
+        workload=msgspec.structs.replace(base.workload, sessions=2, max_messages=2),  # two sharing the pool, kept as cheap as one
     )
 
 
@@ -99,6 +138,7 @@ PRESETS = {
     "store-busy": store_busy_plan,
     "client-retries": client_retries_plan,
     "process-death": process_death_plan,
+    "keys": keys_plan,
 }
 """Named plans. Every one keeps every invariant: CI sweeps seeds 0-15,999 of each
 (``tests/chaos/test_sweeps.py``); ``hermes chaos sim --all-presets`` sweeps more by hand."""
@@ -185,6 +225,21 @@ class Dice:
             return False
         self.injected.append(fault_id)
         return True
+
+    def pick(self, stream: str, kinds: Sequence[tuple[str, float]]) -> str | None:
+        """Which of ``kinds`` (name, chance; chances summing to at most 1) is injected at this
+        decision, if any: one draw, one fault id (``"keys:auth#4"``)."""
+        draw = self.stream(stream).random()
+        number = self._counts[stream] = self._counts.get(stream, 0) + 1
+        for kind, rate in kinds:
+            if draw < rate:
+                fault_id = f"{stream}:{kind}#{number}"
+                if fault_id in self.mask:
+                    return None
+                self.injected.append(fault_id)
+                return kind
+            draw -= rate
+        return None
 
     def uniform(self, stream: str, low: float, high: float) -> float:
         return self.stream(stream).uniform(low, high)

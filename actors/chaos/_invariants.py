@@ -16,12 +16,15 @@ store and the supervisor can see:
   too), and none runs before the assistant message asking for it is durable.
 - ``turn_started_twice`` / ``two_turns_running`` / ``terminal_count`` /
   ``spurious_recovery`` / ``turn_never_ended`` / ``deadline_missed``: each turn a session
-  took (started or queued) ends exactly once, before its deadline.
+  took (started or queued) ends exactly once, before its deadline (or, if its actor died
+  before the deadline, by the recovery's verdict within ``RECOVERY_BOUND`` of the crash).
 - ``seq_gap``: every subscriber sees sequence numbers without gaps.
 - ``two_live_actors`` / ``restart_intensity``: one live actor per session path; no
   supervisor restarts more children than its intensity allows.
 - ``misattributed_failure`` (simulator): a turn is failed for a store error only by a
   failed write of its own. ``no_quiescence``: the run never came to rest.
+- The credential pool's rules (simulator): ``lease_unanswered``, ``benched_key_granted``,
+  ``usage_double_counted``, ``usage_uncounted``, ``model_key_not_leased``; see ``_pool_checks``.
 
 Crashes are learnt from supervision events: ``ChildRestarted`` of a session's path means
 its previous incarnation died; the turns it had open must then be ended by the recovery
@@ -32,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -49,6 +53,12 @@ from protocols._session import (
 )
 
 from ..agent._sanitize import sanitize
+from ._pool_checks import PoolChecks
+
+RECOVERY_BOUND = 2.0
+"""Seconds from a crash to the recovery's verdict on the turn it interrupted (a restart, then
+a load that may wait behind slow commits): a turn whose actor died before its deadline may
+end this much after the deadline, and only as the recovery's ``TurnFailed`` (``restarted``)."""
 
 RULES = (
     "ack_not_durable",
@@ -70,6 +80,11 @@ RULES = (
     "restart_intensity",
     "misattributed_failure",
     "no_quiescence",
+    "lease_unanswered",
+    "benched_key_granted",
+    "usage_double_counted",
+    "usage_uncounted",
+    "model_key_not_leased",
 )
 
 
@@ -93,7 +108,7 @@ class Violation:
 class _Book:
     """What the checker knows of one session's turns."""
 
-    __slots__ = ("acked", "deadline_reported", "ended", "lost", "queued", "rejected", "resuming", "rewritable", "running", "started", "texts")
+    __slots__ = ("acked", "crashed_at", "deadline_reported", "ended", "lost", "queued", "rejected", "resuming", "rewritable", "running", "started", "texts")
 
     def __init__(self) -> None:
         self.running: str | None = None
@@ -108,6 +123,8 @@ class _Book:
         """Turns open when the session's actor died; its recovery must end the running one."""
         self.resuming = False
         self.deadline_reported: set[str] = set()
+        self.crashed_at: dict[str, float] = {}
+        """Turn id -> when the actor running it crashed."""
         self.rewritable: set[str] = set()
         """Turns that ended before the process died but whose end was not committed yet: the
         next process finds them running and fails them ``interrupted`` (once)."""
@@ -122,13 +139,16 @@ class Invariants:
         max_restarts: Restart intensity of the session supervisor: at most this many
             restarts within ``within`` seconds.
         within: The intensity window, seconds.
+        lease_bound: A ``LeaseKey`` must be answered within this many seconds.
     """
 
-    def __init__(self, *, turn_timeout: float, slack: float = 0.0, max_restarts: int = 50, within: float = 10.0) -> None:
+    def __init__(self, *, turn_timeout: float, slack: float = 0.0, max_restarts: int = 50, within: float = 10.0, lease_bound: float = 1.0) -> None:
         self.turn_timeout = turn_timeout
         self.slack = slack
         self.max_restarts = max_restarts
         self.within = within
+        self._due = math.inf
+        """No deadline (a turn's, a lease's) can be missed before this moment: :meth:`advance` looks only after it."""
         self.violations: list[Violation] = []
         self.step = -1
         self._books: dict[str, _Book] = {}
@@ -139,6 +159,8 @@ class Invariants:
         self._restarts: dict[str, collections.deque[float]] = {}
         self.counts: collections.Counter[str] = collections.Counter()
         """Events seen, by kind (``turns``, ``completed``, ``failed``, ``cancelled``, ``restarts``, ...)."""
+        self.pool = PoolChecks(self.violate, self.counts, lease_bound)
+        """The credential pool's rules (``_pool_checks``)."""
 
     # -- reporting ---------------------------------------------------------------------------------
 
@@ -197,6 +219,11 @@ class Invariants:
                 self._reclaim(book, turn_id)
                 if turn_id and book.resuming and turn_id not in book.started and turn_id not in book.ended:
                     self._adopt(book, turn_id, now)
+        running = book.running
+        if running is not None:  # a turn that may be running from now on: its deadline is watched
+            due = book.started.get(running, now) + self.turn_timeout + self.slack
+            if due < self._due:
+                self._due = due
 
     @staticmethod
     def _reclaim(book: _Book, turn_id: str) -> None:
@@ -258,6 +285,13 @@ class Invariants:
             book.running = None
         late = now - book.started[turn_id] - self.turn_timeout
         if late > self.slack and turn_id not in book.deadline_reported:
+            crashed = book.crashed_at.get(turn_id)
+            in_time = crashed is not None and crashed - book.started[turn_id] - self.turn_timeout <= self.slack and now - crashed <= RECOVERY_BOUND
+            if isinstance(event, TurnFailed) and event.kind == "restarted" and in_time:
+                # Its actor died in time (at the deadline, say), and the next one failed it as
+                # soon as it had loaded: the lateness is the restart, not a missed deadline.
+                self.counts["ended_late_by_restart"] += 1
+                return
             self.violate("deadline_missed", session_id, f"turn {turn_id} ended {late:.3f} s after its deadline", now)
 
     def crashed(self, session_id: str, now: float) -> None:
@@ -266,6 +300,7 @@ class Invariants:
         book = self.book(session_id)
         if book.running is not None:
             book.lost.append(book.running)
+            book.crashed_at[book.running] = now
             book.running = None
         # Queued turns lived only in the dead actor's memory; nothing will end them unless
         # the recovery does, so they stay open (and are reported if they never end).
@@ -282,6 +317,7 @@ class Invariants:
         """
         self.counts["process_deaths"] += 1
         book = self.book(session_id)
+        self.pool.sender_died(session_id)
         open_turns = [t for t in (book.running, *book.lost) if t is not None] + sorted(book.queued)
         book.running, book.lost, book.resuming = None, [], False
         book.queued.clear()
@@ -296,12 +332,22 @@ class Invariants:
 
     def advance(self, now: float) -> None:
         """Report running turns that passed their deadline (the simulator calls it as time moves)."""
+        if now <= self._due and now <= self.pool.next_due:
+            return
+        self.pool.advance(now)
+        due = math.inf
         limit = self.turn_timeout + self.slack
         for session_id, book in self._books.items():
             turn_id = book.running
-            if turn_id is not None and now - book.started[turn_id] > limit and turn_id not in book.deadline_reported:
+            if turn_id is None or turn_id in book.deadline_reported:
+                continue
+            started = book.started[turn_id]
+            if now - started > limit:
                 book.deadline_reported.add(turn_id)
-                self.violate("deadline_missed", session_id, f"turn {turn_id} still runs {now - book.started[turn_id]:.3f} s after it started", now)
+                self.violate("deadline_missed", session_id, f"turn {turn_id} still runs {now - started:.3f} s after it started", now)
+            else:
+                due = min(due, started + limit)
+        self._due = due
 
     # -- model calls, tools and transcripts ---------------------------------------------------------------
 
@@ -411,6 +457,7 @@ class Invariants:
                 self.violate("turn_never_ended", session_id, f"turn {turn_id} {how}", now)
         for path, due in self._exit_due.items():
             self.violate("two_live_actors", _session_of(path), f"{path} incarnation {due} never reported its exit", now)
+        self.pool.finish(now)
         return self.violations
 
 

@@ -25,6 +25,7 @@ from ..agent._recovery import OpenTurns
 from ..agent._sanitize import sanitize
 from ..agent._session_core import Loaded, Sanitizer
 from ..agent._session_host import HostConfig, IdleTimer, SessionHost, Write
+from ._sim_pool import PoolBug
 from ._sim_supervisor import Incarnation, SimSupervised
 from ._sim_trace import show
 from ._sim_world import World
@@ -32,11 +33,10 @@ from ._sim_world import World
 if TYPE_CHECKING:
     from ._sim_client import SimClient
 
-PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"]
-"""Bugs a test plants on purpose, to prove the checker catches them:
+PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"] | PoolBug
+"""Bugs a test plants on purpose, to prove the checker catches them (the pool's: ``PoolBug``):
 
-- ``drop_settle``: synthetic results that settle a cancelled or failed turn are never written
-  (the store answers as if they were).
+- ``drop_settle``: synthetic results that settle a cancelled or failed turn are never written (the store answers as if they were).
 - ``rerun_tools``: a recovering session runs the calls it finds unanswered again.
 - ``skip_recovery_sanitize``: a recovering session keeps the transcript as loaded.
 - ``ack_before_commit``: the store acknowledges a write when it arrives, not when committed.
@@ -47,8 +47,7 @@ class SimHandle:
     __slots__ = ("entry", "wait_id")
 
     def __init__(self, wait_id: int, entry: int) -> None:
-        self.wait_id = wait_id
-        self.entry = entry
+        self.wait_id, self.entry = wait_id, entry
 
 
 class SimSession(SimSupervised):
@@ -61,6 +60,7 @@ class SimSession(SimSupervised):
         sanitizer: Sanitizer = (lambda messages: (tuple(messages), 0)) if bug == "skip_recovery_sanitize" else sanitize
         self.config = HostConfig(session_id=session_id, model="sim", machine=config, recovery=world.plan.workload.recovery, sanitizer=sanitizer)
         self.bug, self.load_s = bug, load_s
+        world.pool.bug = bug  # the pool acts on its own planted bugs (PoolBug) only
         self.client: SimClient | None = None
         self.seq = 0
         self.open_turns = OpenTurns()
@@ -136,23 +136,21 @@ class SimSession(SimSupervised):
     def reopen_writes(self) -> None:
         self.world.store.reopen(self.session_id)
 
-    def lease(self, provider: str, request: LeaseKey) -> None:
-        world, incarnation = self.world, self.current
-        assert incarnation is not None
-        world.deliver("pool_reply", 0.0, self.on_message, incarnation, world.pool.lease(request, world.now))
+    def lease(self, provider: str, request: LeaseKey) -> None:  # answered to ``request.reply_to``: this incarnation
+        self.world.pool.tell(request, self.session_id)
 
     def report(self, provider: str, outcome: ReportKey) -> None:
-        self.world.pool.report(outcome, self.world.now)
+        self.world.pool.tell(outcome, self.session_id)
 
     def start_model(self, effect: CallModel, model: str, key: KeyLeased) -> SimHandle:
         world, checker = self.world, self.world.checker
         if world.record:
-            world.note(f"{self.session_id} does {show(effect)}")
+            world.note(f"{self.session_id} does {show(effect)} on {key.key_id}")
         checker.model_called(self.session_id, effect.messages, world.now)
         durable = world.store.user_texts.get(self.session_id, ())
         checker.user_message_durable(self.session_id, effect.turn_id, durable, world.now, rule="model_before_ack")
         assert self.current is not None
-        return SimHandle(*world.start_model(self.current, effect.use_tools, effect.timeout))
+        return SimHandle(*world.start_model(self.current, effect.use_tools, effect.timeout, key))
 
     def start_tool(self, effect: RunTool, turn_id: str) -> SimHandle:
         world = self.world

@@ -9,7 +9,9 @@ reaches some incarnation (it waits while the session restarts); a reply or wait 
 addressed to an incarnation that died is dropped; the store writer handles writes one at
 a time, in arrival order, and replies only after the commit. What the fault plan breaks,
 it breaks at delivery (drop, delay, duplicate, reorder), in the store (busy, slow commit,
-crash between commit and acknowledgement), in the model and in the tools.
+crash between commit and acknowledgement), in the model (per call, and per API key: a
+call fails by its key's faults before the model's own are drawn), in the tools, and in the
+credential pool (``_sim_pool``: crashes, lost saves).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from protocols import ChatMessage, Token, ToolCall, WaitFinished
+from protocols import ChatMessage, KeyLeased, Token, ToolCall, WaitFinished
 from protocols._faults import FaultPlan
 from protocols._store import MessagesPersisted, SessionCreated, StoreFailed, TurnMark
 
@@ -28,9 +30,9 @@ from ..agent._model import ModelFailure, ModelReply
 from ..agent._retry import classify
 from ..agent._tools import ToolOutput
 from ..credentials import KeySpec, ProviderSpec
-from ..credentials._local import LocalPool
 from ._faults import Dice
 from ._invariants import Invariants
+from ._sim_pool import SimPool
 
 if TYPE_CHECKING:
     from ._sim_session import SimSession
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 TOOL_NAMES = ("read_file", "write_file", "terminal")
 PATHS = ("notes.md", "main.py", "data.csv")
+KEY_STATUSES = {"auth": 401, "billing": 402, "rate_limit": 429}
+"""The HTTP status of each kind of key fault (``KeyFaults``)."""
 
 
 SIM_PROVIDER = ProviderSpec(
@@ -66,12 +70,31 @@ class World:
         delays = plan.messages.delay_max_s + plan.messages.reorder_window_s if "timer" in plan.messages.channels else 0.0
         self.checker = Invariants(turn_timeout=workload.turn_timeout_s, slack=0.05 + delays)
         self.store = SimStore(self)
-        self.pool = LocalPool(SIM_PROVIDER)
-        """The simulated provider's key pool (as ``/credentials/sim``; its state outlives sessions)."""
+        self.pool = SimPool(self, SIM_PROVIDER)
+        """The simulated provider's key pool (the actor ``/credentials/sim``; its state outlives sessions)."""
+        self.key_faults = {
+            k.key_id: (k, (("auth", k.auth), ("billing", k.billing), ("rate_limit", k.rate_limit)))
+            for k in plan.model.key_faults
+            if k.auth + k.billing + k.rate_limit > 0
+        }
+        """Key id -> its faults, and the chance of each kind (one draw per call made with the key)."""
+        self._first_keys: dict[str, KeyLeased] = {}
         self.sessions: dict[str, SimSession] = {}
-        self.down = False
-        """The process is dead and not started again yet (``_sim_process``)."""
+        self._down = False
+        self.died_at = -math.inf
+        """When the process last died (the pool learns of it later, and needs to know what happened before)."""
         self.tool_runs: collections.Counter[str] = collections.Counter()
+
+    @property
+    def down(self) -> bool:
+        """The process is dead and not started again yet (``_sim_process``)."""
+        return self._down
+
+    @down.setter
+    def down(self, value: bool) -> None:
+        if value and not self._down:
+            self.died_at = self.now
+        self._down = value
 
     # -- the clock and the heap --------------------------------------------------------------
 
@@ -108,11 +131,18 @@ class World:
 
     # -- delivery with message faults --------------------------------------------------------------
 
-    def deliver(self, channel: str, delay: float, action: Callable[..., None], *args: Any) -> None:
-        """Hand a message to a session after ``delay``, through the plan's message faults."""
+    def deliver(self, channel: str, delay: float, action: Callable[..., None], *args: Any, now: bool = False) -> None:
+        """Hand a message to a session after ``delay``, through the plan's message faults.
+
+        ``now``: the caller is a step of its own (not a session handling a message), so a
+        message no fault delays is handled in this step instead of the next one at this time.
+        """
         faults = self.plan.messages
         if channel not in faults.channels:
-            self.at(self.now + delay, action, *args)
+            if now and delay == 0.0:
+                action(*args)
+            else:
+                self.at(self.now + delay, action, *args)
             return
         dice = self.dice
         if dice.fault("messages", "drop", faults.drop):
@@ -124,7 +154,10 @@ class World:
         if dice.fault("messages", "reorder", faults.reorder):
             delay += dice.uniform("messages", 0.0, faults.reorder_window_s)
             jitter = dice.uniform("messages", -1.0, 1.0)
-        self.at(self.now + delay, action, *args, jitter=jitter)
+        if now and delay == 0.0 and jitter == 0.0:
+            action(*args)
+        else:
+            self.at(self.now + delay, action, *args, jitter=jitter)
         if dice.fault("messages", "duplicate", faults.duplicate):
             self.note(f"fault: duplicated a {channel} message")
             self.at(self.now + delay + dice.uniform("messages", 0.0, faults.reorder_window_s), action, *args)
@@ -145,24 +178,32 @@ class World:
     def _wait_done(self, channel: str, incarnation: Incarnation, outcome: WaitFinished) -> None:
         if incarnation.waits_cancelled or outcome.wait_id in incarnation.cancelled_waits:
             return
-        self.deliver(channel, 0.0, incarnation.session.on_message, incarnation, outcome)
+        self.deliver(channel, 0.0, incarnation.session.on_message, incarnation, outcome, now=True)
 
     def send_after(self, incarnation: Incarnation, delay: float, message: object) -> int:
         return self.at(self.now + delay, self._timer_fired, incarnation, message)
 
     def _timer_fired(self, incarnation: Incarnation, message: object) -> None:
         if not incarnation.waits_cancelled:
-            self.deliver("timer", 0.0, incarnation.session.on_message, incarnation, message)
+            self.deliver("timer", 0.0, incarnation.session.on_message, incarnation, message, now=True)
 
     # -- the model ----------------------------------------------------------------------------------
 
-    def start_model(self, incarnation: Incarnation, use_tools: bool, timeout: float) -> tuple[int, int]:
-        """Start a simulated model call; returns (wait id, heap entry)."""
+    def start_model(self, incarnation: Incarnation, use_tools: bool, timeout: float, key: KeyLeased) -> tuple[int, int]:
+        """Start a simulated model call with a leased ``key``; returns (wait id, heap entry)."""
         dice, faults, workload = self.dice, self.plan.model, self.plan.workload
+        session_id = incarnation.session.session_id
+        if self.pool.bug == "reuse_lease":  # planted: every call of a session on its first lease
+            key = self._first_keys.setdefault(session_id, key)
+        self.checker.pool.model_key(session_id, key.lease_id, key.key_id, self.now)
         wait_id = self.new_wait()
         base = dice.uniform("model", 0.01, max(0.01, workload.model_s))
         value: ModelReply | ModelFailure
-        if dice.fault("model", "http_error", faults.http_error):
+        refused = self._key_fault(key.key_id) if self.key_faults else None
+        if refused is not None:
+            value = refused
+            done = self.now + dice.uniform("keys", 0.001, 0.05)
+        elif dice.fault("model", "http_error", faults.http_error):
             status = dice.choice("model", faults.http_statuses)
             retry_after = dice.uniform("model", 0.0, 2.0) if status in (429, 503) and dice.below("model", 2) else None
             kind = classify(status, f"simulated HTTP {status}").kind
@@ -182,6 +223,23 @@ class World:
             "model_reply", incarnation, wait_id, self.now, done, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
         )
         return wait_id, entry
+
+    def _key_fault(self, key_id: str) -> ModelFailure | None:
+        """The failure a call made with ``key_id`` meets by its key's own faults, if one is drawn."""
+        faults = self.key_faults.get(key_id)
+        if faults is None:
+            return None
+        spec, kinds = faults
+        kind = self.dice.pick("keys", kinds)
+        if kind is None:
+            return None
+        status = KEY_STATUSES[kind]
+        rng = self.dice.stream("keys")
+        retry_after = rng.uniform(0.0, spec.reset_max_s) if kind == "rate_limit" and rng.random() < spec.reset_hint else None
+        if self.record:
+            self.note(f"fault: {key_id} answered HTTP {status}" + (f" (resets in {retry_after:.3f} s)" if retry_after is not None else ""))
+        detail = f"simulated HTTP {status} for {key_id}"
+        return ModelFailure(kind=classify(status, detail).kind, status=status, detail=detail, retry_after=retry_after)
 
     def reply(self, use_tools: bool) -> ModelReply:
         dice, workload = self.dice, self.plan.workload
@@ -324,7 +382,7 @@ class SimStore:
         if type(reply) is StoreFailed:
             self.fenced.add(session_id)
         if reply_to is not None:
-            self.reply(reply_to, reply)
+            self.reply(reply_to, reply, now=True)
 
     def _apply(self, session_id: str, messages: tuple[ChatMessage, ...]) -> None:
         durable = self.durable.get(session_id)
@@ -347,8 +405,8 @@ class SimStore:
         elif turns.get(mark.turn_id, "running") == "running":
             turns[mark.turn_id] = mark.event
 
-    def reply(self, incarnation: Incarnation, reply: Any) -> None:
-        self.world.deliver("store_reply", 0.0, incarnation.session.on_message, incarnation, reply)
+    def reply(self, incarnation: Incarnation, reply: Any, *, now: bool = False) -> None:
+        self.world.deliver("store_reply", 0.0, incarnation.session.on_message, incarnation, reply, now=now)
 
     def load(self, session_id: str) -> tuple[str | None, list[ChatMessage], dict[str, str]]:
         """What a store reader sees now: the session's system prompt (None: no row), messages and turns."""

@@ -70,3 +70,9 @@ def test_a_bad_plan_or_argument_is_a_usage_error_with_exit_status_two() -> None:
     assert run("sim", "--seeds", "0")[0] == 2
     assert run("sim", "--all-presets", "--plan", "crash")[0] == 2
     assert run("frobnicate")[0] == 2
+
+
+def test_sim_plants_a_credential_pool_bug_by_name_and_the_checker_catches_it() -> None:
+    status, out, _ = run("sim", "--seeds", "40", "--plan", "keys", "--bug", "grant_benched", "--show", "1")
+    assert status == 1
+    assert "[benched_key_granted]" in out

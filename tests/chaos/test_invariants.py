@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from actors.chaos._invariants import Invariants
+from actors.chaos._invariants import RECOVERY_BOUND, Invariants
 from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, ToolCall
 from protocols._session import (
     SessionEvent,
@@ -68,6 +68,24 @@ def test_a_turn_ending_after_its_deadline_plus_slack_is_late() -> None:
     checker.event(S, TurnStarted(turn_id="b", text="hi"), 2.0)
     checker.event(S, TurnFailed(turn_id="b", error="deadline", kind="deadline"), 3.6)
     assert rules(checker) == ["deadline_missed"]
+
+
+def test_a_turn_whose_actor_died_at_its_deadline_may_end_late_only_by_the_recoverys_prompt_verdict() -> None:
+    checker = Invariants(turn_timeout=1.0, slack=0.1)
+    for turn_id, start in (("a", 0.0), ("b", 10.0), ("c", 20.0), ("d", 30.0)):
+        checker.event(S, TurnStarted(turn_id=turn_id, text="hi"), start)
+        crash_at = start + (1.5 if turn_id == "d" else 1.0)  # d's actor died after its deadline had passed
+        checker.crashed(S, crash_at)
+        if turn_id == "a":  # the recovery fails it 0.3 s after the deadline: the restart's cost
+            checker.event(S, TurnFailed(turn_id="a", error="restarted", kind="restarted"), crash_at + 0.3)
+        elif turn_id == "b":  # the recovery came, but far later than a restart takes
+            checker.event(S, TurnFailed(turn_id="b", error="restarted", kind="restarted"), crash_at + RECOVERY_BOUND + 1.0)
+        else:  # a turn that carries on past its deadline after the restart, or was already late
+            checker.event(
+                S, TurnCompleted(turn_id=turn_id, text="x") if turn_id == "c" else TurnFailed(turn_id=turn_id, error="r", kind="restarted"), crash_at + 0.3
+            )
+    assert [(v.rule, v.detail.split()[1]) for v in checker.finish(100.0)] == [("deadline_missed", "b"), ("deadline_missed", "c"), ("deadline_missed", "d")]
+    assert checker.counts["ended_late_by_restart"] == 1
 
 
 def test_a_crash_is_settled_by_the_recoverys_turnless_failure_but_a_queued_turn_it_lost_is_reported() -> None:

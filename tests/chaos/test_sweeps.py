@@ -4,11 +4,11 @@ The presets are read from :data:`actors.chaos._faults.PRESETS`, so a preset adde
 swept here too. A failure names the preset, and lists every failing seed with the command
 that replays it and the first invariant it broke.
 
-The seed count keeps the whole file near 60 s on a 2-core machine: one seed costs 0.4-0.6 ms
-of CPU (``hermes chaos sim --seeds 10000 --plan P`` runs 1,700-2,600 sessions per CPU second),
-so each preset takes 6-9 s (eight presets: about 60 s on a quiet machine; a new preset adds
-about 7 s). Sweeps longer than CI's, by hand: ``hermes chaos sim --all-presets --start 16000 --seeds 100000``
-(see ``actors/chaos/_chaos_cli.py``).
+The seed count keeps the whole file near 85 s on a 2-core machine: one seed costs 0.45-0.8 ms
+of CPU (``hermes chaos sim --seeds 10000 --plan P`` runs 1,600-2,500 sessions per CPU second;
+the ``keys`` preset runs two sessions a seed), so each preset takes 8-13 s (nine presets: about
+85 s on a quiet machine; a new preset adds about 9 s). Sweeps longer than CI's, by hand:
+``hermes chaos sim --all-presets --start 16000 --seeds 100000`` (see ``actors/chaos/_chaos_cli.py``).
 """
 
 from __future__ import annotations
