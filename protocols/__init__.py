@@ -83,6 +83,8 @@ from ._store import ReopenWrites as ReopenWrites
 from ._store import ResponseDeleted as ResponseDeleted
 from ._store import ResponseStored as ResponseStored
 from ._store import SearchHit as SearchHit
+from ._store import SegmentRecord as SegmentRecord
+from ._store import SegmentStart as SegmentStart
 from ._store import SessionCreated as SessionCreated
 from ._store import SessionDeleted as SessionDeleted
 from ._store import SessionEnded as SessionEnded
@@ -177,6 +179,8 @@ __all__ = [
     "Role",
     "SavePoolState",
     "SearchHit",
+    "SegmentRecord",
+    "SegmentStart",
     "SessionCommand",
     "SessionCreated",
     "SessionDeleted",

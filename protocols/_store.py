@@ -70,6 +70,19 @@ class TurnMark(Message, frozen=True, kw_only=True):
     """Why a turn failed or was cancelled (``interrupted``, ``deadline``, ``store``, ...)."""
 
 
+class SegmentStart(Message, frozen=True, kw_only=True):
+    """The messages of this write begin a new segment of the session: what a compression left
+    (the head, the summary, the tail). Loads read the newest segment only; the older ones stay
+    (search still finds them) and each segment names the one it continues."""
+
+    reason: str = "compression"
+    summary: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summarised: int = 0
+    """How many messages of the old segment the summary stands for."""
+
+
 class AppendMessages(Message, frozen=True, kw_only=True):
     """Append transcript messages to a session, in order, in one atomic write.
 
@@ -88,6 +101,9 @@ class AppendMessages(Message, frozen=True, kw_only=True):
     turn: TurnMark | None = None
     """The turn this write starts or ends, recorded in the ``turns`` table in the same
     transaction (``messages`` may then be empty)."""
+    segment: SegmentStart | None = None
+    """The messages start a new segment (``messages`` must not be empty): all or nothing, in
+    the same transaction, so a load finds the old segment or the new one, never half of each."""
     token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""
@@ -342,6 +358,23 @@ class SessionRecord(Message, frozen=True, kw_only=True):
 
 
 TurnStatus = Literal["running", "completed", "failed", "cancelled"]
+
+
+class SegmentRecord(Message, frozen=True, kw_only=True):
+    """One row of ``segments``: a segment of a session after its first (made by a compression)."""
+
+    session_id: str
+    segment: int
+    """1 for the first compression's segment, then 2, ... (0 is the session's start, no row)."""
+    first_message_id: int
+    """The id of its first message: the segment is every message of the session from it on,
+    up to the next segment's first."""
+    reason: str
+    started_at: float
+    summary: str = ""
+    tokens_before: int = 0
+    tokens_after: int = 0
+    summarised: int = 0
 
 
 class TurnRecord(Message, frozen=True, kw_only=True):

@@ -16,11 +16,11 @@ from types import TracebackType
 
 import apsw
 
-from protocols._store import SearchHit, SessionRecord, StoredMessage, TurnRecord
+from protocols._store import SearchHit, SegmentRecord, SessionRecord, StoredMessage, TurnRecord
 from protocols._transcript import ChatMessage
 
 from ._errors import StoreError
-from ._rows import SELECT_MESSAGE, SESSION_COLUMNS, TURN_COLUMNS, session_record, stored_message, turn_record
+from ._rows import LIVE_START, SEGMENT_COLUMNS, SEGMENT_FIELDS, SELECT_MESSAGE, SESSION_COLUMNS, TURN_COLUMNS, session_record, stored_message, turn_record
 from ._schema import open_reader
 from ._search import fts5_query
 
@@ -70,14 +70,24 @@ class StoreReader:
             return str(session_id), str(body)
         return None
 
-    def load_messages(self, session_id: str) -> list[ChatMessage]:
-        """The transcript of ``session_id`` in the order it was appended (empty if unknown)."""
-        return [stored.message for stored in self.load_stored_messages(session_id)]
+    def load_messages(self, session_id: str, *, every_segment: bool = False) -> list[ChatMessage]:
+        """The transcript of ``session_id`` in the order it was appended (empty if unknown):
+        its newest segment (what a compression left, and what came after), or with
+        ``every_segment`` every message ever stored, the compressed ones included."""
+        return [stored.message for stored in self.load_stored_messages(session_id, every_segment=every_segment)]
 
-    def load_stored_messages(self, session_id: str) -> list[StoredMessage]:
+    def load_stored_messages(self, session_id: str, *, every_segment: bool = False) -> list[StoredMessage]:
         """Like :meth:`load_messages`, with each row's id, timestamp and token count."""
-        rows = self._conn().execute(f"{SELECT_MESSAGE} WHERE session_id = ? ORDER BY id", (session_id,))
+        if every_segment:
+            rows = self._conn().execute(f"{SELECT_MESSAGE} WHERE session_id = ? ORDER BY id", (session_id,))
+        else:
+            rows = self._conn().execute(f"{SELECT_MESSAGE} WHERE session_id = ? AND id >= {LIVE_START} ORDER BY id", (session_id, session_id))
         return [stored_message(row) for row in rows]
+
+    def load_segments(self, session_id: str) -> list[SegmentRecord]:
+        """The segments compressions made in ``session_id``, oldest first (empty if never compressed)."""
+        rows = self._conn().execute(f"SELECT {SEGMENT_COLUMNS} FROM segments WHERE session_id = ? ORDER BY segment", (session_id,))
+        return [SegmentRecord(**dict(zip(SEGMENT_FIELDS, row, strict=True))) for row in rows]
 
     def load_turns(self, session_id: str) -> list[TurnRecord]:
         """The turns of ``session_id`` the store knows, in the order they started (empty if none).

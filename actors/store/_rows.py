@@ -34,6 +34,10 @@ _decode_object = msgspec.json.Decoder(dict[str, Any]).decode
 MESSAGE_COLUMNS = "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, images"
 INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
 SELECT_MESSAGE = f"SELECT id, {MESSAGE_COLUMNS} FROM messages"
+LIVE_START = "(SELECT coalesce(max(first_message_id), 0) FROM segments WHERE session_id = ?)"
+"""The id of the newest segment's first message (0: never compressed); takes the session id."""
+SEGMENT_COLUMNS = "session_id, segment, first_message_id, reason, started_at, summary, tokens_before, tokens_after, summarised"
+SEGMENT_FIELDS = tuple(SEGMENT_COLUMNS.split(", "))
 
 MessageRow = tuple[str, str, str | None, str | None, str | None, str | None, float, int | None, str | None, str | None, str | None]
 _decode_images = msgspec.json.Decoder(tuple[str, ...]).decode

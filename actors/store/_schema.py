@@ -14,6 +14,9 @@ read a file this store wrote:
   transaction as the messages that start or end it;
 - ``credential_pools``: one row per provider (ours): its credential pool's state as JSON
   (cooldowns, usage, leases in flight; never a secret), replaced by each save;
+- ``segments``: one row per segment of a session after its first (ours): a compression's
+  result starts one at its first message id, and loads read the newest segment only (the
+  older messages stay, searchable), with the summary and the token counts before and after;
 - ``schema_version``: one row, the version of this layout.
 
 Pragmas: WAL (readers never block the writer, nor it them), ``synchronous=NORMAL`` (a
@@ -35,9 +38,9 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 """The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``,
-5 ``credential_pools``). Older files are migrated by ``MIGRATIONS``."""
+5 ``credential_pools``, 6 ``segments``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -152,6 +155,24 @@ CREATE TABLE IF NOT EXISTS credential_pools (
 _TABLES += _CREDENTIAL_POOLS
 
 
+_SEGMENTS = """
+CREATE TABLE IF NOT EXISTS segments (
+    session_id TEXT NOT NULL REFERENCES sessions(id),
+    segment INTEGER NOT NULL,
+    first_message_id INTEGER NOT NULL,
+    reason TEXT NOT NULL,
+    started_at REAL NOT NULL,
+    summary TEXT NOT NULL DEFAULT '',
+    tokens_before INTEGER NOT NULL DEFAULT 0,
+    tokens_after INTEGER NOT NULL DEFAULT 0,
+    summarised INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (session_id, segment)
+);
+"""
+"""Segment ``n`` continues segment ``n - 1`` (0: the session's start, which has no row)."""
+_TABLES += _SEGMENTS
+
+
 def _add_responses(db: apsw.Connection) -> None:
     db.execute(_RESPONSES)
 
@@ -168,12 +189,16 @@ def _add_credential_pools(db: apsw.Connection) -> None:
     db.execute(_CREDENTIAL_POOLS)
 
 
-MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images, 3: _add_turns, 4: _add_credential_pools}
+def _add_segments(db: apsw.Connection) -> None:
+    db.execute(_SEGMENTS)
+
+
+MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images, 3: _add_turns, 4: _add_credential_pools, 5: _add_segments}
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
 transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
 ``messages.images`` column (a JSON list of the image URLs a user sent); 3 → 4 the ``turns``
 table (empty: turns that ran before it are not known); 4 → 5 the ``credential_pools`` table
-(empty: pools start fresh)."""
+(empty: pools start fresh); 5 → 6 the ``segments`` table (empty: no session was compressed)."""
 
 
 def open_writer(path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> apsw.Connection:

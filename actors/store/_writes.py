@@ -31,6 +31,7 @@ from protocols._store import (
     RemoveLastTurn,
     ResponseDeleted,
     ResponseStored,
+    SegmentStart,
     SessionCreated,
     SessionDeleted,
     SessionEnded,
@@ -41,7 +42,7 @@ from protocols._store import (
 )
 
 from ._errors import StoreConnectionBroken
-from ._rows import INSERT_MESSAGE, decode_tool_calls, encode_model_config, message_row
+from ._rows import INSERT_MESSAGE, LIVE_START, decode_tool_calls, encode_model_config, message_row
 
 
 class Rejected(Exception):
@@ -92,6 +93,9 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
     # The mark goes first: a refused start changes nothing, and the foreign key of ``turns``
     # refuses an unknown session before any change.
     undo_mark = None if c.turn is None else mark_turn(db, c.session_id, c.turn, now)
+    if c.segment is not None and not count:
+        msg = "a write that starts a segment must hold its messages; give the compressed conversation"
+        raise Rejected(msg)
     ids: list[int] = []
     try:
         # The foreign key refuses the first row of an unknown session, before any change.
@@ -104,6 +108,8 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
             (count, sum(len(m.tool_calls) for m in c.messages), c.session_id),
         )
         _require_session(db, c.session_id)
+        if c.segment is not None:
+            _start_segment(db, c.session_id, c.segment, ids[0], now)
     except Exception as exc:
         if not transaction_lost(db):
             if ids:
@@ -112,6 +118,16 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
                 _undo(db, undo_mark, exc)
         raise
     return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
+
+
+def _start_segment(db: apsw.Connection, session_id: str, segment: SegmentStart, first_message_id: int, now: float) -> None:
+    """The session's next segment begins at ``first_message_id`` (if this fails, the write's
+    undo takes its messages back: the old segment stays the newest)."""
+    db.execute(
+        "INSERT INTO segments (session_id, segment, first_message_id, reason, started_at, summary, tokens_before, tokens_after, summarised) "
+        "VALUES (?, (SELECT coalesce(max(segment), 0) + 1 FROM segments WHERE session_id = ?), ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, session_id, first_message_id, segment.reason, now, segment.summary, segment.tokens_before, segment.tokens_after, segment.summarised),
+    )
 
 
 _ENDS = frozenset({"completed", "failed", "cancelled"})
@@ -196,6 +212,7 @@ def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]
     _require_session(db, c.session_id)
     db.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (c.session_id,))
     db.execute("DELETE FROM turns WHERE session_id = ?", (c.session_id,))
+    db.execute("DELETE FROM segments WHERE session_id = ?", (c.session_id,))
     db.execute("DELETE FROM messages WHERE session_id = ?", (c.session_id,))
     deleted = db.changes()
     db.execute("DELETE FROM sessions WHERE id = ?", (c.session_id,))
@@ -203,7 +220,12 @@ def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]
 
 
 def remove_last_turn(db: apsw.Connection, c: RemoveLastTurn) -> tuple[Message, int]:
-    rows = list(db.execute("SELECT id, content FROM messages WHERE session_id = ? AND role = 'user' ORDER BY id DESC LIMIT 1", (c.session_id,)))
+    rows = list(
+        db.execute(
+            f"SELECT id, content FROM messages WHERE session_id = ? AND role = 'user' AND id >= {LIVE_START} ORDER BY id DESC LIMIT 1",
+            (c.session_id, c.session_id),
+        )
+    )  # only in the newest segment: an undo never reaches behind a compression
     if not rows:
         if not list(db.execute("SELECT 1 FROM sessions WHERE id = ?", (c.session_id,))):
             msg = f"there is no session {c.session_id!r}; send CreateSession first"
