@@ -45,10 +45,12 @@ class Planned:
     """Server-sent events: chunked encoding; otherwise one chunk with a Content-Length."""
 
 
-def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: str, now: float) -> Planned:
+def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: str, now: float, prompt_tokens: int | None = None) -> Planned:
     """Plan the response to a chat completion ``request`` that the script answers with ``reply``.
 
     ``now`` is the server's clock (unix seconds), read for the reply's clock headers.
+    ``prompt_tokens`` is the ``usage.prompt_tokens`` to report (the server's count, when it
+    enforces a context window); None reports the words of the messages' contents.
     """
     request_id = "req_" + _token(rng, 24)
     if isinstance(reply, HttpError):
@@ -58,7 +60,7 @@ def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: 
     call_ids = [call.id if call.id is not None else "call_" + _token(rng, 24) for call in calls]
     content, reasoning = _content_and_reasoning(reply)
     words_out = _words(content) + _words(reasoning) + sum(_words(c.name) + _words(c.arguments) for c in calls)
-    words_in = _prompt_words(request)
+    words_in = _prompt_words(request) if prompt_tokens is None else prompt_tokens
     usage = {"prompt_tokens": words_in, "completion_tokens": words_out, "total_tokens": words_in + words_out}
     finish = "tool_calls" if calls else reply.finish_reason if isinstance(reply, TextReply) else "stop"
     head = {"id": completion_id, "created": CREATED, "model": _model_of(request, model)}
@@ -111,6 +113,28 @@ def echo(request: dict[str, Any]) -> TextReply:
         if isinstance(message, dict) and message.get("role") == "user":
             last = _text_of(message.get("content"))
     return TextReply(content=f"echo: {last}")
+
+
+def count_prompt_tokens(request: dict[str, Any]) -> int:
+    """The server's own token count of a chat completion ``request`` (the rule in ``_server``'s module docstring).
+
+    ``ceil(C / 4) + 4 * M``: M messages (JSON objects) and C characters of their contents,
+    their tool calls' names and arguments, and the ``tools`` list as compact JSON.
+    """
+    messages = request.get("messages")
+    counted = [m for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict)]
+    chars = 0
+    for message in counted:
+        chars += _text_length(message.get("content"))
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else []:
+            function = call.get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict):
+                chars += sum(len(v) for v in (function.get("name"), function.get("arguments")) if isinstance(v, str))
+    tools = request.get("tools")
+    if tools is not None:
+        chars += len(_encode(tools).decode())
+    return math.ceil(chars / 4) + 4 * len(counted)
 
 
 def error(
@@ -189,6 +213,15 @@ def _text_of(content: object) -> str:
     if isinstance(content, list):
         return " ".join(p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
     return ""
+
+
+def _text_length(content: object) -> int:
+    """The characters of a message's content: a string, or the ``text`` of each of a list of parts (no separators)."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(p["text"]) for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return 0
 
 
 def _words(text: str | None) -> int:

@@ -356,6 +356,10 @@ class RecordedRequest(Message, frozen=True, kw_only=True):
     """Which TCP connection carried it (counts from 1): equal numbers mean keep-alive reuse."""
     api_key: str | None = None
     """The key of an ``Authorization: Bearer <key>`` header, None when absent or another scheme."""
+    prompt_tokens: int | None = None
+    """The server's own token count of a chat completion (the rule in ``_server``'s module
+    docstring), with or without a context window; None for other requests and bodies
+    without a ``messages`` list."""
 
 
 def _go_duration(seconds: float) -> str:

@@ -13,13 +13,35 @@ Which reply answers a chat completion, first match wins:
    (an :class:`HttpError` standing fault answers ``GET /v1/models`` with that key too);
 2. ``refuse_stream``: a ``"stream": true`` request gets the 400 of an endpoint that cannot
    stream, and takes no scripted reply;
-3. the key's queue, if one was ever scripted for it (``script(..., key=...)``);
-4. the session's queue, if one was ever scripted for it (the ``X-Hermes-Session-Id`` header);
-5. the default queue, if it was ever scripted;
-6. echo mode: ``echo: <last user message>``.
+3. ``context_window``: a request that does not fit gets the overflow 400 (below), and takes
+   no scripted reply; it comes after 2 as a server checks parameters before it tokenizes;
+4. the key's queue, if one was ever scripted for it (``script(..., key=...)``);
+5. the session's queue, if one was ever scripted for it (the ``X-Hermes-Session-Id`` header);
+6. the default queue, if it was ever scripted;
+7. echo mode: ``echo: <last user message>``.
 
-A queue of 3-5 that ran dry answers HTTP 500 ``script_exhausted`` naming it; the request
+A queue of 4-6 that ran dry answers HTTP 500 ``script_exhausted`` naming it; the request
 does not fall through to the next rule.
+
+The server counts the tokens of every chat completion itself, by a rule of its own that
+knows nothing of the runtime's estimator (:attr:`RecordedRequest.prompt_tokens` records
+it)::
+
+    prompt_tokens = ceil(C / 4) + 4 * M
+
+M is the number of messages (JSON objects in ``messages``) and C the number of characters
+(code points) of: each message's ``content`` (a string, or the ``text`` of each part of a
+list of parts; other parts count nothing), each of its ``tool_calls``' ``function.name``
+and ``function.arguments``, and the request's ``tools`` written as compact JSON (for plain
+schemas, ``json.dumps(tools, separators=(",", ":"), ensure_ascii=False)``). Tool results
+are ``tool`` messages, so their content counts.
+
+With ``context_window`` set, a request whose count plus the completion it asks room for
+(``max_completion_tokens``, else ``max_tokens``, when a whole number >= 0) exceeds the
+window is answered by ``HttpError.context_overflow(style=overflow_style, limit=window,
+prompt_tokens=count, max_tokens=room)``, before any stream starts; a reply that is served
+reports the count as ``usage.prompt_tokens``. Without a window, ``usage.prompt_tokens`` is
+the number of whitespace-separated words of the messages' contents.
 
 Invariant: ``stop`` and leaving ``open_model_server`` never hang: they cancel the one
 cancel scope every connection runs under, which ends latencies, stalls and silences at
@@ -37,15 +59,15 @@ import traceback
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterable
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
 import trio
 
 from .._errors import UsageError
 from ._http import Incoming, serve_connection
-from ._render import Planned, echo, error, models, render
-from ._script import HttpError, RecordedRequest, Reply, TextReply, ToolCallsReply
+from ._render import Planned, count_prompt_tokens, echo, error, models, render
+from ._script import ContextStyle, HttpError, RecordedRequest, Reply, TextReply, ToolCallsReply
 
 log = logging.getLogger(__name__)
 
@@ -65,19 +87,42 @@ class ModelServer:
             (an HTTP-date ``retry-after``, a reset time); pin it for exact bytes.
         refuse_stream: Answer ``"stream": true`` requests with a 400 saying streaming is
             not supported, as some OpenAI-compatible endpoints do; others work as usual.
+        context_window: The model's context in tokens, enforced as providers do: a request
+            whose count (the rule in the module docstring) plus its ``max_tokens`` exceeds
+            it gets the overflow 400, and served replies report the count as usage. None:
+            no limit.
+        overflow_style: Whose overflow body answers past the window (see
+            :meth:`HttpError.context_overflow`).
     """
 
-    def __init__(self, *, seed: int = 0, model: str = "test-model", clock: Callable[[], float] = time.time, refuse_stream: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        seed: int = 0,
+        model: str = "test-model",
+        clock: Callable[[], float] = time.time,
+        refuse_stream: bool = False,
+        context_window: int | None = None,
+        overflow_style: ContextStyle = "openai",
+    ) -> None:
         if not callable(clock):
             msg = f"ModelServer(clock=...) takes a function returning unix seconds, such as time.time, not {clock!r}"
             raise UsageError(msg)
         if not isinstance(refuse_stream, bool):
             msg = f"ModelServer(refuse_stream=...) must be True or False, not {refuse_stream!r}"
             raise UsageError(msg)
+        if context_window is not None and not (isinstance(context_window, int) and not isinstance(context_window, bool) and context_window >= 1):
+            msg = f"ModelServer(context_window=...) must be a whole number of tokens >= 1, or None for no limit, not {context_window!r}"
+            raise UsageError(msg)
+        if overflow_style not in get_args(ContextStyle):
+            msg = f"ModelServer(overflow_style=...) must be one of {', '.join(map(repr, get_args(ContextStyle)))}, not {overflow_style!r}"
+            raise UsageError(msg)
         self.seed = seed
         self.model = model
         self.clock = clock
         self.refuse_stream = refuse_stream
+        self.context_window = context_window
+        self.overflow_style: ContextStyle = overflow_style
         self._lock = threading.Lock()
         self._queues: dict[str | None, deque[Reply]] = {}
         self._taken: dict[str | None, int] = {}
@@ -277,7 +322,11 @@ class ModelServer:
             bad_json = None
         except msgspec.DecodeError as exc:
             body, bad_json = None, str(exc)
-        record = RecordedRequest(session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection, api_key=key)
+        completion = incoming.path == "/v1/chat/completions" and isinstance(body, dict) and isinstance(body.get("messages"), list)
+        counted = count_prompt_tokens(body) if completion else None
+        record = RecordedRequest(
+            session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection, api_key=key, prompt_tokens=counted
+        )
         with self._lock:
             self._requests.append(record)
         routes = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
@@ -298,21 +347,26 @@ class ModelServer:
             return render(standing, {}, rng=random.Random(seed), model=self.model, now=self.clock())
         if bad_json is not None:
             return error(400, f"test model server: the request body is not valid JSON ({bad_json})", code="invalid_json")
-        if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+        if counted is None:  # on this route: the body is not a JSON object with a 'messages' list
             return error(400, "test model server: the body must be a JSON object with a 'messages' list", code="invalid_body")
-        chosen = self._choose(session, key, body)
+        chosen = self._choose(session, key, body, counted)
         if isinstance(chosen, Planned):
             return chosen
         reply, seed = chosen
-        return render(reply, body, rng=random.Random(seed), model=self.model, now=self.clock())
+        usage = counted if self.context_window is not None else None
+        return render(reply, body, rng=random.Random(seed), model=self.model, now=self.clock(), prompt_tokens=usage)
 
-    def _choose(self, session: str | None, key: str | None, body: dict[str, Any]) -> tuple[Reply, str] | Planned:
+    def _choose(self, session: str | None, key: str | None, body: dict[str, Any], prompt_tokens: int) -> tuple[Reply, str] | Planned:
         """The reply to a completion and the seed to render it with, or a 500 for a dry queue (see the module docstring)."""
         with self._lock:
             if key is not None and key in self._key_faults:
                 return self._key_faults[key], self._other_seed(f"key-fault/{key}")
             if self.refuse_stream and body.get("stream") is True:
                 return HttpError.streaming_unsupported(), self._other_seed("refused")
+            room = _completion_room(body)
+            if self.context_window is not None and prompt_tokens + room > self.context_window:
+                overflow = HttpError.context_overflow(style=self.overflow_style, limit=self.context_window, prompt_tokens=prompt_tokens, max_tokens=room)
+                return overflow, self._other_seed("overflow")
             if key is not None and key in self._key_queues:
                 queue = self._key_queues[key]
                 if not queue:
@@ -337,13 +391,19 @@ class ModelServer:
 
 @contextlib.asynccontextmanager
 async def open_model_server(
-    *, seed: int = 0, model: str = "test-model", clock: Callable[[], float] = time.time, refuse_stream: bool = False
+    *,
+    seed: int = 0,
+    model: str = "test-model",
+    clock: Callable[[], float] = time.time,
+    refuse_stream: bool = False,
+    context_window: int | None = None,
+    overflow_style: ContextStyle = "openai",
 ) -> AsyncIterator[ModelServer]:
     """Serve a :class:`ModelServer` (same arguments) inside the running trio program, listening on entry.
 
     Leaving the block closes the listener and every connection, stalled and silent ones included.
     """
-    server = ModelServer(seed=seed, model=model, clock=clock, refuse_stream=refuse_stream)
+    server = ModelServer(seed=seed, model=model, clock=clock, refuse_stream=refuse_stream, context_window=context_window, overflow_style=overflow_style)
     server._claim("trio")
     async with trio.open_nursery() as nursery:
         await nursery.start(server._serve)
@@ -358,6 +418,15 @@ def _exhausted(kind: Literal["session", "key"] | None, name: str | None, taken: 
     if kind is None:
         return f"test model server: the default script is exhausted after {taken} {plural}; script more with server.script([...])"
     return f"test model server: the script for {kind} {name!r} is exhausted after {taken} {plural}; script more with server.script([...], {kind}={name!r})"
+
+
+def _completion_room(body: dict[str, Any]) -> int:
+    """The completion tokens a request asks room for: ``max_completion_tokens``, else ``max_tokens``; 0 when neither is a whole number >= 0."""
+    for name in ("max_completion_tokens", "max_tokens"):
+        value = body.get(name)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return 0
 
 
 def _bearer(authorization: str | None) -> str | None:
