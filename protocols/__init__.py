@@ -42,6 +42,7 @@ from ._session import BusyPolicy as BusyPolicy
 from ._session import CancelTurn as CancelTurn
 from ._session import ClarificationRequested as ClarificationRequested
 from ._session import ClientTool as ClientTool
+from ._session import ContextCompressed as ContextCompressed
 from ._session import EnsureSession as EnsureSession
 from ._session import ModelFallback as ModelFallback
 from ._session import ModelRetrying as ModelRetrying
@@ -133,6 +134,7 @@ __all__ = [
     "ChildStarted",
     "ClarificationRequested",
     "ClientTool",
+    "ContextCompressed",
     "CrashFaults",
     "CreateSession",
     "DeleteResponse",

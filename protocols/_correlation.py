@@ -12,13 +12,14 @@ from typing import Literal
 
 import msgspec
 
-Step = Literal["user", "model", "reply", "tool", "settle", "end", "pause", "deadline", "recover", "seed", "create", "command"]
+Step = Literal["user", "model", "reply", "tool", "settle", "end", "pause", "deadline", "recover", "seed", "create", "command", "compress", "segment"]
 """What the token names: a turn's user message (``user``), a model call (``model``, with the
 iteration ``n`` and retry ``attempt``), the write of its reply (``reply``), a tool result
 (``tool``, with ``call_id``), the settling of unanswered calls (``settle``), a turn's end
 (``end``), a pause for a client's tools (``pause``), the turn deadline (``deadline``); and the
 session's own writes: recovery (``recover``), a client's history (``seed``), its creation (``create``), other commands
-(``command``, numbered by ``n``)."""
+(``command``, numbered by ``n``); a compression's summary call (``compress``, ``attempt`` = the pass)
+and the write of the segment it leaves (``segment``)."""
 
 
 class Token(msgspec.Struct, frozen=True, kw_only=True, cache_hash=True):

@@ -228,6 +228,19 @@ class ModelFallback(SessionEvent, frozen=True, kw_only=True):
     reason: str
 
 
+class ContextCompressed(SessionEvent, frozen=True, kw_only=True):
+    """The conversation was compressed: its middle is now a summary, in a new segment of the
+    session (the store keeps every original message; search still finds them)."""
+
+    tokens_before: int
+    tokens_after: int
+    """Estimated tokens of what the model is sent, before and after."""
+    summarised: int
+    """How many messages the summary stands for."""
+    segment: int = 0
+    """The pass within this turn (1, 2, 3)."""
+
+
 class ToolStarted(SessionEvent, frozen=True, kw_only=True):
     call_id: str
     name: str
@@ -307,6 +320,7 @@ AnySessionEvent = (
     | ReasoningDelta
     | ModelRetrying
     | ModelFallback
+    | ContextCompressed
     | ToolStarted
     | ToolFinished
     | ApprovalRequested

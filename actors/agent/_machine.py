@@ -38,10 +38,13 @@ from protocols._session import (
 )
 from protocols._store import TurnMark
 
+from . import _machine_compress as compression
 from ._answer_format import answer_problem
+from ._compress import CompressionSettings
 from ._plan import PlannedCall, ToolTraits, plan_batches
 from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
+from ._tokens import DEFAULT_CONTEXT_WINDOW
 from ._turn_io import (
     NO_KEY,
     CallModel,
@@ -70,8 +73,10 @@ from ._turn_state import (
     BackingOff,
     Calling,
     Committing,
+    Compressing,
     PersistingAnswer,
     PersistingCalls,
+    PersistingSegment,
     PersistingUser,
     Phase,
     RunningTools,
@@ -154,6 +159,14 @@ class MachineConfig:
     """The fallback chain as (provider, model), primary first; empty: one provider, no fallback."""
     max_continuations: int = 3
     """Times an answer cut by the token limit (``finish_reason: length``) is continued."""
+    compression: CompressionSettings | None = None
+    """Context compression (None: off; a context overflow then fails the turn)."""
+    context_length: int = DEFAULT_CONTEXT_WINDOW
+    """The model's context window, in tokens (``_tokens.context_window``)."""
+    summary_model: str = ""
+    """The model that writes compression summaries (empty: the session's own)."""
+    tools_tokens: int = 0
+    """Estimated tokens of the tool schemas sent with every call (counted against the window)."""
 
 
 # -- the step function -----------------------------------------------------------------------
@@ -215,14 +228,21 @@ class _Step:
                     self.start_tools(turn, event.now)
                 elif isinstance(phase, PersistingAnswer) and token == phase.token:
                     self.finish(turn, phase.answer, event.now, phase.paused)
+                elif isinstance(phase, PersistingSegment) and token == phase.token:
+                    compression.on_segment_saved(self, turn, phase, event.now)
             case PersistFailed(token=token, error=error):
                 self.on_persist_failed(turn, token, error, event.now)
             case ModelReplied(token=token):
                 if isinstance(turn.phase, Calling) and token == turn.phase.token:
+                    compression.learn(self, event)
                     self.on_reply(turn, event)
+                elif isinstance(turn.phase, Compressing) and token == turn.phase.token:
+                    compression.on_summary(self, turn, turn.phase, event)
             case ModelFailed(token=token):
                 if isinstance(turn.phase, Calling) and token == turn.phase.token:
                     self.on_model_failed(turn, turn.phase, event)
+                elif isinstance(turn.phase, Compressing) and token == turn.phase.token:
+                    compression.on_summary_failed(self, turn, turn.phase, event)
             case ToolDone(call_id=call_id):
                 if isinstance(turn.phase, RunningTools) and call_id in turn.phase.running:
                     self.on_tool_done(turn, turn.phase, event)
@@ -299,7 +319,10 @@ class _Step:
     def call_model(
         self, turn: Turn, now: float, *, attempt: int | None = None, extra: tuple[ChatMessage, ...] = (), grace: bool = False, problem: str = ""
     ) -> None:
-        """Call the model: the next iteration, or (``attempt`` given) a retry of the current one."""
+        """Call the model: the next iteration, or (``attempt`` given) a retry of the current one.
+        A fresh call may first compress the conversation (``_machine_compress.preflight``)."""
+        if attempt is None and not grace and not extra and compression.preflight(self, turn, now):
+            return
         iteration = turn.iteration if attempt is not None else turn.iteration + 1
         attempt = attempt or 0
         grace = grace or turn.grace
@@ -402,6 +425,8 @@ class _Step:
         error = ModelError(kind=failure.kind, status=failure.status, detail=failure.detail, retry_after=failure.retry_after)  # type: ignore[arg-type]
         attempt = phase.attempt + 1
         action = error.action
+        if action == "compress" and compression.after_overflow(self, turn, now):
+            return  # the call is made again once the compressed conversation is committed
         if action == "rotate" and attempt < self.config.max_attempts:
             # The host benched the key; the next lease takes another one (or says none is left).
             self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=0.0, reason=f"{error.describe()}; trying another key"))
@@ -563,7 +588,7 @@ class _Step:
     def end_turn(self, turn: Turn, terminal: SessionEvent, now: float, *, dequeue: bool = True) -> None:
         """Stop all work of ``turn``, settle its calls, and emit its terminal event."""
         match turn.phase:
-            case Calling(token=token):
+            case Calling(token=token) | Compressing(token=token):
                 self.effects.append(CancelModel(token=token))
             case BackingOff(token=token):
                 self.effects.append(CancelTimer(token=token))

@@ -41,6 +41,7 @@ from protocols._store import (
     CreateSession,
     MessagesPersisted,
     RemoveLastTurn,
+    SegmentStart,
     SessionCreated,
     SessionTotalsUpdated,
     StoreFailed,
@@ -353,8 +354,10 @@ class SessionHost:
         self.answers[token] = pending
         self.write(msgspec.structs.replace(command, token=token, reply_to=self.port.me))
 
-    def append(self, token: Token, messages: tuple[Any, ...], mark: TurnMark | None = None) -> None:
-        command = AppendMessages(session_id=self.session_id, messages=messages, timestamp=self.port.wall(), turn=mark, token=token, reply_to=self.port.me)
+    def append(self, token: Token, messages: tuple[Any, ...], mark: TurnMark | None = None, segment: SegmentStart | None = None) -> None:
+        command = AppendMessages(
+            session_id=self.session_id, messages=messages, timestamp=self.port.wall(), turn=mark, segment=segment, token=token, reply_to=self.port.me
+        )
         self.write(command)
 
     # -- commands that change the stored session ------------------------------------------------------
@@ -480,8 +483,8 @@ class SessionHost:
         match effect:
             case Emit(event=event):
                 port.publish(event)
-            case Persist(token=token, messages=messages, turn=mark):
-                self.append(token, messages, mark)
+            case Persist(token=token, messages=messages, turn=mark, segment=segment):
+                self.append(token, messages, mark, segment)
             case CallModel(token=token):
                 # Every call runs on a key leased from its provider's pool (on_leased).
                 lease_id = f"{self.session_id}/{self.lease_base}/{token}"
@@ -541,7 +544,7 @@ class SessionHost:
             return  # (a duplicate answer for a running call changes nothing: its outcome reports the key)
         del self.leasing[effect.token]
         self.keys[effect.token] = (leased.provider, leased.lease_id, leased.key_id)
-        self.track(self.port.start_model(effect, self.model_for(effect.provider), leased), effect.token)
+        self.track(self.port.start_model(effect, effect.model or self.model_for(effect.provider), leased), effect.token)
 
     def on_no_key(self, refused: NoKeyAvailable) -> None:
         effect = self.leases.pop(refused.lease_id, None)

@@ -13,7 +13,7 @@ import msgspec
 
 from protocols import ChatMessage, Token, ToolCall
 from protocols._session import BusyPolicy, SessionEvent, TurnOptions
-from protocols._store import TurnMark
+from protocols._store import SegmentStart, TurnMark
 
 # -- inputs ----------------------------------------------------------------------------------
 
@@ -106,6 +106,8 @@ class Persist(Effect, frozen=True, kw_only=True):
     """True when the machine waits for ``Persisted(token)`` before going on."""
     turn: TurnMark | None = None
     """The turn this write starts or ends (the store records it in the same transaction)."""
+    segment: SegmentStart | None = None
+    """The messages start the session's next segment (a compression's result)."""
 
 
 class CallModel(Effect, frozen=True, kw_only=True):
@@ -119,6 +121,8 @@ class CallModel(Effect, frozen=True, kw_only=True):
     """The client's tools and sampling parameters for this turn (API clients only)."""
     provider: int = 0
     """Which provider of the fallback chain to call (0: the primary)."""
+    model: str = ""
+    """The model to ask instead of the provider's (a compression's summary model); empty: the provider's."""
 
 
 class RunTool(Effect, frozen=True, kw_only=True):

@@ -13,6 +13,8 @@ import msgspec
 from protocols import ChatMessage, Token, ToolCall
 from protocols._session import TurnOptions
 
+from ._compress import CompressionGuard, CompressionPlan
+from ._tokens import TokenRatio
 from ._turn_io import UserInput
 
 #
@@ -73,8 +75,26 @@ class PersistingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="persist_a
     """The client's calls the turn ends with (``pause_for_client``)."""
 
 
-Phase = PersistingUser | Calling | BackingOff | PersistingCalls | RunningTools | PersistingAnswer
-Committing = PersistingUser | PersistingCalls | PersistingAnswer
+class Compressing(msgspec.Struct, frozen=True, kw_only=True, tag="compress"):
+    """The model summarises the middle of the conversation (``plan``) before the next call."""
+
+    token: Token
+    plan: CompressionPlan
+    model: str = ""
+    """The model asked for the summary (empty: the session's own)."""
+
+
+class PersistingSegment(msgspec.Struct, frozen=True, kw_only=True, tag="persist_segment"):
+    """The compressed conversation is being committed as the session's next segment."""
+
+    token: Token
+    tokens_before: int
+    tokens_after: int
+    summarised: int
+
+
+Phase = PersistingUser | Calling | BackingOff | PersistingCalls | RunningTools | PersistingAnswer | Compressing | PersistingSegment
+Committing = PersistingUser | PersistingCalls | PersistingAnswer | PersistingSegment
 """The phases that wait for the commit of their ``token``."""
 
 
@@ -106,6 +126,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     continuations: int = 0
     empty_retried: bool = False
     """The turn already asked again once after an empty reply."""
+    compressions: int = 0
+    """Compression passes this turn made (at most ``CompressionSettings.max_passes``)."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,3 +138,7 @@ class SessionState(msgspec.Struct, frozen=True, kw_only=True):
     queued: tuple[UserInput, ...] = ()
     recent_turns: tuple[str, ...] = ()
     """Ids of the latest turns (bounded): a retried StartTurn with a known id is ignored."""
+    guard: CompressionGuard = CompressionGuard()
+    """Compression's anti-thrash and failure cooldowns."""
+    ratio: TokenRatio = TokenRatio()
+    """Characters per token, learned from the replies' reported prompt tokens."""

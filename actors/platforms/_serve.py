@@ -31,8 +31,10 @@ from actors.agent import (
     load_approval_settings,
     reader_opener,
 )
+from actors.agent._compression_settings import load_compression
 from actors.agent._config import read_config
 from actors.agent._providers import primary_settings, with_chain
+from actors.agent._tokens import TokenRatio, request_size
 from actors.credentials._settings import load_providers
 from supervisor import ChildSpec, Supervisor
 
@@ -68,6 +70,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         chain = load_providers(home, env=env)
         model = primary_settings(chain, home, env)
         approvals = load_approval_settings(home, env=env, yolo=yolo)
+        compression = load_compression(home, model.model)
         key, created = load_or_create_key(home, env)
         section = read_config(home).get("api_server") or {}
     except (ConfigError, KeyError_) as exc:
@@ -108,7 +111,13 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         model=model,
         clients=clients,
         tools=tools,
-        config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}),
+        config=MachineConfig(
+            traits={name: spec.traits for name, spec in tools.items()},
+            compression=compression.settings,
+            context_length=compression.context_length,
+            summary_model=compression.summary_model,
+            tools_tokens=request_size((), [spec.schema() for spec in tools.values()]).tokens(TokenRatio()),
+        ),
         source="api",
         platform_hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.",
         home=home,

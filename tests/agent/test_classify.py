@@ -550,7 +550,7 @@ def test_describe_is_one_line_with_advice_and_the_providers_words() -> None:
     raw = body({"type": "error", "error": {"type": "invalid_request_error", "message": "prompt is too long: 208310 tokens > 200000 maximum"}})
     line = kind_of(400, raw).describe()
     assert "\n" not in line
-    assert line.startswith("the conversation is longer than the model's context window; start a new session (compression is not built yet)")
+    assert line.startswith("the conversation is longer than the model's context window and compression could not make room")
     assert line.endswith("(HTTP 400: prompt is too long: 208310 tokens > 200000 maximum)")
     assert "OPENAI_API_KEY" in classify(401, "invalid key").describe()
     assert classify(None, "Connection refused").describe() == "the connection to the provider failed (Connection refused)"

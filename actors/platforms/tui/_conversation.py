@@ -20,6 +20,7 @@ from protocols import (
     ApprovalResolved,
     ChatMessage,
     ClarificationRequested,
+    ContextCompressed,
     ModelFallback,
     ModelRetrying,
     ReasoningDelta,
@@ -157,6 +158,8 @@ class Conversation:
                 await self.notice(f"the model call failed ({reason}); retry {attempt} in {delay:.1f}s", "dim")
             case ModelFallback(from_provider=old, to_provider=new, model=model, reason=reason):
                 await self.notice(f"{old} cannot answer ({reason}); this turn goes on with {new} ({model})", "warn")
+            case ContextCompressed(tokens_before=before, tokens_after=after, summarised=count):
+                await self.notice(f"context compressed: {count} messages summarised, about {before:,} -> {after:,} tokens", "dim")
             case ToolStarted(turn_id=turn_id, call_id=call_id, name=name, arguments=arguments):
                 view = self._turn(turn_id)
                 if view.block is not None:

@@ -24,6 +24,7 @@ from protocols import (
     ApprovalChoice,
     ApprovalRequested,
     ClarificationRequested,
+    ContextCompressed,
     ModelFallback,
     ModelRetrying,
     SessionEvent,
@@ -225,6 +226,8 @@ class PlainChat:
                 self.note(f"hermes: the model call failed ({reason}); retrying in {delay:.1f}s")
             case ModelFallback(from_provider=old, to_provider=new, model=model, reason=reason):
                 self.note(f"hermes: {old} cannot answer ({reason}); this turn goes on with {new} ({model})")
+            case ContextCompressed(tokens_before=before, tokens_after=after, summarised=count):
+                self.note(f"hermes: context compressed: {count} messages summarised, about {before:,} -> {after:,} tokens")
             case ApprovalRequested():
                 choice = await self.approval(event)
                 await self.handle.resolve_approval(self.session_id, event.request_id, choice)

@@ -1,0 +1,100 @@
+"""Compression as steps of the pure turn machine: preflight, the summary call, the new segment,
+an overflow, a failed summary. Driven input by input (the planner itself: test_compress.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from actors.agent._compress import SUMMARY_PREFIX, CompressionSettings
+from actors.agent._machine import CallModel, MachineConfig, ModelFailed, ModelReplied, Persist, Persisted, SessionState, UserInput
+from actors.agent._sanitize import sanitize
+from protocols import ChatMessage, ContextCompressed
+from tests.agent.machine_driver import TRAITS, Driver, events
+
+SETTINGS = CompressionSettings(protect_first_n=1, tail_token_budget=200, tail_min_messages=2, summary_min_tokens=50, summary_ceiling_tokens=200)
+
+
+def long_history(turns: int = 30) -> tuple[ChatMessage, ...]:
+    history: list[ChatMessage] = []
+    for i in range(turns):
+        history += [
+            ChatMessage(role="user", content=f"question {i} " + "about tides " * 40),
+            ChatMessage(role="assistant", content=f"answer {i} " + "water " * 60),
+        ]
+    return tuple(history)
+
+
+def driver(**config: object) -> Driver:
+    d = Driver(MachineConfig(traits=TRAITS, compression=SETTINGS, context_length=4_096, **config))  # type: ignore[arg-type]
+    d.state = SessionState(session_id="s1", system_prompt="You are a test agent.", transcript=long_history())
+    return d
+
+
+def open_turn(d: Driver) -> CallModel:
+    effects = d.feed(UserInput(turn_id="t1", text="and tomorrow?", now=0.0))
+    effects = d.feed(Persisted(token=d.of(Persist, effects)[0].token, now=0.0))
+    return d.of(CallModel, effects)[0]
+
+
+def test_a_prompt_over_the_threshold_is_summarised_committed_as_a_segment_then_the_call_is_made() -> None:
+    d = driver(summary_model="small-model")
+    summary_call = open_turn(d)
+    assert summary_call.token.step == "compress" and summary_call.model == "small-model" and not summary_call.use_tools
+    assert "question 5" in (summary_call.messages[-1].content or ""), "the middle is what the summary call reads"
+
+    effects = d.feed(ModelReplied(token=summary_call.token, content="The user asks about tides; answers were given.", input_tokens=900))
+    segment = d.of(Persist, effects)[0]
+    assert segment.segment is not None and segment.acked and segment.messages == d.state.transcript
+    assert segment.segment.tokens_after < segment.segment.tokens_before and segment.segment.summarised > 0
+    assert any(SUMMARY_PREFIX in (m.content or "") for m in segment.messages)
+    assert d.state.transcript[-1] == ChatMessage(role="user", content="and tomorrow?"), "the last user message is kept"
+    assert sanitize(d.state.transcript)[1] == 0
+    assert d.of(CallModel, effects) == [], "the next call waits for the segment's commit"
+
+    effects = d.feed(Persisted(token=segment.token, now=1.0))
+    [compressed] = [e for e in events(effects) if isinstance(e, ContextCompressed)]
+    assert (compressed.tokens_before, compressed.tokens_after, compressed.summarised) == (
+        segment.segment.tokens_before,
+        segment.segment.tokens_after,
+        segment.segment.summarised,
+    )
+    [model_call] = d.of(CallModel, effects)
+    assert model_call.token.step == "model" and model_call.model == ""
+    assert model_call.messages[1:] == d.state.transcript
+
+
+def test_a_context_overflow_compresses_and_calls_again_and_a_failed_summary_never_fails_the_turn() -> None:
+    d = driver(summary_model="small-model")
+    summary_call = open_turn(d)
+    # The summary model is gone: the session's own model writes the summary instead.
+    effects = d.feed(ModelFailed(token=summary_call.token, kind="model_not_found", detail="no such model", now=0.5))
+    [again] = d.of(CallModel, effects)
+    assert again.token.step == "compress" and again.model == ""
+    # That fails too: the turn goes on uncompressed, and compression cools down.
+    effects = d.feed(ModelFailed(token=again.token, kind="timeout", detail="timed out", now=0.6))
+    [plain] = d.of(CallModel, effects)
+    assert plain.token.step == "model" and d.state.guard.cooldown_until > 0.6
+    # The provider refuses the long prompt: while compression cools down, the turn fails with its words.
+    effects = d.feed(ModelFailed(token=plain.token, kind="context_overflow", status=400, detail="maximum context length is 4096 tokens", now=0.7))
+    assert [type(e).__name__ for e in events(effects)][-1] == "TurnFailed"
+
+
+def test_an_overflow_after_the_cooldown_starts_a_pass_and_the_call_is_made_again_on_the_new_segment() -> None:
+    d = driver()
+    d.config = dataclasses.replace(d.config, context_length=100_000)  # the metadata said 100K; the provider holds 4K
+    first = open_turn(d)
+    assert first.token.step == "model", "under the threshold: no preflight pass"
+    effects = d.feed(ModelFailed(token=first.token, kind="context_overflow", status=400, detail="context length exceeded", now=1.0))
+    [summary_call] = d.of(CallModel, effects)
+    assert summary_call.token.step == "compress"
+    effects = d.feed(ModelReplied(token=summary_call.token, content="notes"))
+    effects = d.feed(Persisted(token=d.of(Persist, effects)[0].token, now=2.0))
+    [retry] = d.of(CallModel, effects)
+    assert retry.token.step == "model" and len(retry.messages) < len(first.messages)
+
+
+def test_without_compression_configured_nothing_changes() -> None:
+    d = Driver(MachineConfig(traits=TRAITS))
+    d.state = SessionState(session_id="s1", system_prompt="p", transcript=long_history())
+    call = open_turn(d)
+    assert call.token.step == "model" and len(call.messages) == 1 + len(long_history()) + 1
