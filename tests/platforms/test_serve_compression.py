@@ -3,11 +3,6 @@ because the session compresses itself (issue 15), and the store keeps every orig
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import httpx
@@ -15,8 +10,8 @@ import httpx
 from actors.chaos import ModelServer, TextReply
 from actors.store import StoreReader
 from tests.conftest import DEADLINE
+from tests.platforms.serve_process import serving
 
-HERMES = [sys.executable, "-m", "actors.cli"]
 WINDOW = 12_000  # the tool schemas alone take about 4,000 of it
 TURNS = 30
 
@@ -30,29 +25,12 @@ def test_thirty_long_turns_in_a_12k_window_all_complete_through_compression_with
             f'model:\n  default: test-model\n  base_url: "{server.base_url}"\n  api_key: sk-test\n  context_length: {WINDOW}\ncompression:\n  threshold: 0.5\n'
         )
         (home / ".env").write_text("API_SERVER_KEY=sk-hermes-test-key\n")
-        env = {k: v for k, v in os.environ.items() if k not in ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL", "OPENROUTER_API_KEY")}
-        env["HERMES_HOME"] = str(home)
-        process = subprocess.Popen(
-            [*HERMES, "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
-        )
-        try:
-            assert process.stdout is not None
-            first = process.stdout.readline()
-            found = re.search(r"listening on (http://\S+)/v1", first)
-            assert found, first + (process.stderr.read() if process.poll() is not None and process.stderr else "")
-            base = found.group(1)
+        with serving(home) as base:
             headers = {"authorization": "Bearer sk-hermes-test-key", "x-hermes-session-id": "long"}
             for i in range(TURNS):
                 text = f"turn {i}: " + f"the tide table for day {i} reads high water at six and low water at noon; " * 28
                 reply = httpx.post(f"{base}/v1/chat/completions", json={"messages": [{"role": "user", "content": text}]}, headers=headers, timeout=DEADLINE)
                 assert reply.status_code == 200, f"turn {i}: {reply.text}"
-            process.send_signal(signal.SIGTERM)
-            _, stderr = process.communicate(timeout=DEADLINE)
-            assert process.returncode == 0 and "Traceback" not in stderr, stderr
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(DEADLINE)
         sent = [r.prompt_tokens for r in server.requests if r.path == "/v1/chat/completions"]
     assert sent and max(t or 0 for t in sent) <= WINDOW, "no request passed the window"
     with StoreReader(home / "state.db") as reader:

@@ -3,11 +3,6 @@ that fail the way real providers do, key by key (issue 14's acceptance)."""
 
 from __future__ import annotations
 
-import os
-import re
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +13,8 @@ import pytest
 
 from actors.chaos import HttpError, ModelServer, TextReply
 from tests.conftest import DEADLINE
+from tests.platforms.serve_process import serving
 
-HERMES = [sys.executable, "-m", "actors.cli"]
 KEYS = {"one": "sk-primary-key-0001", "two": "sk-primary-key-0002", "three": "sk-primary-key-0003"}
 BACKUP_KEY = "sk-backup-key-0009"
 TURN_DEADLINE = 20.0
@@ -51,24 +46,8 @@ def served(tmp_path: Path) -> Iterator[tuple[str, str, ModelServer, ModelServer]
         home.mkdir()
         (home / "config.yaml").write_text(config(primary, backup))
         (home / ".env").write_text(f"PRIMARY_KEY_ONE={KEYS['one']}\nAPI_SERVER_KEY=sk-hermes-test-key\n")
-        env = {k: v for k, v in os.environ.items() if k not in ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL", "OPENROUTER_API_KEY")}
-        env["HERMES_HOME"] = str(home)
-        process = subprocess.Popen(
-            [*HERMES, "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
-        )
-        try:
-            assert process.stdout is not None
-            first = process.stdout.readline()
-            found = re.search(r"listening on (http://\S+)/v1", first)
-            assert found, first + (process.stderr.read() if process.poll() is not None and process.stderr else "")
-            yield found.group(1), "sk-hermes-test-key", primary, backup
-            process.send_signal(signal.SIGTERM)
-            _, stderr = process.communicate(timeout=DEADLINE)
-            assert process.returncode == 0 and "Traceback" not in stderr, stderr
-        finally:
-            if process.poll() is None:
-                os.killpg(process.pid, signal.SIGKILL)
-                process.wait(DEADLINE)
+        with serving(home) as base:
+            yield base, "sk-hermes-test-key", primary, backup
 
 
 def chat(base: str, key: str, text: str) -> tuple[dict[str, Any], float]:
