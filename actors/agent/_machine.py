@@ -14,9 +14,7 @@ cancelled or superseded is ignored: each carries the token or call id it was sta
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 
@@ -26,8 +24,6 @@ from protocols._session import (
     ModelFallback,
     ModelRetrying,
     SessionEvent,
-    ToolFinished,
-    ToolStarted,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -39,9 +35,11 @@ from protocols._session import (
 from protocols._store import TurnMark
 
 from . import _machine_compress as compression
+from . import _machine_tools as tools
 from ._answer_format import answer_problem
 from ._compress import CompressionSettings
-from ._plan import PlannedCall, ToolTraits, plan_batches
+from ._machine_tools import PREVIEW_CHARS
+from ._plan import ToolTraits
 from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
 from ._tokens import DEFAULT_CONTEXT_WINDOW
@@ -135,7 +133,6 @@ NO_KEY_MIN_WAIT = 0.5
 """Seconds at least between two leases of a provider whose keys are all benched."""
 EMPTY_ANSWER = "(empty)"
 """The answer recorded when the model twice replied with nothing (or only reasoning)."""
-PREVIEW_CHARS = 300
 RECENT_TURNS = 256
 
 
@@ -225,7 +222,7 @@ class _Step:
                     self.emit(UserMessageSaved(turn_id=turn.turn_id))
                     self.call_model(turn, event.now)
                 elif isinstance(phase, PersistingCalls) and token == phase.token:
-                    self.start_tools(turn, event.now)
+                    tools.start(self, turn, event.now)
                 elif isinstance(phase, PersistingAnswer) and token == phase.token:
                     self.finish(turn, phase.answer, event.now, phase.paused)
                 elif isinstance(phase, PersistingSegment) and token == phase.token:
@@ -245,7 +242,7 @@ class _Step:
                     compression.on_summary_failed(self, turn, turn.phase, event)
             case ToolDone(call_id=call_id):
                 if isinstance(turn.phase, RunningTools) and call_id in turn.phase.running:
-                    self.on_tool_done(turn, turn.phase, event)
+                    tools.on_done(self, turn, turn.phase, event)
             case TimerFired(token=token):
                 phase = turn.phase
                 if token == _deadline_token(turn.turn_id):
@@ -465,88 +462,6 @@ class _Step:
         self.call_model(msgspec.structs.replace(turn, provider=turn.provider + 1), now, attempt=0, extra=extra)
         return True
 
-    # tools ------------------------------------------------------------------------------------------
-
-    def start_tools(self, turn: Turn, now: float) -> None:
-        traits = self.config.traits
-        client = _client_tools(turn)
-        planned: list[PlannedCall] = []
-        parsed: dict[str, dict[str, Any]] = {}
-        answered: list[str] = []
-        for call in turn.calls:
-            problem: str | None = None
-            arguments: Any = None
-            if call.name in client:
-                continue  # the client runs it: the turn pauses for its result (next_group)
-            if call.name not in traits:
-                available = ", ".join(sorted(traits)) or "none"
-                problem = f"[error] unknown tool {call.name!r}; available tools: {available}"
-            else:
-                try:
-                    arguments = json.loads(call.arguments or "{}")
-                except ValueError as exc:
-                    problem = f"[error] the arguments are not valid JSON ({exc}); call the tool again with a JSON object"
-                else:
-                    if not isinstance(arguments, dict):
-                        problem = "[error] the arguments must be a JSON object; call the tool again with one"
-            if problem is not None:
-                # Answered at once and alone: it never runs.
-                self.emit(ToolStarted(turn_id=turn.turn_id, call_id=call.id, name=call.name, arguments=call.arguments))
-                self.record_result(turn, call, problem, ok=False)
-                answered.append(call.id)
-            else:
-                planned.append(PlannedCall(call_id=call.id, name=call.name, arguments=arguments))
-                parsed[call.id] = arguments
-        phase = RunningTools(
-            groups=plan_batches(planned, traits, max_parallel=self.config.max_parallel),
-            arguments=parsed,
-        )
-        self.next_group(msgspec.structs.replace(turn, answered=tuple(answered)), phase, now)
-
-    def next_group(self, turn: Turn, phase: RunningTools, now: float) -> None:
-        if not phase.groups:
-            waiting = tuple(c for c in turn.calls if c.id not in turn.answered and c.name in _client_tools(turn))
-            if waiting:
-                self.pause_for_client(turn, waiting)
-                return
-            self.call_model(turn, now)
-            return
-        group, rest = phase.groups[0], phase.groups[1:]
-        self.set_turn(msgspec.structs.replace(turn, phase=msgspec.structs.replace(phase, groups=rest, running=group)))
-        by_id = {c.id: c for c in turn.calls}
-        timeout = max(0.001, min(self.config.tool_timeout, turn.deadline - now))
-        for call_id in group:
-            call = by_id[call_id]
-            self.emit(ToolStarted(turn_id=turn.turn_id, call_id=call_id, name=call.name, arguments=call.arguments))
-            self.effects.append(RunTool(call_id=call_id, name=call.name, arguments=phase.arguments[call_id], timeout=timeout))
-
-    def on_tool_done(self, turn: Turn, phase: RunningTools, done: ToolDone) -> None:
-        call = next(c for c in turn.calls if c.id == done.call_id)
-        self.record_result(turn, call, done.content, ok=done.ok)
-        phase = msgspec.structs.replace(phase, running=tuple(i for i in phase.running if i != done.call_id))
-        turn = msgspec.structs.replace(turn, answered=(*turn.answered, done.call_id), phase=phase)
-        if phase.running:
-            self.set_turn(turn)
-        else:
-            self.next_group(turn, phase, done.now)
-
-    def record_result(self, turn: Turn, call: ToolCall, content: str, *, ok: bool) -> None:
-        result = ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=content)
-        self.add_result(turn, result)
-        self.effects.append(Persist(token=Token(step="tool", turn_id=turn.turn_id, call_id=call.id), messages=(result,)))
-        self.emit(ToolFinished(turn_id=turn.turn_id, call_id=call.id, name=call.name, ok=ok, preview=content[:PREVIEW_CHARS]))
-
-    def add_result(self, turn: Turn, result: ChatMessage) -> None:
-        """Append ``result`` among the results after its assistant message in the model's order
-        (tools finish in any order; the store keeps that order, the model is sent this one)."""
-        transcript = self.state.transcript
-        rank = {c.id: i for i, c in enumerate(turn.calls)}
-        mine = rank[result.tool_call_id or ""]
-        at = len(transcript)
-        while at and transcript[at - 1].role == "tool" and rank.get(transcript[at - 1].tool_call_id or "", -1) > mine:
-            at -= 1
-        self.state = msgspec.structs.replace(self.state, transcript=(*transcript[:at], result, *transcript[at:]))
-
     def settle(self, turn: Turn, text: str, end: TurnMark) -> None:
         """Give every unanswered call of the latest assistant message a synthetic result, and record the end."""
         missing = [c for c in turn.calls if c.id not in turn.answered]
@@ -612,10 +527,6 @@ class _Step:
             head, rest = self.state.queued[0], self.state.queued[1:]
             self.state = msgspec.structs.replace(self.state, queued=rest)
             self.start_turn(msgspec.structs.replace(head, now=now))
-
-
-def _client_tools(turn: Turn) -> frozenset[str]:
-    return turn.options.client_tool_names if turn.options is not None else frozenset()
 
 
 def _deadline_token(turn_id: str) -> Token:
