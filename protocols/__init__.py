@@ -42,6 +42,7 @@ from ._session import BusyPolicy as BusyPolicy
 from ._session import CancelTurn as CancelTurn
 from ._session import ClarificationRequested as ClarificationRequested
 from ._session import ClientTool as ClientTool
+from ._session import CompressContext as CompressContext
 from ._session import ContextCompressed as ContextCompressed
 from ._session import EnsureSession as EnsureSession
 from ._session import ModelFallback as ModelFallback
@@ -134,6 +135,7 @@ __all__ = [
     "ChildStarted",
     "ClarificationRequested",
     "ClientTool",
+    "CompressContext",
     "ContextCompressed",
     "CrashFaults",
     "CreateSession",

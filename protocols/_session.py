@@ -77,6 +77,19 @@ class StartTurn(Message, frozen=True, kw_only=True):
     """Earlier messages a client sends along; used to seed a session that has none yet."""
 
 
+class CompressContext(Message, frozen=True, kw_only=True):
+    """Compress the conversation now (``/compress [topic]``): one forced summary pass, run as a
+    turn of its own (it queues behind a running turn like a message), with no model answer after
+    it. The turn ends ``TurnCompleted`` after ``ContextCompressed``, or saying there was nothing
+    to compress; a failed summary call fails it and leaves the conversation as it was."""
+
+    focus: str = ""
+    """A topic the summary keeps in full detail (empty: none)."""
+    turn_id: str = ""
+    """Caller-chosen id of the compression's turn; the session makes one when empty."""
+    policy: BusyPolicy | None = None
+
+
 class CancelTurn(Message, frozen=True, kw_only=True):
     """Stop the running turn: model stream and tools are cancelled, the transcript settled."""
 
@@ -336,7 +349,9 @@ AnySessionEvent = (
 TERMINAL_EVENTS = (TurnCompleted, TurnFailed, TurnCancelled)
 
 
-SessionCommand = StartTurn | CancelTurn | Subscribe | Unsubscribe | EnsureSession | SwitchModel | UndoTurn | AnswerClarification | ResolveApproval
+SessionCommand = (
+    StartTurn | CompressContext | CancelTurn | Subscribe | Unsubscribe | EnsureSession | SwitchModel | UndoTurn | AnswerClarification | ResolveApproval
+)
 """What clients (the API, the TUI, a delegating session) tell a session."""
 
 SessionInbox = (

@@ -42,7 +42,7 @@ from ._machine_tools import PREVIEW_CHARS
 from ._plan import ToolTraits
 from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
-from ._tokens import DEFAULT_CONTEXT_WINDOW
+from ._tokens import DEFAULT_CONTEXT_WINDOW, RequestSize
 from ._turn_io import (
     NO_KEY,
     CallModel,
@@ -162,8 +162,9 @@ class MachineConfig:
     """The model's context window, in tokens (``_tokens.context_window``)."""
     summary_model: str = ""
     """The model that writes compression summaries (empty: the session's own)."""
-    tools_tokens: int = 0
-    """Estimated tokens of the tool schemas sent with every call (counted against the window)."""
+    tools_size: RequestSize = RequestSize(chars=0, fixed=0)
+    """The size of the tool schemas sent with every call: counted against the window, and part
+    of what a reply's reported prompt tokens are compared with."""
 
 
 # -- the step function -----------------------------------------------------------------------
@@ -219,6 +220,9 @@ class _Step:
             case Persisted(token=token):
                 phase = turn.phase
                 if isinstance(phase, PersistingUser) and token == phase.token:
+                    if turn.focus is not None:
+                        compression.on_requested(self, turn, event.now)
+                        return
                     self.emit(UserMessageSaved(turn_id=turn.turn_id))
                     self.call_model(turn, event.now)
                 elif isinstance(phase, PersistingCalls) and token == phase.token:
@@ -231,7 +235,7 @@ class _Step:
                 self.on_persist_failed(turn, token, error, event.now)
             case ModelReplied(token=token):
                 if isinstance(turn.phase, Calling) and token == turn.phase.token:
-                    compression.learn(self, event)
+                    compression.learn(self, turn, event)
                     self.on_reply(turn, event)
                 elif isinstance(turn.phase, Compressing) and token == turn.phase.token:
                     compression.on_summary(self, turn, turn.phase, event)
@@ -281,8 +285,10 @@ class _Step:
     def start_turn(self, event: UserInput) -> None:
         turn_id = event.turn_id
         token = Token(step="user", turn_id=turn_id)
-        # A client's tool results take the place of the user message: the paused turn goes on.
-        opening = event.tool_results or (ChatMessage(role="user", content=event.text, images=event.images),)
+        opening: tuple[ChatMessage, ...] = ()
+        if not event.compress:  # a /compress turn opens with no message
+            # A client's tool results take the place of the user message: the paused turn goes on.
+            opening = event.tool_results or (ChatMessage(role="user", content=event.text, images=event.images),)
         self.append(*opening)
         self.set_turn(
             Turn(
@@ -292,9 +298,10 @@ class _Step:
                 instructions=event.instructions,
                 options=event.options,
                 opened=len(opening),
+                focus=event.text.strip() if event.compress else None,
             )
         )
-        self.emit(TurnStarted(turn_id=turn_id, text=event.text))
+        self.emit(TurnStarted(turn_id=turn_id, text=f"/compress {event.text.strip()}".rstrip() if event.compress else event.text))
         self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
         self.effects.append(Persist(token=token, messages=opening, acked=True, turn=TurnMark(turn_id=turn_id, event="started")))
 
@@ -305,8 +312,10 @@ class _Step:
             return
         if isinstance(turn.phase, PersistingUser) and token == turn.phase.token:
             # The user message never became durable: take it back and say so.
-            self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[: -turn.opened])
+            self.state = msgspec.structs.replace(self.state, transcript=self.state.transcript[: len(self.state.transcript) - turn.opened])
             message = f"your message could not be saved ({error}); nothing was sent to the model, send it again"
+            if turn.focus is not None:
+                message = f"the compression could not start: the store refused its record ({error}); the conversation is unchanged, try again"
         else:
             message = f"the transcript could not be saved ({error}); the turn was stopped to avoid losing more"
         self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=message, kind="store"), now)

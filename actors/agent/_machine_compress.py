@@ -11,6 +11,11 @@ commit; then the model call the pass came before is made.
 
 A failed summary call never fails the turn: the guard cools down (60 s, then 600 s) and the call
 goes ahead uncompressed; a later overflow then fails the turn with the provider's words.
+
+``/compress [topic]`` (``UserInput.compress``) is a turn of its own with no message: one pass,
+forced past the pause and the cooldown, the topic kept in detail; the turn's end is committed
+with the segment, and it answers with what was saved (or that there was nothing to compress). A
+failed summary fails that turn, and the conversation stays as it was.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from protocols import ChatMessage, Token
-from protocols._session import ContextCompressed
-from protocols._store import SegmentStart
+from protocols._session import ContextCompressed, TurnFailed
+from protocols._store import SegmentStart, TurnMark
 
 from ._compress import CompressionSettings, assemble, fit_to_window, may_compress, needs_compression, plan, prune, record_failure, record_pass
-from ._tokens import calibrate, estimate_tokens, message_tokens, request_size
+from ._tokens import RequestSize, calibrate, estimate_tokens, message_tokens, request_size
 from ._turn_io import CallModel, ModelFailed, ModelReplied, Persist
 from ._turn_state import Compressing, PersistingSegment, Turn
 
@@ -45,12 +50,21 @@ def _sent(run: _Step) -> tuple[ChatMessage, ...]:
     return (ChatMessage(role="system", content=run.state.system_prompt), *run.state.transcript)
 
 
+def _size(run: _Step, *, tools: bool) -> RequestSize:
+    """The size of the next call's request: the conversation, and the tool schemas if they go too."""
+    sent = request_size(_sent(run))
+    if not tools:
+        return sent
+    schemas = run.config.tools_size
+    return RequestSize(chars=sent.chars + schemas.chars, fixed=sent.fixed + schemas.fixed)
+
+
 def preflight(run: _Step, turn: Turn, now: float) -> bool:
     """Before a fresh model call: start a pass if the prompt is over the threshold (True: started)."""
     settings = _settings(run)
     if settings is None or turn.compressions >= settings.max_passes:
         return False
-    tokens = estimate_tokens(_sent(run), ratio=run.state.ratio) + run.config.tools_tokens
+    tokens = _size(run, tools=True).tokens(run.state.ratio)
     return needs_compression(tokens, run.config.context_length, settings) and start(run, turn, now, settings)
 
 
@@ -60,12 +74,33 @@ def after_overflow(run: _Step, turn: Turn, now: float) -> bool:
     return settings is not None and turn.compressions < settings.max_passes and start(run, turn, now, settings)
 
 
+def on_requested(run: _Step, turn: Turn, now: float) -> None:
+    """A ``/compress`` turn is recorded: one pass, forced past the pause and the cooldown. With
+    compression off in config.yaml it still runs, on the default settings for the window."""
+    settings = _settings(run) or fit_to_window(CompressionSettings(), run.config.context_length)
+    if start(run, turn, now, settings):
+        return
+    count = len(run.state.transcript)
+    text = f"Nothing to compress: the conversation ({count} messages) is no longer than what compression keeps (its first messages and the recent ones)."
+    _end_requested(run, turn, text, now)
+
+
+def _end_requested(run: _Step, turn: Turn, text: str, now: float, *, recorded: bool = False) -> None:
+    """A ``/compress`` turn ends: its answer is the outcome (recorded with the segment's write,
+    or in a write of its own)."""
+    if not recorded:
+        token = Token(step="end", turn_id=turn.turn_id)
+        run.effects.append(Persist(token=token, messages=(), turn=TurnMark(turn_id=turn.turn_id, event="completed")))
+    run.finish(turn, text, now)
+
+
 def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, model: str | None = None) -> bool:
-    if may_compress(run.state.guard, now, settings=settings) is not True:
+    forced = turn.focus is not None
+    if may_compress(run.state.guard, now, forced=forced, settings=settings) is not True:
         return False
     estimate = functools.partial(message_tokens, ratio=run.state.ratio)
     pruned = prune(run.state.transcript, estimate=estimate, settings=settings)
-    found = plan(pruned.messages, estimate=estimate, settings=settings)
+    found = plan(pruned.messages, estimate=estimate, settings=settings, focus=turn.focus or None)
     if found is None:
         return False
     passes = turn.compressions + 1
@@ -91,7 +126,9 @@ def on_summary(run: _Step, turn: Turn, phase: Compressing, reply: ModelReplied) 
     summarised = len(phase.plan.middle)
     run.set_turn(msgspec.structs.replace(turn, phase=PersistingSegment(token=token, tokens_before=before, tokens_after=after, summarised=summarised)))
     segment = SegmentStart(summary=reply.content, tokens_before=before, tokens_after=after, summarised=summarised)
-    run.effects.append(Persist(token=token, messages=compressed, acked=True, segment=segment))
+    # A /compress turn ends with its segment: both are committed in one write, or neither.
+    mark = TurnMark(turn_id=turn.turn_id, event="completed") if turn.focus is not None else None
+    run.effects.append(Persist(token=token, messages=compressed, acked=True, segment=segment, turn=mark))
 
 
 def on_segment_saved(run: _Step, turn: Turn, phase: PersistingSegment, now: float) -> None:
@@ -100,7 +137,11 @@ def on_segment_saved(run: _Step, turn: Turn, phase: PersistingSegment, now: floa
             turn_id=turn.turn_id, tokens_before=phase.tokens_before, tokens_after=phase.tokens_after, summarised=phase.summarised, segment=turn.compressions
         )
     )
-    run.call_model(turn, now)
+    if turn.focus is None:
+        run.call_model(turn, now)
+        return
+    text = f"Compressed the conversation: {phase.summarised} messages summarised, about {phase.tokens_before:,} -> {phase.tokens_after:,} tokens."
+    _end_requested(run, turn, text, now, recorded=True)
 
 
 def on_summary_failed(run: _Step, turn: Turn, phase: Compressing, failure: ModelFailed) -> None:
@@ -113,12 +154,17 @@ def on_summary_failed(run: _Step, turn: Turn, phase: Compressing, failure: Model
             return
     unavailable = failure.kind in UNAVAILABLE
     run.state = msgspec.structs.replace(run.state, guard=record_failure(run.state.guard, failure.now, unavailable=unavailable, settings=settings))
-    run.call_model(turn, failure.now)
+    if turn.focus is None:
+        run.call_model(turn, failure.now)
+        return
+    error = f"the summary call failed ({failure.detail or failure.kind}); the conversation is unchanged, run /compress again later"
+    run.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="compression"), failure.now)
 
 
-def learn(run: _Step, reply: ModelReplied) -> None:
-    """A reply's reported prompt tokens correct the chars-per-token estimate (compression on only)."""
+def learn(run: _Step, turn: Turn, reply: ModelReplied) -> None:
+    """A reply's reported prompt tokens correct the chars-per-token estimate (compression on only).
+    The count covers the tool schemas too when they were sent (every call but the grace call)."""
     if run.config.compression is not None and reply.input_tokens > 0:
-        ratio = calibrate(run.state.ratio, request_size(_sent(run)), reply.input_tokens)
+        ratio = calibrate(run.state.ratio, _size(run, tools=not turn.grace), reply.input_tokens)
         if ratio != run.state.ratio:
             run.state = msgspec.structs.replace(run.state, ratio=ratio)

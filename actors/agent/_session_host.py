@@ -24,6 +24,7 @@ import msgspec
 from protocols import KeyLeased, LeaseKey, NoKeyAvailable, ReportKey, Token, WaitFinished
 from protocols._session import (
     CancelTurn,
+    CompressContext,
     EnsureSession,
     ModelSwitched,
     SessionEvent,
@@ -265,6 +266,8 @@ class SessionHost:
                     now=self.port.now(),
                 )
                 self.feed(opening)
+            case CompressContext(focus=focus, turn_id=turn_id, policy=policy):
+                self.feed(UserInput(turn_id=turn_id or self.port.new_turn_id(), text=focus, policy=policy, compress=True, now=self.port.now()))
             case CancelTurn(reason=reason, turn_id=turn_id):
                 self.feed(Cancel(reason=reason, turn_id=turn_id, now=self.port.now()))
             case EnsureSession(reply_to=reply_to, title=title):

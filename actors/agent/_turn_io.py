@@ -32,6 +32,8 @@ class UserInput(Input, frozen=True, kw_only=True):
     """Instead of a user message: a client's results for the client tools the last turn paused on."""
     options: TurnOptions | None = None
     images: tuple[str, ...] = ()
+    compress: bool = False
+    """Not a message: compress the conversation now (``/compress``); ``text`` is the focus topic."""
 
 
 class Persisted(Input, frozen=True, kw_only=True):

@@ -128,6 +128,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """The turn already asked again once after an empty reply."""
     compressions: int = 0
     """Compression passes this turn made (at most ``CompressionSettings.max_passes``)."""
+    focus: str | None = None
+    """Set on a ``/compress`` turn (the topic; empty for none): one forced pass, no model answer."""
 
 
 class SessionState(msgspec.Struct, frozen=True, kw_only=True):

@@ -92,6 +92,19 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
         "200",
     ),
     ("POST", "/v1/sessions/{session_id}/undo"): ("Take back the last exchange (409 while a turn runs or when there is none).", None, "200"),
+    ("POST", "/v1/sessions/{session_id}/compress"): (
+        "Compress the conversation now: its middle becomes a summary in a new segment (focus: a topic kept in detail;"
+        " wait: false answers 202 and reports on the event stream; 404 for no session, 502 when the summary call failed).",
+        {
+            "type": "object",
+            "properties": {
+                "focus": {"type": "string", "maxLength": 2000},
+                "policy": {"type": "string", "enum": ["queue", "interrupt", "reject"]},
+                "wait": {"type": "boolean"},
+            },
+        },
+        "200",
+    ),
     ("DELETE", "/v1/sessions/{session_id}"): ("Delete a session and its messages.", None, "200"),
     ("GET", "/v1/sessions/{session_id}/messages"): ("A session's transcript.", None, "200"),
     ("POST", "/v1/sessions/{session_id}/fork"): ("Copy a session into a new one that continues from it.", None, "201"),

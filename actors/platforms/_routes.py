@@ -6,6 +6,7 @@ from ._app import ApiContext, Handler, health, health_detailed, models
 from ._asgi import Request, Send, send_json
 from ._attach import session_answer, session_cancel, session_events, session_turn
 from ._chat import chat_completions
+from ._compress_api import compress_session
 from ._openapi import openapi_document
 from ._responses import create_response, delete_response, get_response
 from ._runs import answer_approval, create_run, get_run, run_events, stop_run
@@ -45,6 +46,7 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/v1/sessions/{session_id}/messages", session_messages),
     ("POST", "/v1/sessions/{session_id}/fork", fork_session),
     ("POST", "/v1/sessions/{session_id}/undo", undo_turn),
+    ("POST", "/v1/sessions/{session_id}/compress", compress_session),
     ("GET", "/v1/sessions/{session_id}/events", session_events),
     ("POST", "/v1/sessions/{session_id}/turns", session_turn),
     ("POST", "/v1/sessions/{session_id}/cancel", session_cancel),

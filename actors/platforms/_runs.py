@@ -17,6 +17,7 @@ from protocols import (
     ApprovalRequested,
     ApprovalResolved,
     CancelTurn,
+    ContextCompressed,
     ReasoningDelta,
     ResolveApproval,
     StartTurn,
@@ -51,6 +52,8 @@ class Run:
     output: str | None = None
     error: str | None = None
     approvals: list[str] = dataclasses.field(default_factory=list)
+    compressions: list[dict[str, int]] = dataclasses.field(default_factory=list)
+    """The run's context compressions (tokens before and after, messages summarised)."""
 
     def view(self) -> dict[str, Any]:
         return {
@@ -62,6 +65,7 @@ class Run:
             "output": self.output,
             "error": self.error,
             "pending_approvals": list(self.approvals),
+            "compressions": list(self.compressions),
         }
 
 
@@ -90,6 +94,8 @@ class _Tracker:
                 if request_id in run.approvals:
                     run.approvals.remove(request_id)
                 run.status = "waiting_for_approval" if run.approvals else "running"
+            case ContextCompressed():
+                run.compressions.append(_compression(event))
             case TurnCompleted(text=text):
                 self._end("completed", output=text)
             case TurnFailed(error=error):
@@ -103,6 +109,10 @@ class _Tracker:
         self.run.status, self.run.output, self.run.error = status, output, error
         self.ctx.hubs.get(self.run.session_id).unsubscribe(self)
         self.ctx.release()
+
+
+def _compression(event: ContextCompressed) -> dict[str, int]:
+    return {"tokens_before": event.tokens_before, "tokens_after": event.tokens_after, "summarised": event.summarised}
 
 
 def _input_text(body: dict[str, Any]) -> str:
@@ -183,6 +193,8 @@ def _named(event: Any) -> tuple[str, dict[str, Any]] | None:
             return "approval.request", {"request_id": request_id, "command": command, "reasons": list(reasons), "timeout_s": timeout_s}
         case ApprovalResolved(request_id=request_id, choice=choice):
             return "approval.responded", {"request_id": request_id, "choice": choice}
+        case ContextCompressed():
+            return "context.compressed", _compression(event)
         case TurnCompleted(text=text):
             return "run.completed", {"output": text}
         case TurnFailed(error=error) | TurnRejected(reason=error):

@@ -34,7 +34,7 @@ from actors.agent import (
 from actors.agent._compression_settings import load_compression
 from actors.agent._config import read_config
 from actors.agent._providers import primary_settings, with_chain
-from actors.agent._tokens import TokenRatio, request_size
+from actors.agent._tokens import tools_size
 from actors.credentials._settings import load_providers
 from supervisor import ChildSpec, Supervisor
 
@@ -116,7 +116,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
             compression=compression.settings,
             context_length=compression.context_length,
             summary_model=compression.summary_model,
-            tools_tokens=request_size((), [spec.schema() for spec in tools.values()]).tokens(TokenRatio()),
+            tools_size=tools_size([spec.schema() for spec in tools.values()]),
         ),
         source="api",
         platform_hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.",

@@ -98,3 +98,19 @@ def test_without_compression_configured_nothing_changes() -> None:
     d.state = SessionState(session_id="s1", system_prompt="p", transcript=long_history())
     call = open_turn(d)
     assert call.token.step == "model" and len(call.messages) == 1 + len(long_history()) + 1
+
+
+def test_calibration_counts_the_tool_schemas_the_reported_prompt_tokens_include() -> None:
+    """A provider's prompt_tokens cover the tool schemas: compared with the messages alone, the
+    ratio would fall to a third and compression would start far below its threshold."""
+    from actors.agent._tokens import RequestSize, request_size
+
+    schemas = RequestSize(chars=16_000, fixed=0)
+    d = Driver(MachineConfig(traits=TRAITS, compression=SETTINGS, context_length=100_000, tools_size=schemas))
+    d.state = SessionState(session_id="s1", system_prompt="You are a test agent.", transcript=long_history(4))
+    call = open_turn(d)
+    assert call.token.step == "model"
+    sent = request_size(call.messages)
+    reported = (sent.chars + schemas.chars) // 4 + sent.fixed  # a provider counting 4 characters a token
+    d.feed(ModelReplied(token=call.token, content="fine", input_tokens=reported))
+    assert 3.8 <= d.state.ratio.chars_per_token <= 4.2, d.state.ratio

@@ -38,3 +38,6 @@ def serving(home: Path) -> Iterator[str]:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(DEADLINE)
+        for pipe in (process.stdout, process.stderr):  # a failed test must not leak them too
+            if pipe is not None:
+                pipe.close()

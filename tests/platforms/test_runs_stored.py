@@ -42,6 +42,7 @@ def test_a_run_from_before_a_restart_is_answered_from_the_store(start_runtime: S
                 "output": None,
                 "error": None,
                 "pending_approvals": [],
+                "compressions": [],
             }
             died = http.get("/v1/runs/run_died").json()
             assert (died["status"], died["session_id"]) == ("failed", "died")

@@ -317,3 +317,27 @@ def test_a_model_chosen_before_the_first_message_keeps_the_automatic_title(local
 
     drive(make_app(local), scenario)
     assert model_server.requests[-1].body["model"] == "bigger-model"
+
+
+def test_compress_summarises_the_conversation_with_a_topic_and_the_status_line_counts_it(local: LocalSession, model_server: ModelServer) -> None:
+    model_server.script([TextReply(content=f"noted {i}") for i in range(6)] + [TextReply(content="The user logged tides for six days.")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await run_command(pilot, app, "/compress")
+        assert "nothing to compress yet" in texts(app, ".notice")[-1]
+        for i in range(6):  # about 7,500 tokens each: past the tail a 128K window keeps
+            mark = len(app.seen)
+            await type_text(pilot, f"day {i}: " + "high water at six, low water at noon. " * 800)
+            await app.wait_for_event(kind(TurnCompleted), start=mark)
+        mark = len(app.seen)
+        await run_command(pilot, app, "/compress tides")
+        done = await app.wait_for_event(kind(TurnCompleted), start=mark)
+        assert done.text.startswith("Compressed the conversation:")  # type: ignore[union-attr]
+        await pilot.pause()
+        assert texts(app, ".user")[-1] == "/compress tides", "shown once, as sent"
+        assert any(t.startswith("context compressed:") for t in texts(app, ".notice"))
+        assert app.compressions == 1 and "compressed ×1" in str(app.query_one("#status").render())
+
+    drive(make_app(local), scenario)
+    summary_request = model_server.requests[-1].body
+    assert "tools" not in summary_request and "tides" in summary_request["messages"][0]["content"]

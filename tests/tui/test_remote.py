@@ -225,3 +225,20 @@ def test_plain_attach_prints_the_turns_of_the_session_and_ctrl_c_at_idle_leaves(
     assert status == 0
     assert out == "> a question from elsewhere\nwatched answer\n"
     assert "following session watched" in err
+
+
+def test_compress_in_the_attached_ui_runs_on_the_server_and_reports_on_the_stream(api: ServerKit) -> None:
+    api.model.script([TextReply(content="one")], session="remote-compress")
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await type_text(pilot, "first")
+        await app.wait_for_event(kind(TurnCompleted))
+        mark = len(app.seen)
+        await type_text(pilot, "/compress")
+        done = await app.wait_for_event(kind(TurnCompleted), start=mark)
+        assert done.text.startswith("Nothing to compress")  # type: ignore[union-attr]
+        await app.workers.wait_for_complete()
+        await pilot.pause()
+        assert texts(app, ".user") == ["first", "/compress"]
+
+    drive(make_app(RemoteSession(api.base_url, KEY), session_id="remote-compress", resume=True), scenario)

@@ -32,6 +32,7 @@ from protocols import (
     ApprovalRequested,
     ApprovalResolved,
     ClarificationRequested,
+    ContextCompressed,
     SessionEvent,
     TurnCancelled,
     TurnCompleted,
@@ -122,6 +123,8 @@ class ChatApp(App[int]):
         self.last_cost: float | None = None
         self.total_cost: float | None = None
         """USD, when the session reports costs (``pricing:`` in config.yaml)."""
+        self.compressions = 0
+        """Context compressions of this session seen here (shown in the status line)."""
         self.session_model: str | None = None
         """The model this session chose (``/model``, or stored with it); None: the runtime's."""
         self._attachment: Attachment | None = None
@@ -196,6 +199,7 @@ class ChatApp(App[int]):
             last=self.last_usage,
             total=self.total_usage,
             cost=(self.last_cost, self.total_cost),
+            compressions=self.compressions,
         )
 
     def _tick(self) -> None:
@@ -258,6 +262,7 @@ class ChatApp(App[int]):
         self._questions.clear()
         self.last_usage, self.total_usage = None, (0, 0)
         self.last_cost = self.total_cost = None
+        self.compressions = 0
         self.session_model = None
         self.state, self._cancelling = "idle", False
         await self.conversation.clear()
@@ -323,6 +328,8 @@ class ChatApp(App[int]):
                 self._turn_ended(item)
             case TurnFailed() | TurnCancelled():
                 self._turn_ended(item)
+            case ContextCompressed():
+                self.compressions += 1
             case _:
                 pass
         self.seen.append(item)
@@ -420,6 +427,21 @@ class ChatApp(App[int]):
                 self.conversation.sent.remove(text)
 
         self._call(lambda handle: handle.start_turn(session_id, text, title=title), failed=unsent)
+
+    async def compress(self, focus: str) -> None:
+        """``/compress [topic]``: a turn of the session's own (queued behind a running one)."""
+        if self._fresh:
+            await self.say("nothing to compress yet: this session has no messages", "dim")
+            return
+        shown = f"/compress {focus}".rstrip()
+        await self.conversation.user(shown)
+        session_id = self.session_id
+
+        def unsent() -> None:
+            if shown in self.conversation.sent:
+                self.conversation.sent.remove(shown)
+
+        self._call(lambda handle: handle.compress(session_id, focus), failed=unsent)
 
     # -- keys -----------------------------------------------------------------------------------
 

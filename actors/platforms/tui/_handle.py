@@ -106,6 +106,11 @@ class SessionHandle(Protocol):
         """
         ...
 
+    async def compress(self, session_id: str, focus: str) -> str:
+        """Compress the conversation now (queued if a turn runs), keeping ``focus`` in detail;
+        returns the compression's turn id. Its outcome arrives as the turn's events."""
+        ...
+
     async def cancel_turn(self, session_id: str) -> None:
         """Cancel whatever turn the session is running."""
         ...

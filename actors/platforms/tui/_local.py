@@ -47,6 +47,7 @@ from protocols import (
     ApprovalChoice,
     CancelTurn,
     ChatMessage,
+    CompressContext,
     EnsureSession,
     GetStoreStatistics,
     PoolStatus,
@@ -172,6 +173,11 @@ class LocalSession:
         if title:
             self._tell(session_id, EnsureSession(title=title, reply_to=_Ignore()))
         self._tell(session_id, StartTurn(text=text, turn_id=turn_id))
+        return turn_id
+
+    async def compress(self, session_id: str, focus: str) -> str:
+        turn_id = f"turn_{uuid.uuid4().hex[:12]}"
+        self._tell(session_id, CompressContext(focus=focus, turn_id=turn_id))
         return turn_id
 
     async def cancel_turn(self, session_id: str) -> None:

@@ -182,6 +182,11 @@ class RemoteSession:
         body = await self._json("POST", f"/v1/sessions/{_quote(session_id)}/turns", json={"text": text, "policy": "queue"})
         return str(body["turn_id"])
 
+    async def compress(self, session_id: str, focus: str) -> str:
+        # Not waited for here: the compression's turn reports on the event stream like any turn.
+        body = await self._json("POST", f"/v1/sessions/{_quote(session_id)}/compress", json={"focus": focus, "wait": False})
+        return str(body["turn_id"])
+
     async def cancel_turn(self, session_id: str) -> None:
         await self._json("POST", f"/v1/sessions/{_quote(session_id)}/cancel", json={})
 

@@ -15,7 +15,7 @@ from ._widgets import usd
 if TYPE_CHECKING:
     from ._app import ChatApp
 
-NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "undo", "usage", "tree"})
+NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "undo", "compress", "usage", "tree"})
 
 
 class SlashCommands:
@@ -62,6 +62,8 @@ class SlashCommands:
                 await app.say(f"model: {app.model_name} (sessions run at {handle.label}); /model <name> switches this session")
             case "undo":
                 await self.undo(handle)
+            case "compress":
+                await app.compress(argument)
             case "tools":
                 tools = await handle.tools()
                 await app.say("tools: " + ", ".join(tools) if tools is not None else "the server does not publish its tool list")

@@ -209,13 +209,17 @@ class StatusBar(Static):
         last: tuple[int, int] | None,
         total: tuple[int, int],
         cost: tuple[float | None, float | None] = (None, None),
+        compressions: int = 0,
     ) -> None:
-        """``cost``: (last turn, this session) in USD; None where the model has no prices."""
+        """``cost``: (last turn, this session) in USD; None where the model has no prices.
+        ``compressions``: how often the session's context was compressed (shown when any)."""
         parts: list[str | tuple[str, str]] = [(state, "bold"), "  ", model, "  ", (session_id, "dim"), "  ", (label, "dim")]
         if last is not None:
             parts += ["  ", f"last turn ↑{last[0]} ↓{last[1]}" + (f" {usd(cost[0])}" if cost[0] is not None else "")]
         if total != (0, 0):
             parts += ["  ", (f"session ↑{total[0]} ↓{total[1]}" + (f" {usd(cost[1])}" if cost[1] is not None else ""), "dim")]
+        if compressions:
+            parts += ["  ", (f"compressed ×{compressions}", "dim")]
         self.update(Content.assemble(*parts))
 
 
