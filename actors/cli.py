@@ -103,6 +103,10 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
     serve.add_argument("--yolo", action="store_true", help="run dangerous commands without asking (the hardline blocklist still applies)")
     serve.set_defaults(handler=_serve)
+    doctor = commands.add_parser("doctor", help="check the home, its config, the store, the model endpoint and every key; each problem with its fix")
+    doctor.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    doctor.add_argument("--offline", action="store_true", help="skip the checks that call the model endpoint and the keys")
+    doctor.set_defaults(handler=_doctor)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
 
@@ -117,6 +121,12 @@ def _serve(args: argparse.Namespace) -> int:
     from actors.platforms._serve import run_serve
 
     return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from actors.platforms._doctor import run_doctor
+
+    return run_doctor(args.home, network=not args.offline)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,202 @@
+"""``hermes doctor``: check a Hermes home and what it points at, one line a check, each problem
+with what to do about it.
+
+Local checks first (the home, ``.env``'s mode, config.yaml and every section the runtime reads,
+the session store's integrity and schema, free disk, the programs some tools use), then the
+network: the model endpoint, and every key of every provider's pool with one cheap call each
+(``GET /models``, which costs no tokens). Exit 0 when nothing failed, 1 otherwise; warnings do
+not fail. Nothing here writes to the home.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Literal
+
+import httpx
+
+Status = Literal["ok", "warn", "fail"]
+MIN_FREE_BYTES = 200 * 1024 * 1024
+"""Below this much free disk the store and logs may fail to write."""
+PROBE_TIMEOUT = httpx.Timeout(5.0, connect=3.0)
+MARKS: Mapping[Status, str] = {"ok": "ok  ", "warn": "warn", "fail": "FAIL"}
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+    fix: str = ""
+    """What to do (empty when nothing is wrong)."""
+
+
+def render(checks: list[Check]) -> str:
+    lines = [f"[{MARKS[c.status]}] {c.name}: {_indented(c.detail)}" + (f"\n       -> {_indented(c.fix)}" if c.fix else "") for c in checks]
+    failed = sum(c.status == "fail" for c in checks)
+    warned = sum(c.status == "warn" for c in checks)
+    lines.append(f"{len(checks)} checks: {failed} failed, {warned} warnings" if failed or warned else f"{len(checks)} checks: all good")
+    return "\n".join(lines)
+
+
+def _indented(text: str) -> str:
+    return text.replace("\n", "\n          ")
+
+
+def diagnose(home: Path, env: Mapping[str, str], *, network: bool = True) -> list[Check]:
+    """Every check, in order; a check that cannot run reports why instead of raising."""
+    checks = [*_home(home), *_config(home, env), *_store(home), _disk(home), *_programs()]
+    if network:
+        checks += _endpoints(home, env)
+    return checks
+
+
+def _home(home: Path) -> Iterator[Check]:
+    if not home.is_dir():
+        yield Check("home", "fail", f"{home} does not exist", f"create it (mkdir -p {home}) and write config.yaml there, or set HERMES_HOME")
+        return
+    if not os.access(home, os.W_OK):
+        yield Check("home", "fail", f"{home} is not writable by this user", f"fix its owner or mode: chmod u+rwx {home}")
+    else:
+        yield Check("home", "ok", str(home))
+    dotenv = home / ".env"
+    if dotenv.exists():
+        mode = stat.S_IMODE(dotenv.stat().st_mode)
+        if mode & 0o077:
+            yield Check(".env", "fail", f"{dotenv} is readable by others (mode {mode:o}); it holds API keys", f"chmod 600 {dotenv}")
+        else:
+            yield Check(".env", "ok", f"mode {mode:o}")
+
+
+def _config(home: Path, env: Mapping[str, str]) -> Iterator[Check]:
+    from actors.agent._approval_settings import load_approval_settings
+    from actors.agent._compression_settings import load_compression
+    from actors.agent._config import ConfigError, read_config
+    from actors.credentials._settings import load_providers
+
+    loaders: list[tuple[str, Callable[[], object]]] = [
+        ("config.yaml", lambda: read_config(home)),
+        ("model and providers", lambda: load_providers(home, env=env)),
+        ("compression", lambda: load_compression(home, "")),
+        ("approvals", lambda: load_approval_settings(home, env=env)),
+    ]
+    for name, load in loaders:
+        try:
+            load()
+        except ConfigError as exc:
+            first, _, rest = str(exc).partition("\n")
+            yield Check(name, "fail", first, rest or f"edit {home / 'config.yaml'}")
+            if name == "config.yaml":
+                return  # every later section reads the same file
+        else:
+            yield Check(name, "ok", "read")
+
+
+def _store(home: Path) -> Iterator[Check]:
+    import apsw
+
+    from actors.store._schema import SCHEMA_VERSION, read_version
+
+    path = home / "state.db"
+    if not path.exists():
+        yield Check("store", "ok", f"{path} does not exist yet (the first 'hermes serve' or 'hermes chat' makes it)")
+        return
+    damaged = f"move it away (mv {path} {path}.broken) and restart, or restore a backup"
+    try:
+        db = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READONLY)
+    except apsw.Error as exc:
+        yield Check("store", "fail", f"{path} cannot be opened ({exc})", damaged)
+        return
+    try:
+        db.set_busy_timeout(2_000)
+        problems = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
+        version = read_version(db)
+    except apsw.Error as exc:
+        yield Check("store", "fail", f"{path} is not a readable SQLite database ({exc})", damaged)
+        return
+    finally:
+        db.close()
+    if problems != ["ok"]:
+        yield Check("store", "fail", f"{path} is damaged: {'; '.join(problems[:3])}", damaged)
+    elif version is None:
+        yield Check("store", "fail", f"{path} has no schema_version table: it is not a Hermes store", damaged)
+    elif version > SCHEMA_VERSION:
+        yield Check(
+            "store", "fail", f"schema version {version} is newer than this build's {SCHEMA_VERSION}", "upgrade hermes-actors, or use a copy of the file"
+        )
+    elif version < SCHEMA_VERSION:
+        yield Check(
+            "store", "warn", f"schema version {version}; this build migrates it to {SCHEMA_VERSION} on the next start", "back it up first if you may go back"
+        )
+    else:
+        yield Check("store", "ok", f"integrity ok, schema version {version}")
+
+
+def _disk(home: Path) -> Check:
+    where = home if home.exists() else home.parent
+    try:
+        free = shutil.disk_usage(where).free
+    except OSError as exc:
+        return Check("disk", "warn", f"free space unknown ({exc})")
+    mib = free // (1024 * 1024)
+    if free < MIN_FREE_BYTES:
+        return Check("disk", "fail", f"{mib} MiB free where {home} lives", "free some space: the store and logs need room to write")
+    return Check("disk", "ok", f"{mib:,} MiB free")
+
+
+def _programs() -> Iterator[Check]:
+    for program, used_by, install in (
+        ("rg", "search_files then walks the tree in Python, slower on large trees", "apt install ripgrep (or brew install ripgrep)"),
+        ("tmux", "Hermes's tmux terminal backend needs it; this build's tools do not use it yet", "apt install tmux (or brew install tmux)"),
+    ):
+        if shutil.which(program):
+            yield Check(program, "ok", "found")
+        else:
+            yield Check(program, "warn", f"not installed ({used_by})", install)
+
+
+def _endpoints(home: Path, env: Mapping[str, str]) -> Iterator[Check]:
+    from actors.agent._config import ConfigError
+    from actors.credentials._settings import load_providers
+
+    try:
+        chain = load_providers(home, env=env)
+    except ConfigError:
+        return  # reported with the config
+    with httpx.Client(timeout=PROBE_TIMEOUT) as client:
+        for spec in chain.providers:
+            for key in spec.keys:
+                yield _probe(client, spec.name, spec.base_url, key.api_key, f"{spec.name} key {key.shown}", dict(spec.extra_headers))
+
+
+def _probe(client: httpx.Client, provider: str, base_url: str, api_key: str, what: str, headers: dict[str, str]) -> Check:
+    url = base_url.rstrip("/") + "/models"
+    try:
+        answer = client.get(url, headers={**headers, "authorization": f"Bearer {api_key}"})
+    except httpx.HTTPError as exc:
+        return Check(what, "fail", f"{url} does not answer ({type(exc).__name__})", "start the model server, or fix base_url in config.yaml")
+    if answer.status_code in (401, 403):
+        return Check(what, "fail", f"refused by {provider} ({answer.status_code}): revoked or mistyped", "replace the key in .env, config.yaml or auth.json")
+    if answer.status_code == 402:
+        return Check(what, "warn", f"{provider} says the account is out of credit (402)", "top up the account, or remove the key from the pool")
+    if answer.status_code == 429:
+        return Check(what, "warn", f"{provider} rate-limits this key right now (429)", "nothing to do if it passes; else add another key")
+    if answer.status_code >= 400:
+        return Check(what, "warn", f"{url} answered {answer.status_code}; the endpoint may not list models", "check base_url; chat may still work")
+    return Check(what, "ok", f"{url} answers")
+
+
+def run_doctor(home: Path | None = None, *, env: Mapping[str, str] | None = None, network: bool = True) -> int:
+    """Print the checks; 0 when none failed, 1 otherwise."""
+    from actors.agent._config import hermes_home
+
+    environ = dict(os.environ if env is None else env)
+    home = home or hermes_home(environ)
+    checks = diagnose(home, environ, network=network)
+    print(render(checks))
+    return 1 if any(c.status == "fail" for c in checks) else 0
