@@ -107,6 +107,15 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     doctor.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     doctor.add_argument("--offline", action="store_true", help="skip the checks that call the model endpoint and the keys")
     doctor.set_defaults(handler=_doctor)
+    setup = commands.add_parser("setup", help="find a model (local servers, OpenRouter, OpenAI, a URL), check it with one call, save it")
+    setup.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    setup.add_argument("--non-interactive", action="store_true", help="take the choice from the flags below; no prompts")
+    setup.add_argument("--provider", choices=["local", "openrouter", "openai", "custom"], default=None, help="where the model is (default: a local server)")
+    setup.add_argument("--base-url", default=None, help="the OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1")
+    setup.add_argument("--model", default=None, help="the model name (default for a local server: the first it lists)")
+    setup.add_argument("--api-key", default=None, help="the key (else OPENROUTER_API_KEY / OPENAI_API_KEY from the environment); saved in .env")
+    setup.add_argument("--skip-check", action="store_true", help="save without the test call")
+    setup.set_defaults(handler=_setup)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
 
@@ -127,6 +136,13 @@ def _doctor(args: argparse.Namespace) -> int:
     from actors.platforms._doctor import run_doctor
 
     return run_doctor(args.home, network=not args.offline)
+
+
+def _setup(args: argparse.Namespace) -> int:
+    from actors.platforms._setup import run_setup
+
+    flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model, "api_key": args.api_key}
+    return run_setup(args.home, interactive_mode=not args.non_interactive, flags=flags, skip_check=args.skip_check)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -100,7 +100,7 @@ def load_model_settings(home: Path | None = None, *, env: Mapping[str, str] | No
     config = home / "config.yaml"
     if not model:
         msg = (
-            f"no model is configured: add to {config}\n  model:\n    default: <model name>\n    base_url: <https://.../v1>\n"
+            f"no model is configured: run 'hermes setup' to find one, or add to {config}\n  model:\n    default: <model name>\n    base_url: <https://.../v1>\n"
             f"or set HERMES_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY) in the environment or {home / '.env'}"
         )
         raise ConfigError(msg)

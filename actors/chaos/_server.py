@@ -93,6 +93,8 @@ class ModelServer:
             no limit.
         overflow_style: Whose overflow body answers past the window (see
             :meth:`HttpError.context_overflow`).
+        port: The port to listen on (0: an ephemeral one); a fixed one lets it pose as a
+            local model server where ``hermes setup`` looks (11434, 8080, 8000, 1234).
     """
 
     def __init__(
@@ -104,6 +106,7 @@ class ModelServer:
         refuse_stream: bool = False,
         context_window: int | None = None,
         overflow_style: ContextStyle = "openai",
+        port: int = 0,
     ) -> None:
         if not callable(clock):
             msg = f"ModelServer(clock=...) takes a function returning unix seconds, such as time.time, not {clock!r}"
@@ -117,6 +120,10 @@ class ModelServer:
         if overflow_style not in get_args(ContextStyle):
             msg = f"ModelServer(overflow_style=...) must be one of {', '.join(map(repr, get_args(ContextStyle)))}, not {overflow_style!r}"
             raise UsageError(msg)
+        if isinstance(port, bool) or not isinstance(port, int) or not 0 <= port <= 65535:
+            msg = f"ModelServer(port=...) must be a TCP port 0-65535 (0: any free one), not {port!r}"
+            raise UsageError(msg)
+        self.requested_port = port
         self.seed = seed
         self.model = model
         self.clock = clock
@@ -288,7 +295,7 @@ class ModelServer:
     # -- serving (the trio thread) -----------------------------------------------------------
 
     async def _serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        listeners = await trio.open_tcp_listeners(self.requested_port, host="127.0.0.1")
         try:
             port: int = listeners[0].socket.getsockname()[1]
             with self._lock:
