@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import httpx
+
+from actors.memory._files import atomic_write_text
 
 LOCAL_SERVERS: tuple[tuple[str, int], ...] = (("Ollama", 11434), ("llama.cpp", 8080), ("vLLM", 8000), ("LM Studio", 1234))
 PROVIDERS: Mapping[str, tuple[str, str, str]] = {
@@ -117,11 +118,12 @@ def save(home: Path, choice: Choice) -> tuple[Path, Path | None]:
         section["api_key"] = choice.api_key
     elif "api_key" in section:
         del section["api_key"]  # the key lives in .env from now on
-    _atomic_write(config, _dumped(yaml, document), mode=0o600 if not config.exists() else None)
+    atomic_write_text(config, _dumped(yaml, document), mode=0o600)  # an existing file keeps its mode
     if choice.key_variable is None:
         return config, None
     dotenv = home / ".env"
-    _atomic_write(dotenv, _with_variable(dotenv, choice.key_variable, choice.api_key), mode=0o600)
+    atomic_write_text(dotenv, _with_variable(dotenv, choice.key_variable, choice.api_key), mode=0o600)
+    dotenv.chmod(0o600)  # it holds keys: also when it existed with a looser mode
     return config, dotenv
 
 
@@ -144,22 +146,6 @@ def _with_variable(dotenv: Path, name: str, value: str) -> str:
     else:
         lines.append(line)
     return "\n".join(lines) + "\n"
-
-
-def _atomic_write(path: Path, text: str, *, mode: int | None) -> None:
-    """Write ``text`` to ``path`` in one rename (a crash leaves the old file or the new one)."""
-    keep = mode if mode is not None else (path.stat().st_mode & 0o777 if path.exists() else 0o644)
-    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, keep)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 # -- the conversation ---------------------------------------------------------------------------
