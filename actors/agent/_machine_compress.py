@@ -117,8 +117,14 @@ def on_summary_failed(run: _Step, turn: Turn, phase: Compressing, failure: Model
 
 
 def learn(run: _Step, reply: ModelReplied) -> None:
-    """A reply's reported prompt tokens correct the chars-per-token estimate (compression on only)."""
+    """A reply's reported prompt tokens correct the chars-per-token estimate (compression on only).
+
+    The report counts the tool schemas too: they are the fixed ``tools_tokens`` here, as in
+    :func:`preflight`, or they would be read as message text (3,900 tokens of schemas took the
+    ratio from 4 to about 1 char per token, and every later estimate was ~3x too high)."""
     if run.config.compression is not None and reply.input_tokens > 0:
-        ratio = calibrate(run.state.ratio, request_size(_sent(run)), reply.input_tokens)
+        size = request_size(_sent(run))
+        sent = msgspec.structs.replace(size, fixed=size.fixed + run.config.tools_tokens)
+        ratio = calibrate(run.state.ratio, sent, reply.input_tokens)
         if ratio != run.state.ratio:
             run.state = msgspec.structs.replace(run.state, ratio=ratio)

@@ -98,3 +98,19 @@ def test_without_compression_configured_nothing_changes() -> None:
     d.state = SessionState(session_id="s1", system_prompt="p", transcript=long_history())
     call = open_turn(d)
     assert call.token.step == "model" and len(call.messages) == 1 + len(long_history()) + 1
+
+
+def test_a_reply_calibrates_the_ratio_without_counting_the_tool_schemas_as_message_text() -> None:
+    # The provider's prompt_tokens include the tool schemas the session sends with every call
+    # (config.tools_tokens): read as message text, 3,000 tokens of schemas would drag the ratio
+    # toward 1 char per token and every later estimate would be about three times too high.
+    d = Driver(MachineConfig(traits=TRAITS, compression=SETTINGS, context_length=100_000, tools_tokens=3_000))
+    d.state = SessionState(session_id="s1", system_prompt="You are a test agent.", transcript=long_history(5))
+    call = open_turn(d)
+    assert call.token.step == "model"
+    sent = call.messages
+    chars = sum(len(m.content or "") for m in sent)
+    honest = -(-chars // 4) + 4 * len(sent) + 3_000  # what a server counting 4 chars a token reports
+    d.feed(ModelReplied(token=call.token, content="done", input_tokens=honest))
+    assert d.state.ratio.samples == 1
+    assert 3.6 <= d.state.ratio.chars_per_token <= 4.4, d.state.ratio
