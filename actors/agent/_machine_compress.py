@@ -7,7 +7,9 @@ classifier's ``compress`` action). It asks the summary model (``MachineConfig.su
 else the session's; an unavailable summary model is replaced by the session's once), then
 replaces the transcript with head + summary + tail and commits it as the session's next segment
 (one write: a crash leaves the old segment or the new one). ``ContextCompressed`` follows the
-commit; then the model call the pass came before is made.
+commit; then the model call the pass came before is made. When pruning leaves too little between
+head and tail to be worth a summary but saves at least ``min_saving`` itself (large old tool
+results), the pruned transcript is committed the same way, with no summary call.
 
 A failed summary call never fails the turn: the guard cools down (60 s, then 600 s) and the call
 goes ahead uncompressed; a later overflow then fails the turn with the provider's words.
@@ -67,7 +69,7 @@ def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, 
     pruned = prune(run.state.transcript, estimate=estimate, settings=settings)
     found = plan(pruned.messages, estimate=estimate, settings=settings)
     if found is None:
-        return False
+        return _commit_pruned(run, turn, pruned.messages, pruned.saved_tokens, settings)
     passes = turn.compressions + 1
     model = run.config.summary_model if model is None else model
     token = Token(step="compress", turn_id=turn.turn_id, n=turn.iteration, attempt=passes, provider=turn.provider)
@@ -76,6 +78,28 @@ def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, 
     run.effects.append(
         CallModel(token=token, turn_id=turn.turn_id, messages=found.request, use_tools=False, timeout=timeout, provider=turn.provider, model=model)
     )
+    return True
+
+
+def _commit_pruned(run: _Step, turn: Turn, pruned: tuple[ChatMessage, ...], saved: int, settings: CompressionSettings) -> bool:
+    """No summary is worth asking for (pruning left the middle smaller than a summary's budget), but
+    pruning alone saves at least ``min_saving``: commit the pruned transcript as the next segment,
+    with no model call (True: committing). Without this, old tool results that pruning would shrink
+    stayed whole until the window overflowed, and the overflow then failed the turn."""
+    before = estimate_tokens(run.state.transcript, ratio=run.state.ratio)
+    if before <= 0 or saved < before * settings.min_saving:
+        return False
+    passes = turn.compressions + 1
+    guard = record_pass(run.state.guard, tokens_before=before, tokens_after=before - saved, settings=settings)
+    run.state = msgspec.structs.replace(run.state, transcript=pruned, guard=guard)
+    token = Token(step="segment", turn_id=turn.turn_id, n=turn.iteration, attempt=passes)
+    run.set_turn(
+        msgspec.structs.replace(
+            turn, compressions=passes, phase=PersistingSegment(token=token, tokens_before=before, tokens_after=before - saved, summarised=0)
+        )
+    )
+    segment = SegmentStart(tokens_before=before, tokens_after=before - saved)
+    run.effects.append(Persist(token=token, messages=pruned, acked=True, segment=segment))
     return True
 
 
