@@ -168,7 +168,7 @@ class ModelServer:
                 key or model, or a reply that is not a :data:`Reply`.
         """
         if sum(name is not None for name in (session, key, model)) > 1:
-            msg = "script(...) takes one of session=, key= or model=: a request takes from its key's queue, else its model's, else its session's"
+            msg = "script(...) takes one of session=, key= or model=, not both or all three: a request takes from its key's queue, else its model's, else its session's"
             raise UsageError(msg)
         replies = [_checked(reply, "script") for reply in replies]
         if key is not None:
