@@ -97,22 +97,29 @@ class Pruned(msgspec.Struct, frozen=True, kw_only=True):
 
     messages: tuple[ChatMessage, ...]
     """Same length and order as the input; only contents and arguments outside the tail differ."""
+    tokens: tuple[int, ...] = ()
+    """The estimate of each of ``messages`` (for :func:`plan`: a pass estimates each message once)."""
+    tokens_before: int = 0
+    """The estimate of the whole input."""
     saved_tokens: int
     deduplicated: int
     stubbed: int
     truncated: int
 
 
-def prune(messages: Sequence[ChatMessage], *, estimate: Estimate, settings: CompressionSettings = DEFAULT_SETTINGS) -> Pruned:
+def prune(
+    messages: Sequence[ChatMessage], *, estimate: Estimate, settings: CompressionSettings = DEFAULT_SETTINGS, tokens: Sequence[int] | None = None
+) -> Pruned:
     """Shrink old tool traffic without a model call, in three passes over what precedes the tail.
 
     The protected tail is :func:`plan`'s token-budgeted tail without its reach back to the last
     user message (a long tool loop after that message is what pruning is for); it never changes.
     Messages are never added, dropped or moved, and ids are untouched, so every result stays
-    paired with its call. Pruning a pruned transcript changes nothing more.
+    paired with its call. Pruning a pruned transcript changes nothing more. ``tokens``: the
+    estimate of each message, if the caller has them already.
     """
     msgs = tuple(messages)
-    tokens = [estimate(m) for m in msgs]
+    tokens = list(tokens) if tokens is not None and len(tokens) == len(msgs) else [estimate(m) for m in msgs]
     protected = _tail_start(msgs, tokens, 0, settings, last_user=False)
     out = list(msgs)
     deduplicated = stubbed = truncated = 0
@@ -142,8 +149,20 @@ def prune(messages: Sequence[ChatMessage], *, estimate: Estimate, settings: Comp
         elif m.role == "tool" and m is msgs[i] and len(m.content or "") > settings.result_stub_chars:
             out[i] = msgspec.structs.replace(m, content=_stub(m, calls.get(m.tool_call_id or ""), settings.result_stub_chars))
             stubbed += 1
-    saved = sum(tokens[i] - estimate(out[i]) for i in range(protected) if out[i] is not msgs[i])
-    return Pruned(messages=tuple(out), saved_tokens=saved, deduplicated=deduplicated, stubbed=stubbed, truncated=truncated)
+    after = list(tokens)
+    for i in range(protected):
+        if out[i] is not msgs[i]:
+            after[i] = estimate(out[i])
+    before = sum(tokens)
+    return Pruned(
+        messages=tuple(out),
+        tokens=tuple(after),
+        tokens_before=before,
+        saved_tokens=before - sum(after),
+        deduplicated=deduplicated,
+        stubbed=stubbed,
+        truncated=truncated,
+    )
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -191,6 +210,7 @@ def plan(
     settings: CompressionSettings = DEFAULT_SETTINGS,
     focus: str | None = None,
     previous_summary: str | None = None,
+    tokens: Sequence[int] | None = None,
 ) -> CompressionPlan | None:
     """Choose head, tail and middle, and build the summary request; None if nothing is worth it.
 
@@ -199,10 +219,13 @@ def plan(
     middle is empty or a summary at its budget would be no smaller than it.
     ``previous_summary`` (or, without it, the text of an earlier summary message found in the
     middle) is asked to be updated rather than summarised again. Linear in the messages.
+    ``tokens``: the estimate of each message (:attr:`Pruned.tokens`), used when no repair was needed.
     """
     msgs, _ = sanitize(messages)  # orphan repair: a plan is only ever made of paired messages
     n = len(msgs)
-    tokens = [estimate(m) for m in msgs]
+    # Identity first: a transcript that needed no repair is the very same tuple (or equal, element by element).
+    reusable = tokens is not None and len(tokens) == n and (msgs is messages or msgs == tuple(messages))
+    tokens = list(tokens) if tokens is not None and reusable else [estimate(m) for m in msgs]
     head_end = min(max(settings.protect_first_n, 0), n)
     while head_end < n and msgs[head_end].role == "tool":  # the head keeps its last call group whole
         head_end += 1

@@ -7,7 +7,9 @@ classifier's ``compress`` action). It asks the summary model (``MachineConfig.su
 else the session's; an unavailable summary model is replaced by the session's once), then
 replaces the transcript with head + summary + tail and commits it as the session's next segment
 (one write: a crash leaves the old segment or the new one). ``ContextCompressed`` follows the
-commit; then the model call the pass came before is made.
+commit; then the model call the pass came before is made. When pruning leaves too little between
+head and tail to be worth a summary but saves at least ``min_saving`` itself (large old tool
+results), the pruned transcript is committed the same way, with no summary call.
 
 A failed summary call never fails the turn: the guard cools down (60 s, then 600 s) and the call
 goes ahead uncompressed; a later overflow then fails the turn with the provider's words.
@@ -29,7 +31,7 @@ from protocols import ChatMessage, Token
 from protocols._session import ContextCompressed, TurnFailed
 from protocols._store import SegmentStart, TurnMark
 
-from ._compress import CompressionSettings, assemble, fit_to_window, may_compress, needs_compression, plan, prune, record_failure, record_pass
+from ._compress import CompressionSettings, Pruned, assemble, fit_to_window, may_compress, needs_compression, plan, prune, record_failure, record_pass
 from ._tokens import RequestSize, calibrate, estimate_tokens, message_tokens, request_size
 from ._turn_io import CallModel, ModelFailed, ModelReplied, Persist
 from ._turn_state import Compressing, PersistingSegment, Turn
@@ -100,9 +102,9 @@ def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, 
         return False
     estimate = functools.partial(message_tokens, ratio=run.state.ratio)
     pruned = prune(run.state.transcript, estimate=estimate, settings=settings)
-    found = plan(pruned.messages, estimate=estimate, settings=settings, focus=turn.focus or None)
+    found = plan(pruned.messages, estimate=estimate, settings=settings, focus=turn.focus or None, tokens=pruned.tokens)
     if found is None:
-        return False
+        return _commit_pruned(run, turn, pruned, settings)
     passes = turn.compressions + 1
     model = run.config.summary_model if model is None else model
     token = Token(step="compress", turn_id=turn.turn_id, n=turn.iteration, attempt=passes, provider=turn.provider)
@@ -111,6 +113,28 @@ def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, 
     run.effects.append(
         CallModel(token=token, turn_id=turn.turn_id, messages=found.request, use_tools=False, timeout=timeout, provider=turn.provider, model=model)
     )
+    return True
+
+
+def _commit_pruned(run: _Step, turn: Turn, result: Pruned, settings: CompressionSettings) -> bool:
+    """No summary is worth asking for (pruning left the middle smaller than a summary's budget), but
+    pruning alone saves at least ``min_saving``: commit the pruned transcript as the next segment,
+    with no model call (True: committing). Without this, old tool results that pruning would shrink
+    stayed whole until the window overflowed, and the overflow then failed the turn."""
+    before, saved, pruned = result.tokens_before, result.saved_tokens, result.messages
+    if before <= 0 or saved < before * settings.min_saving:
+        return False
+    passes = turn.compressions + 1
+    guard = record_pass(run.state.guard, tokens_before=before, tokens_after=before - saved, settings=settings)
+    run.state = msgspec.structs.replace(run.state, transcript=pruned, guard=guard)
+    token = Token(step="segment", turn_id=turn.turn_id, n=turn.iteration, attempt=passes)
+    run.set_turn(
+        msgspec.structs.replace(
+            turn, compressions=passes, phase=PersistingSegment(token=token, tokens_before=before, tokens_after=before - saved, summarised=0)
+        )
+    )
+    segment = SegmentStart(tokens_before=before, tokens_after=before - saved)
+    run.effects.append(Persist(token=token, messages=pruned, acked=True, segment=segment, turn=_end_mark(turn)))
     return True
 
 
@@ -126,9 +150,12 @@ def on_summary(run: _Step, turn: Turn, phase: Compressing, reply: ModelReplied) 
     summarised = len(phase.plan.middle)
     run.set_turn(msgspec.structs.replace(turn, phase=PersistingSegment(token=token, tokens_before=before, tokens_after=after, summarised=summarised)))
     segment = SegmentStart(summary=reply.content, tokens_before=before, tokens_after=after, summarised=summarised)
-    # A /compress turn ends with its segment: both are committed in one write, or neither.
-    mark = TurnMark(turn_id=turn.turn_id, event="completed") if turn.focus is not None else None
-    run.effects.append(Persist(token=token, messages=compressed, acked=True, segment=segment, turn=mark))
+    run.effects.append(Persist(token=token, messages=compressed, acked=True, segment=segment, turn=_end_mark(turn)))
+
+
+def _end_mark(turn: Turn) -> TurnMark | None:
+    """A /compress turn ends with its segment: both are committed in one write, or neither."""
+    return TurnMark(turn_id=turn.turn_id, event="completed") if turn.focus is not None else None
 
 
 def on_segment_saved(run: _Step, turn: Turn, phase: PersistingSegment, now: float) -> None:
@@ -140,7 +167,10 @@ def on_segment_saved(run: _Step, turn: Turn, phase: PersistingSegment, now: floa
     if turn.focus is None:
         run.call_model(turn, now)
         return
-    text = f"Compressed the conversation: {phase.summarised} messages summarised, about {phase.tokens_before:,} -> {phase.tokens_after:,} tokens."
+    saving = f"about {phase.tokens_before:,} -> {phase.tokens_after:,} tokens"
+    text = f"Compressed the conversation: {phase.summarised} messages summarised, {saving}."
+    if not phase.summarised:
+        text = f"Shrank old tool results, {saving} (too little was left to be worth a summary)."
     _end_requested(run, turn, text, now, recorded=True)
 
 

@@ -16,12 +16,19 @@ Which reply answers a chat completion, first match wins:
 3. ``context_window``: a request that does not fit gets the overflow 400 (below), and takes
    no scripted reply; it comes after 2 as a server checks parameters before it tokenizes;
 4. the key's queue, if one was ever scripted for it (``script(..., key=...)``);
-5. the session's queue, if one was ever scripted for it (the ``X-Hermes-Session-Id`` header);
-6. the default queue, if it was ever scripted;
-7. echo mode: ``echo: <last user message>``.
+5. the model's queue, if one was ever scripted for the ``model`` the body names
+   (``script(..., model=...)``: e.g. the summary model of context compression, whose calls
+   then never take a reply meant for the conversation);
+6. the session's queue, if one was ever scripted for it (the ``X-Hermes-Session-Id`` header);
+7. the default queue, if it was ever scripted;
+8. echo mode: ``echo: <last user message>``.
 
-A queue of 4-6 that ran dry answers HTTP 500 ``script_exhausted`` naming it; the request
+A queue of 4-7 that ran dry answers HTTP 500 ``script_exhausted`` naming it; the request
 does not fall through to the next rule.
+
+:meth:`ModelServer.wait_for_request` is the barrier a test waits on until a request it can
+recognise has arrived (it is recorded before it is answered, so a reply scripted to stall
+holds the caller there while the test acts).
 
 The server counts the tokens of every chat completion itself, by a rule of its own that
 knows nothing of the runtime's estimator (:attr:`RecordedRequest.prompt_tokens` records
@@ -131,11 +138,14 @@ class ModelServer:
         self.context_window = context_window
         self.overflow_style: ContextStyle = overflow_style
         self._lock = threading.Lock()
+        self._arrived = threading.Condition(self._lock)
         self._queues: dict[str | None, deque[Reply]] = {}
         self._taken: dict[str | None, int] = {}
         self._key_queues: dict[str, deque[Reply]] = {}
         self._key_taken: dict[str, int] = {}
         self._key_faults: dict[str, Reply] = {}
+        self._model_queues: dict[str, deque[Reply]] = {}
+        self._model_taken: dict[str, int] = {}
         self._others: dict[str, int] = {}  # replies from no queue (standing faults, refusals), per kind, for their seeds
         self._echoes: dict[str | None, int] = {}
         self._requests: list[RecordedRequest] = []
@@ -151,27 +161,33 @@ class ModelServer:
 
     # -- scripting and records (any thread) ------------------------------------------------
 
-    def script(self, replies: Iterable[Reply], *, session: str | None = None, key: str | None = None) -> None:
-        """Queue ``replies`` for requests of ``session``, or of API ``key`` (neither: the default queue).
+    def script(self, replies: Iterable[Reply], *, session: str | None = None, key: str | None = None, model: str | None = None) -> None:
+        """Queue ``replies`` for requests of ``session``, of API ``key``, or naming ``model`` (none: the default queue).
 
         A request takes the next reply of its key's queue if one was ever scripted, else
-        of its session's (the ``X-Hermes-Session-Id`` header), else of the default queue,
-        else it is answered in echo mode (``echo: <last user message>``); the module
-        docstring has the whole order. A scripted queue that ran dry answers HTTP 500.
-        Calling again appends.
+        of the queue of the model its body names, else of its session's (the
+        ``X-Hermes-Session-Id`` header), else of the default queue, else it is answered in
+        echo mode (``echo: <last user message>``); the module docstring has the whole
+        order. A scripted queue that ran dry answers HTTP 500. Calling again appends.
 
         Raises:
-            UsageError: both ``session`` and ``key`` given, an empty key, or a reply that is
-                not a :data:`Reply`.
+            UsageError: more than one of ``session``, ``key`` and ``model`` given, an empty
+                key or model, or a reply that is not a :data:`Reply`.
         """
-        if session is not None and key is not None:
-            msg = "script(...) takes session= or key=, not both: a request whose key has a queue takes from it whatever its session"
+        if sum(name is not None for name in (session, key, model)) > 1:
+            msg = "script(...) takes one of session=, key= or model=, not both or all three: a request takes from its key's queue, else its model's, else its session's"
             raise UsageError(msg)
         replies = [_checked(reply, "script") for reply in replies]
         if key is not None:
             _checked_key(key)
+        if model is not None and not (isinstance(model, str) and model):
+            msg = f"script(model=...) takes the model name a request body names, not {model!r}"
+            raise UsageError(msg)
         with self._lock:
-            if key is not None:
+            if model is not None:
+                self._model_queues.setdefault(model, deque()).extend(replies)
+                self._model_taken.setdefault(model, 0)
+            elif key is not None:
                 self._key_queues.setdefault(key, deque()).extend(replies)
                 self._key_taken.setdefault(key, 0)
             else:
@@ -199,6 +215,30 @@ class ModelServer:
         """Every request received so far, in arrival order (a copy)."""
         with self._lock:
             return list(self._requests)
+
+    def wait_for_request(self, matches: Callable[[RecordedRequest], bool], *, after: int = 0, timeout: float) -> RecordedRequest:
+        """The first request from the ``after``-th on (in arrival order) that ``matches``, waiting for it if none has come yet.
+
+        A request is recorded when it arrives, before it is answered. Call from a thread
+        other than the server's (in trio mode, from a worker thread). ``matches`` runs under
+        the server's lock: keep it quick and let it not call the server.
+
+        Raises:
+            TimeoutError: no such request arrived within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        with self._arrived:
+            seen = after
+            while True:
+                for request in self._requests[seen:]:
+                    if matches(request):
+                        return request
+                seen = max(seen, len(self._requests))
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    msg = f"the test model server received no matching request within {timeout} s ({len(self._requests)} received in all)"
+                    raise TimeoutError(msg)
+                self._arrived.wait(left)
 
     @property
     def internal_errors(self) -> list[str]:
@@ -336,6 +376,7 @@ class ModelServer:
         )
         with self._lock:
             self._requests.append(record)
+            self._arrived.notify_all()
         routes = {"/v1/models": "GET", "/v1/chat/completions": "POST"}
         if incoming.path not in routes:
             message = f"test model server: no route {incoming.method} {incoming.path}; it serves " + ", ".join(
@@ -380,6 +421,13 @@ class ModelServer:
                     return error(500, _exhausted("key", key, self._key_taken[key]), code="script_exhausted")
                 index = self._key_taken[key] = self._key_taken[key] + 1
                 return queue.popleft(), f"{self.seed}/key/{key}/{index}"
+            model = body.get("model")
+            if isinstance(model, str) and model in self._model_queues:
+                queue = self._model_queues[model]
+                if not queue:
+                    return error(500, _exhausted("model", model, self._model_taken[model]), code="script_exhausted")
+                index = self._model_taken[model] = self._model_taken[model] + 1
+                return queue.popleft(), f"{self.seed}/model/{model}/{index}"
             name = session if session in self._queues else None
             queue_or_none = self._queues.get(name)
             if queue_or_none is None:
@@ -420,7 +468,7 @@ async def open_model_server(
             nursery.cancel_scope.cancel()
 
 
-def _exhausted(kind: Literal["session", "key"] | None, name: str | None, taken: int) -> str:
+def _exhausted(kind: Literal["session", "key", "model"] | None, name: str | None, taken: int) -> str:
     plural = "reply" if taken == 1 else "replies"
     if kind is None:
         return f"test model server: the default script is exhausted after {taken} {plural}; script more with server.script([...])"

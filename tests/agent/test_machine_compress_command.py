@@ -100,3 +100,19 @@ def test_a_refused_record_of_the_compress_turn_keeps_every_message() -> None:
     [failed] = [e for e in events(effects) if isinstance(e, TurnFailed)]
     assert "compression could not start" in failed.error and "disk full" in failed.error
     assert d.state.transcript == before, "a turn that opened with no message takes none back"
+
+
+def test_compress_that_only_prunes_old_tool_results_ends_its_turn_with_the_segment() -> None:
+    from actors.agent._compress import CompressionSettings
+    from tests.agent.test_machine_compression import tool_history
+
+    settings = CompressionSettings(protect_first_n=1, tail_token_budget=600, tail_min_messages=2, summary_min_tokens=2_000, summary_ceiling_tokens=2_000)
+    d = Driver(MachineConfig(traits=TRAITS, compression=settings, context_length=50_000))
+    d.state = SessionState(session_id="s1", system_prompt="p", transcript=tool_history(6, 2_000))
+    effects = request_compress(d)
+    assert d.of(CallModel, effects) == [], "too little is left for a summary: no summary call"
+    [segment] = [p for p in d.of(Persist, effects) if p.segment is not None]
+    assert segment.turn is not None and segment.turn.event == "completed"
+    compressed, completed = events(d.feed(Persisted(token=segment.token, now=1.0)))
+    assert isinstance(compressed, ContextCompressed) and isinstance(completed, TurnCompleted)
+    assert completed.text.startswith("Shrank old tool results") and d.state.turn is None

@@ -9,7 +9,7 @@ from actors.agent._compress import SUMMARY_PREFIX, CompressionSettings
 from actors.agent._machine import CallModel, MachineConfig, ModelFailed, ModelReplied, Persist, Persisted, SessionState, UserInput
 from actors.agent._sanitize import sanitize
 from protocols import ChatMessage, ContextCompressed
-from tests.agent.machine_driver import TRAITS, Driver, events
+from tests.agent.machine_driver import TRAITS, Driver, call, events
 
 SETTINGS = CompressionSettings(protect_first_n=1, tail_token_budget=200, tail_min_messages=2, summary_min_tokens=50, summary_ceiling_tokens=200)
 
@@ -114,3 +114,49 @@ def test_calibration_counts_the_tool_schemas_the_reported_prompt_tokens_include(
     reported = (sent.chars + schemas.chars) // 4 + sent.fixed  # a provider counting 4 characters a token
     d.feed(ModelReplied(token=call.token, content="fine", input_tokens=reported))
     assert 3.8 <= d.state.ratio.chars_per_token <= 4.2, d.state.ratio
+
+
+def tool_history(turns: int, output_chars: int) -> tuple[ChatMessage, ...]:
+    """``turns`` tool turns, each with one result of ``output_chars`` characters."""
+    history: list[ChatMessage] = []
+    for i in range(turns):
+        history += [
+            ChatMessage(role="user", content=f"read part {i}"),
+            ChatMessage(role="assistant", content=None, tool_calls=(call(f"c{i}", "read_file", f'{{"path": "/f{i}"}}'),)),
+            ChatMessage(role="tool", tool_call_id=f"c{i}", name="read_file", content=f"{i}: " + "line of the file\n" * (output_chars // 17)),
+            ChatMessage(role="assistant", content=f"read {i}"),
+        ]
+    return tuple(history)
+
+
+def test_when_pruning_leaves_too_little_to_summarise_the_pruned_transcript_is_committed_without_a_summary_call() -> None:
+    # Large old tool results over the threshold: pruning turns them into one-line stubs, and what
+    # is left between head and tail is smaller than a summary's budget, so no summary is asked
+    # for; the pruned transcript is the next segment (before the fix nothing was committed, and
+    # the results stayed whole until the window overflowed and failed the turn).
+    settings = CompressionSettings(protect_first_n=1, tail_token_budget=600, tail_min_messages=2, summary_min_tokens=2_000, summary_ceiling_tokens=2_000)
+    d = Driver(MachineConfig(traits=TRAITS, compression=settings, context_length=5_000))
+    d.state = SessionState(session_id="s1", system_prompt="You are a test agent.", transcript=tool_history(6, 2_000))
+    effects = d.feed(UserInput(turn_id="t1", text="and the next part?", now=0.0))
+    effects = d.feed(Persisted(token=d.of(Persist, effects)[0].token, now=0.0))
+    assert d.of(CallModel, effects) == [], "no summary call"
+    [segment] = d.of(Persist, effects)
+    assert segment.segment is not None and segment.segment.summary == "" and segment.segment.summarised == 0
+    assert segment.segment.tokens_after < segment.segment.tokens_before * 0.5
+    assert len(segment.messages) == len(tool_history(6, 2_000)) + 1 and segment.messages == d.state.transcript
+    assert sanitize(d.state.transcript)[1] == 0, "every call keeps its one result"
+    assert sum("[pruned]" in (m.content or "") for m in d.state.transcript) >= 4
+    effects = d.feed(Persisted(token=segment.token, now=1.0))
+    assert [type(e).__name__ for e in events(effects)] == ["ContextCompressed"]
+    [model_call] = d.of(CallModel, effects)
+    assert model_call.token.step == "model" and model_call.messages[1:] == d.state.transcript
+
+
+def test_a_pruning_that_saves_less_than_min_saving_commits_nothing_and_the_call_goes_ahead() -> None:
+    settings = CompressionSettings(protect_first_n=1, tail_token_budget=600, tail_min_messages=2, summary_min_tokens=2_000, summary_ceiling_tokens=2_000)
+    d = Driver(MachineConfig(traits=TRAITS, compression=settings, context_length=2_000))
+    d.state = SessionState(session_id="s1", system_prompt="You are a test agent.", transcript=tool_history(6, 220))  # stubs barely shorter
+    effects = d.feed(UserInput(turn_id="t1", text="and the next part?", now=0.0))
+    effects = d.feed(Persisted(token=d.of(Persist, effects)[0].token, now=0.0))
+    [model_call] = d.of(CallModel, effects)
+    assert model_call.token.step == "model" and d.of(Persist, effects) == []

@@ -19,9 +19,10 @@ CLEARED = ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL"
 
 
 @contextlib.contextmanager
-def serving(home: Path) -> Iterator[str]:
-    """Start ``hermes serve --port 0`` on ``home``; yield its base URL; on leaving, SIGTERM it and
-    check it stopped cleanly (exit 0, no traceback), killing its group if it did not."""
+def launched(home: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Start ``hermes serve --port 0`` on ``home``; yield the process and its base URL. On leaving,
+    a process still running is killed with its group and reaped; one the test stopped, the
+    test has reaped."""
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env["HERMES_HOME"] = str(home)
     process = subprocess.Popen([*HERMES, "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
@@ -30,14 +31,22 @@ def serving(home: Path) -> Iterator[str]:
         first = process.stdout.readline()
         found = re.search(r"listening on (http://\S+)/v1", first)
         assert found, first + (process.stderr.read() if process.poll() is not None and process.stderr else "")
-        yield found.group(1)
-        process.send_signal(signal.SIGTERM)
-        _, stderr = process.communicate(timeout=DEADLINE)
-        assert process.returncode == 0 and "Traceback" not in stderr, stderr
+        yield process, found.group(1)
     finally:
         if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
-            process.wait(DEADLINE)
-        for pipe in (process.stdout, process.stderr):  # a failed test must not leak them too
+            process.communicate(timeout=DEADLINE)
+        for pipe in (process.stdout, process.stderr):
             if pipe is not None:
                 pipe.close()
+
+
+@contextlib.contextmanager
+def serving(home: Path) -> Iterator[str]:
+    """Start ``hermes serve --port 0`` on ``home``; yield its base URL; on leaving, SIGTERM it and
+    check it stopped cleanly (exit 0, no traceback), killing its group if it did not."""
+    with launched(home) as (process, url):
+        yield url
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=DEADLINE)
+        assert process.returncode == 0 and "Traceback" not in stderr, stderr
