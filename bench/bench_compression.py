@@ -61,7 +61,7 @@ import msgspec
 from _common import parse_options, percentile, print_header, print_json, versions
 
 from actors.agent._compress import DEFAULT_SETTINGS, assemble, fit_to_window, plan, prune
-from actors.agent._tokens import RequestSize, TokenRatio, calibrate, estimate_tokens, message_tokens, request_size, tools_size
+from actors.agent._tokens import RequestSize, TokenRatio, calibrate, estimate_tokens, request_size, token_estimator, tools_size
 from actors.chaos import ModelServer
 from protocols import ChatMessage, ToolCall
 
@@ -155,7 +155,7 @@ def timed(fn: Callable[[], object]) -> float:
 def planning_rows(rounds: int, kind: str) -> list[dict[str, Any]]:
     transcript = session_of(2_000, kind)
     ratio = TokenRatio(chars_per_token=3.7, samples=6)
-    estimate = functools.partial(message_tokens, ratio=ratio)
+    estimate = token_estimator(ratio)  # as _machine_compress.start
     sides: dict[str, list[float]] = {"plan": [], "estimate": [], "encode": []}
     for _ in range(3):  # warm-up
         one_pass(transcript, estimate), encode_request(transcript)

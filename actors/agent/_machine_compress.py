@@ -22,7 +22,6 @@ failed summary fails that turn, and the conversation stays as it was.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -32,7 +31,7 @@ from protocols._session import ContextCompressed, TurnFailed
 from protocols._store import SegmentStart, TurnMark
 
 from ._compress import CompressionSettings, Pruned, assemble, fit_to_window, may_compress, needs_compression, plan, prune, record_failure, record_pass
-from ._tokens import RequestSize, calibrate, estimate_tokens, message_tokens, request_size
+from ._tokens import RequestSize, calibrate, estimate_tokens, request_size, token_estimator
 from ._turn_io import CallModel, ModelFailed, ModelReplied, Persist
 from ._turn_state import Compressing, PersistingSegment, Turn
 
@@ -100,7 +99,7 @@ def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, 
     forced = turn.focus is not None
     if may_compress(run.state.guard, now, forced=forced, settings=settings) is not True:
         return False
-    estimate = functools.partial(message_tokens, ratio=run.state.ratio)
+    estimate = token_estimator(run.state.ratio)
     pruned = prune(run.state.transcript, estimate=estimate, settings=settings)
     found = plan(pruned.messages, estimate=estimate, settings=settings, focus=turn.focus or None, tokens=pruned.tokens)
     if found is None:

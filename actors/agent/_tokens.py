@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import msgspec
 
@@ -121,6 +121,39 @@ def message_tokens(message: ChatMessage, ratio: TokenRatio = _START) -> int:
     """Estimated tokens of one message (at least :data:`MESSAGE_OVERHEAD`)."""
     chars, fixed = _sized(message)
     return math.ceil(chars / ratio.chars_per_token) + fixed
+
+
+def token_estimator(ratio: TokenRatio = _START) -> Callable[[ChatMessage], int]:
+    """:func:`message_tokens` at one ratio, as a function of the message alone: what the planner
+    calls for every message of a transcript (inlined, without the tuple and the ratio lookups)."""
+    per_token = ratio.chars_per_token
+    ceil = math.ceil
+
+    def estimate(message: ChatMessage) -> int:
+        chars = 0
+        text = message.content
+        if text:
+            chars = len(text)
+        text = message.reasoning
+        if text:
+            chars += len(text)
+        text = message.name
+        if text:
+            chars += len(text)
+        text = message.tool_call_id
+        if text:
+            chars += len(text)
+        fixed = MESSAGE_OVERHEAD
+        calls = message.tool_calls
+        if calls:
+            for call in calls:
+                chars += len(call.id) + len(call.name) + len(call.arguments)
+            fixed += TOOL_CALL_OVERHEAD * len(calls)
+        if message.images:
+            fixed += IMAGE_TOKENS * len(message.images)
+        return ceil(chars / per_token) + fixed
+
+    return estimate
 
 
 def estimate_tokens(messages: Iterable[ChatMessage], tools: Sequence[Mapping[str, object]] = (), ratio: TokenRatio = _START) -> int:

@@ -339,3 +339,18 @@ def test_a_threshold_of_a_bad_window_or_ratio_is_refused(window: int, ratio: flo
 @given(st.integers(1, 10_000_000), st.floats(0.01, 1.0))
 def test_the_threshold_is_within_the_window(window: int, ratio: float) -> None:
     assert 1 <= threshold(window, ratio) <= window
+
+
+def test_the_planners_estimator_agrees_with_message_tokens_on_every_shape_of_message() -> None:
+    from actors.agent._tokens import TokenRatio, token_estimator
+    from protocols import ToolCall
+
+    shapes = [
+        ChatMessage(role="assistant"),
+        ChatMessage(role="user", content="hello " * 50, images=("data:image/png;base64,xx", "https://x/y.png")),
+        ChatMessage(role="assistant", content="thinking", reasoning="because " * 9, tool_calls=(ToolCall(id="c1", name="read_file", arguments='{"path": "a"}'),)),
+        ChatMessage(role="tool", tool_call_id="c1", name="read_file", content="x" * 1_001),
+    ]
+    for ratio in (TokenRatio(), TokenRatio(chars_per_token=2.7, samples=3), TokenRatio(chars_per_token=7.9, samples=1)):
+        estimate = token_estimator(ratio)
+        assert [estimate(m) for m in shapes] == [message_tokens(m, ratio) for m in shapes]
