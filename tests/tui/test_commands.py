@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from actors.agent import Price
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.platforms.tui import ChatApp, LocalSession, RequestRefused, SetupFailed
 from actors.platforms.tui._commands import complete, did_you_mean, parse
@@ -280,7 +281,7 @@ def test_a_priced_model_shows_each_turns_cost_in_the_status_bar_and_usage(tmp_pa
     from tests.tui.tui_kit import local_session
 
     # The test model counts words as tokens: "one two three" in, "four five" out.
-    prices = {"test-model": (2_000.0, 10_000.0)}  # USD per million tokens, large enough to read
+    prices = {"test-model": Price(input=2_000.0, output=10_000.0)}  # USD per million tokens, large enough to read
     handle = local_session(tmp_path, model_server, model=ModelSettings(model="test-model", base_url=model_server.base_url, api_key="k", prices=prices))
     model_server.script([TextReply(content="four five"), TextReply(content="six")])
 
