@@ -365,6 +365,8 @@ class RecordedRequest(Message, frozen=True, kw_only=True):
     """The server's own token count of a chat completion (the rule in ``_server``'s module
     docstring), with or without a context window; None for other requests and bodies
     without a ``messages`` list."""
+    raw_body: bytes = b""
+    """The body's bytes as they arrived (to check that something was sent back byte for byte)."""
 
 
 def _go_duration(seconds: float) -> str:

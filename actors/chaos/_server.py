@@ -331,7 +331,14 @@ class ModelServer:
         completion = incoming.path == "/v1/chat/completions" and isinstance(body, dict) and isinstance(body.get("messages"), list)
         counted = count_prompt_tokens(body) if completion else None
         record = RecordedRequest(
-            session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection, api_key=key, prompt_tokens=counted
+            session=session,
+            method=incoming.method,
+            path=incoming.path,
+            body=body,
+            connection=incoming.connection,
+            api_key=key,
+            prompt_tokens=counted,
+            raw_body=incoming.body,
         )
         with self._lock:
             self._requests.append(record)
