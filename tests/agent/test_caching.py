@@ -64,7 +64,12 @@ def test_fewer_than_three_messages_are_all_marked() -> None:
 
 
 def test_without_a_system_prompt_only_the_last_three_are_marked() -> None:
-    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}, {"role": "user", "content": "c"}, {"role": "assistant", "content": "d"}]
+    messages = [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": "b"},
+        {"role": "user", "content": "c"},
+        {"role": "assistant", "content": "d"},
+    ]
     out = with_breakpoints(messages, native=False)
     assert [isinstance(m["content"], list) for m in out] == [False, True, True, True]
     assert count_breakpoints(out) == 3

@@ -31,7 +31,9 @@ def test_a_thinking_block_streamed_in_fragments_is_joined_with_its_signature() -
     ]
     joined = assemble(fragments)
     assert joined is not None
-    assert json.loads(joined) == [{"type": "reasoning.text", "text": "Let me think.", "format": "anthropic-claude-v1", "index": 0, "signature": "Et8BCmUIsig=="}]
+    assert json.loads(joined) == [
+        {"type": "reasoning.text", "text": "Let me think.", "format": "anthropic-claude-v1", "index": 0, "signature": "Et8BCmUIsig=="}
+    ]
 
 
 def test_a_block_on_its_own_keeps_the_exact_bytes_it_arrived_in() -> None:
@@ -74,7 +76,9 @@ def test_an_assistant_message_sends_its_reasoning_and_details_back_and_the_trans
 def test_usage_is_read_in_openai_openrouter_and_anthropic_spellings() -> None:
     openai = msgspec.json.decode(b'{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":60}}', type=Usage)
     assert tokens_of(openai) == Tokens(input=100, output=5, cache_read=60, cache_write=0)
-    openrouter = msgspec.json.decode(b'{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":0,"cache_write_tokens":80}}', type=Usage)
+    openrouter = msgspec.json.decode(
+        b'{"prompt_tokens":100,"completion_tokens":5,"prompt_tokens_details":{"cached_tokens":0,"cache_write_tokens":80}}', type=Usage
+    )
     assert tokens_of(openrouter) == Tokens(input=100, output=5, cache_read=0, cache_write=80)
     # Anthropic's counts leave cached tokens out of the input: they are added.
     anthropic = msgspec.json.decode(b'{"prompt_tokens":10,"completion_tokens":5,"cache_read_input_tokens":70,"cache_creation_input_tokens":20}', type=Usage)
