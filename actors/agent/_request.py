@@ -38,7 +38,8 @@ def wire_message(message: ChatMessage) -> dict[str, Any]:
 
 def wire_messages(messages: Sequence[ChatMessage], settings: ModelSettings) -> list[dict[str, Any]]:
     """The request's ``messages`` for a call with ``settings`` (cache marks when it caches prompts)."""
-    out = [wire_message(m) for m in messages]
+    # Most messages carry no reasoning: they take the plain path, inline (this runs for every message of every call).
+    out = [wire_message(m) if m.reasoning or m.reasoning_details else m.to_openai() for m in messages]
     if settings.caches_prompts:
         return with_breakpoints(out, native=is_native_anthropic(settings.provider, settings.base_url), ttl=settings.caching.cache_ttl)
     return out
