@@ -301,7 +301,12 @@ class TurnCompleted(SessionEvent, frozen=True, kw_only=True):
     reasoning: str | None = None
     iterations: int = 0
     input_tokens: int = 0
+    """Every prompt token of the turn's model calls, cached ones included."""
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    """Of ``input_tokens``, those the provider read from its prompt cache."""
+    cache_write_tokens: int = 0
+    """Of ``input_tokens``, those the provider wrote to its prompt cache."""
     cost_usd: float | None = None
     """What the turn's tokens cost, when the model's prices are configured (``pricing:``)."""
 

@@ -83,6 +83,27 @@ class SegmentStart(Message, frozen=True, kw_only=True):
     """How many messages of the old segment the summary stands for."""
 
 
+class TokenUsage(Message, frozen=True, kw_only=True):
+    """Tokens of model calls, added to a session's running totals (``sessions.input_tokens`` ...)."""
+
+    input_tokens: int = 0
+    """Every prompt token, cached ones included."""
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.input_tokens or self.output_tokens or self.cache_read_tokens or self.cache_write_tokens)
+
+
 class AppendMessages(Message, frozen=True, kw_only=True):
     """Append transcript messages to a session, in order, in one atomic write.
 
@@ -104,6 +125,9 @@ class AppendMessages(Message, frozen=True, kw_only=True):
     segment: SegmentStart | None = None
     """The messages start a new segment (``messages`` must not be empty): all or nothing, in
     the same transaction, so a load finds the old segment or the new one, never half of each."""
+    usage: TokenUsage | None = None
+    """Tokens the model calls behind these messages used: added to the session's totals in the
+    same transaction (so a reply's usage is counted once, with the reply)."""
     token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""

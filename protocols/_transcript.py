@@ -30,7 +30,11 @@ class ChatMessage(Message, frozen=True, kw_only=True):
     name: str | None = None
     """Tool only: the tool's name."""
     reasoning: str | None = None
-    """Assistant only: the model's reasoning, kept apart from ``content``."""
+    """Assistant only: the model's reasoning, kept apart from ``content``; sent back to the
+    provider as ``reasoning_content`` (multi-turn reasoning of OpenRouter, Moonshot, DeepSeek)."""
+    reasoning_details: str | None = None
+    """Assistant only: the provider's ``reasoning_details`` list (opaque blocks such as signed
+    Anthropic thinking through OpenRouter) as JSON text, kept verbatim and sent back unchanged."""
     finish_reason: str | None = None
     images: tuple[str, ...] = ()
     """User only: image URLs (``data:`` or ``https:``) sent with the text."""

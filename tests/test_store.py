@@ -431,7 +431,7 @@ def test_the_file_is_in_wal_mode_with_hermes_tables_indexes_and_fts_triggers(tmp
         assert conn.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     assert columns["messages"] == [
         "id", "session_id", "role", "content", "tool_call_id", "tool_calls", "tool_name",
-        "timestamp", "token_count", "finish_reason", "reasoning", "images",
+        "timestamp", "token_count", "finish_reason", "reasoning", "images", "reasoning_details",
     ]  # fmt: skip
     assert columns["sessions"][:8] == [
         "id", "source", "user_id", "model", "model_config", "system_prompt", "parent_session_id", "started_at",

@@ -7,6 +7,7 @@ from ._approval_settings import ApprovalSettings as ApprovalSettings
 from ._approval_settings import load_approval_settings as load_approval_settings
 from ._approvals import ALLOWING as ALLOWING
 from ._approvals import ApprovalGate as ApprovalGate
+from ._caching import PromptCaching as PromptCaching
 from ._config import ConfigError as ConfigError
 from ._config import hermes_home as hermes_home
 from ._config import load_model_settings as load_model_settings
@@ -17,6 +18,7 @@ from ._machine import MachineConfig as MachineConfig
 from ._model import ModelClients as ModelClients
 from ._model import ModelSettings as ModelSettings
 from ._plan import ToolTraits as ToolTraits
+from ._pricing import Price as Price
 from ._session import SessionActor as SessionActor
 from ._session_deps import SessionDeps as SessionDeps
 from ._tools import ToolContext as ToolContext
@@ -37,6 +39,8 @@ __all__ = [
     "MachineConfig",
     "ModelClients",
     "ModelSettings",
+    "Price",
+    "PromptCaching",
     "SESSIONS_PATH",
     "SessionActor",
     "SessionDeps",

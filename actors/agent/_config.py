@@ -9,7 +9,12 @@ Sources, first match wins for each setting:
   ``OPENAI_API_KEY``, ``OPENROUTER_API_KEY``.
 
 Prices (for the cost of a turn) come from the top-level ``pricing:`` section only: model
-name -> ``{input, output}`` in USD per million tokens. A model without prices has no cost.
+name -> ``{input, output}`` in USD per million tokens, and optionally ``cache_read`` and
+``cache_write`` (prompt tokens read from / written to the provider's cache; default: the
+input price). A model without prices has no cost.
+
+Prompt caching comes from ``prompt_caching:`` (``enabled: auto | true | false``, default auto:
+Claude models only; ``cache_ttl: 5m | 1h``, Hermes's key).
 
 A missing model, URL or key is a :class:`ConfigError` that says what to set and where.
 """
@@ -25,7 +30,9 @@ import yaml
 
 from actors import HermesError
 
+from ._caching import AUTO, PromptCaching
 from ._model import ModelSettings
+from ._pricing import Price
 
 PROVIDER_URLS = {
     "openai": "https://api.openai.com/v1",
@@ -111,26 +118,66 @@ def load_model_settings(home: Path | None = None, *, env: Mapping[str, str] | No
         msg = f"no API key for {base_url}: set OPENAI_API_KEY (or OPENROUTER_API_KEY) in the environment or in {home / '.env'}, or model.api_key in {config}"
         raise ConfigError(msg)
     prices = read_prices(read_config(home).get("pricing"), config)
+    caching = read_prompt_caching(read_config(home).get("prompt_caching"), config)
     vision = chosen.get("vision")
     if vision is not None and not isinstance(vision, bool):
         msg = f"{config}: model.vision must be true or false (whether the model can see images)"
         raise ConfigError(msg)
-    return ModelSettings(model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices, vision=vision)
+    return ModelSettings(
+        model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices, vision=vision, caching=caching
+    )
 
 
-def read_prices(section: Any, where: Path) -> dict[str, tuple[float, float]]:
-    """``pricing:`` maps model names to ``{input: USD per million tokens, output: ...}``."""
+def _price_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+
+
+def read_prices(section: Any, where: Path) -> dict[str, Price]:
+    """``pricing:`` maps model names to ``{input: USD per million tokens, output: ..., cache_read: ..., cache_write: ...}``."""
     if section is None:
         return {}
-    example = "pricing:\n  gpt-4o: {input: 2.5, output: 10}"
+    example = "pricing:\n  gpt-4o: {input: 2.5, output: 10}\n  anthropic/claude-sonnet-4: {input: 3, output: 15, cache_read: 0.3, cache_write: 3.75}"
     if not isinstance(section, dict):
         msg = f"{where}: 'pricing' must map model names to prices, for example\n{example}"
         raise ConfigError(msg)
-    prices: dict[str, tuple[float, float]] = {}
+    prices: dict[str, Price] = {}
     for name, price in section.items():
         values = (price.get("input"), price.get("output")) if isinstance(price, dict) else (None, None)
-        if not all(isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in values):
+        if not all(_price_number(v) for v in values):
             msg = f"{where}: pricing for {name!r} needs 'input' and 'output' in USD per million tokens (numbers >= 0), for example\n{example}"
             raise ConfigError(msg)
-        prices[str(name)] = (float(values[0]), float(values[1]))  # type: ignore[arg-type]
+        assert isinstance(price, dict)
+        cached = {key: price.get(key) for key in ("cache_read", "cache_write")}
+        for key, value in cached.items():
+            if value is not None and not _price_number(value):
+                msg = f"{where}: pricing.{name}.{key} must be USD per million tokens (a number >= 0), or left out to charge the input price, not {value!r}"
+                raise ConfigError(msg)
+        read, write = (None if v is None else float(v) for v in cached.values())
+        prices[str(name)] = Price(input=float(values[0]), output=float(values[1]), cache_read=read, cache_write=write)  # type: ignore[arg-type]
     return prices
+
+
+_CACHING_EXAMPLE = "prompt_caching:\n  enabled: auto      # auto (Claude models only), true or false\n  cache_ttl: 5m      # 5m or 1h"
+
+
+def read_prompt_caching(section: Any, where: Path) -> PromptCaching:
+    """``prompt_caching:``: ``enabled`` (``auto``, true, false) and ``cache_ttl`` (``5m``, ``1h``).
+
+    Raises:
+        ConfigError: a value outside those, saying which key and what it takes.
+    """
+    if section is None:
+        return AUTO
+    if not isinstance(section, dict):
+        msg = f"{where}: 'prompt_caching' must be a mapping, for example\n{_CACHING_EXAMPLE}"
+        raise ConfigError(msg)
+    # Other keys (Hermes's long_lived_prefix / long_lived_ttl) are not built here: ignored, as Hermes ignores keys it does not know.
+    enabled = section.get("enabled", "auto")
+    if enabled is not None and not isinstance(enabled, bool) and str(enabled).strip().lower() != "auto":
+        msg = f"{where}: prompt_caching.enabled must be auto, true or false, not {enabled!r}"
+        raise ConfigError(msg)
+    ttl = section.get("cache_ttl", "5m")
+    if ttl not in ("5m", "1h"):
+        msg = f"{where}: prompt_caching.cache_ttl must be 5m or 1h (how long Anthropic keeps a cached prefix), not {ttl!r}"
+        raise ConfigError(msg)
+    return PromptCaching(enabled=enabled if isinstance(enabled, bool) else None, cache_ttl=ttl)

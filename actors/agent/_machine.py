@@ -32,7 +32,7 @@ from protocols._session import (
     TurnStarted,
     UserMessageSaved,
 )
-from protocols._store import TurnMark
+from protocols._store import TokenUsage, TurnMark
 
 from . import _machine_compress as compression
 from . import _machine_tools as tools
@@ -351,7 +351,20 @@ class _Step:
         )
 
     def on_reply(self, turn: Turn, reply: ModelReplied) -> None:
-        turn = msgspec.structs.replace(turn, input_tokens=turn.input_tokens + reply.input_tokens, output_tokens=turn.output_tokens + reply.output_tokens)
+        used = TokenUsage(
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            cache_read_tokens=reply.cache_read_tokens,
+            cache_write_tokens=reply.cache_write_tokens,
+        )
+        turn = msgspec.structs.replace(
+            turn,
+            input_tokens=turn.input_tokens + reply.input_tokens,
+            output_tokens=turn.output_tokens + reply.output_tokens,
+            cache_read_tokens=turn.cache_read_tokens + reply.cache_read_tokens,
+            cache_write_tokens=turn.cache_write_tokens + reply.cache_write_tokens,
+            unsaved=turn.unsaved + used,
+        )
         content = turn.partial + reply.content
         if not reply.tool_calls:
             if reply.finish_reason == "length" and turn.continuations < self.config.max_continuations:
@@ -380,11 +393,15 @@ class _Step:
             content=content,
             tool_calls=calls,
             reasoning=reply.reasoning,
+            reasoning_details=reply.reasoning_details,
             finish_reason=reply.finish_reason,
         )
         reply_token = Token(step="reply", turn_id=turn.turn_id, n=turn.iteration)
         reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
-        turn = msgspec.structs.replace(turn, calls=calls, answered=(), reasoning=reasoning, partial="", continuations=0)
+        usage, turn = (
+            turn.unsaved or None,
+            msgspec.structs.replace(turn, calls=calls, answered=(), reasoning=reasoning, partial="", continuations=0, unsaved=TokenUsage()),
+        )
         limit = self.config.max_iterations
         not_run = ""
         if calls and turn.grace:  # a model that calls tools in the grace call: answer them, run nothing
@@ -400,7 +417,7 @@ class _Step:
         # the same write as the message that makes them: both land, or neither.
         final = not calls or turn.grace
         mark = TurnMark(turn_id=turn.turn_id, event="completed") if final else None
-        self.effects.append(Persist(token=reply_token, messages=(assistant, *results), acked=True, turn=mark))
+        self.effects.append(Persist(token=reply_token, messages=(assistant, *results), acked=True, turn=mark, usage=usage))
         if results:
             turn = msgspec.structs.replace(turn, answered=tuple(c.id for c in calls))
         if final:
@@ -477,7 +494,7 @@ class _Step:
         results = tuple(synthetic_result(c.id, c.name, text) for c in missing)
         self.append(*results)
         token = Token(step="settle", turn_id=turn.turn_id, n=turn.iteration) if results else Token(step="end", turn_id=turn.turn_id)
-        self.effects.append(Persist(token=token, messages=results, turn=end))
+        self.effects.append(Persist(token=token, messages=results, turn=end, usage=turn.unsaved or None))
 
     # ending -----------------------------------------------------------------------------------------
 
@@ -492,6 +509,8 @@ class _Step:
                 iterations=turn.iteration,
                 input_tokens=turn.input_tokens,
                 output_tokens=turn.output_tokens,
+                cache_read_tokens=turn.cache_read_tokens,
+                cache_write_tokens=turn.cache_write_tokens,
             )
         )
         self.set_turn(None)

@@ -48,12 +48,17 @@ import trio
 from protocols import ChatMessage, ToolCall
 from protocols._session import ReasoningDelta, TextDelta, TurnOptions
 
+from ._caching import AUTO, PromptCaching, is_anthropic_model
 from ._http1 import Endpoint, Exchange, Pool, TransportError
 from ._hub import SessionHub
+from ._pricing import Price
+from ._pricing import cost as price_cost
 from ._ratelimit import HEADERS as RATE_LIMIT_HEADERS
 from ._ratelimit import reset_after
+from ._reasoning_details import assemble, whole
+from ._request import wire_messages
 from ._retry import classify, read_error_body
-from ._wire import Chunk, chunk_decoder, error_details, request_encoder
+from ._wire import Chunk, Tokens, Usage, chunk_decoder, error_details, request_encoder, tokens_of
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +90,10 @@ class ModelSettings:
     api_key: str
     provider: str = "custom"
     extra_headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    prices: Mapping[str, tuple[float, float]] = dataclasses.field(default_factory=dict)
-    """Model name -> (USD per million input tokens, per million output tokens), from the
-    configuration; a model without an entry has no known cost."""
+    prices: Mapping[str, Price] = dataclasses.field(default_factory=dict)
+    """Model name -> its prices (``pricing:`` in config.yaml); a model without an entry has no known cost."""
+    caching: PromptCaching = AUTO
+    """``prompt_caching:`` in config.yaml: whether requests carry Anthropic cache marks."""
     vision: bool | None = None
     """Whether the model takes images (``model.vision`` in config.yaml); None: judged by its name."""
     stream: bool = True
@@ -100,12 +106,19 @@ class ModelSettings:
         """Whether image parts may be sent: ``vision`` when configured, else what the name says."""
         return self.vision if self.vision is not None else bool(_VISION_NAMES.search(self.model))
 
-    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
-        """What these tokens of :attr:`model` cost in USD, if its prices are known."""
+    @property
+    def caches_prompts(self) -> bool:
+        """Whether this call's request carries cache marks: ``prompt_caching.enabled``, or (auto) a Claude model."""
+        enabled = self.caching.enabled
+        return is_anthropic_model(self.model, self.provider) if enabled is None else enabled
+
+    def cost(self, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> float | None:
+        """What these tokens of :attr:`model` cost in USD, if its prices are known (cached tokens
+        are part of ``input_tokens``, charged at the cache prices)."""
         price = self.prices.get(self.model)
         if price is None:
             return None
-        return (input_tokens * price[0] + output_tokens * price[1]) / 1_000_000
+        return price_cost(price, input_tokens, output_tokens, cache_read_tokens, cache_write_tokens)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -116,6 +129,12 @@ class ModelReply:
     finish_reason: str | None
     input_tokens: int
     output_tokens: int
+    cache_read_tokens: int = 0
+    """Of ``input_tokens``, those read from the provider's prompt cache."""
+    cache_write_tokens: int = 0
+    """Of ``input_tokens``, those written to the provider's prompt cache."""
+    reasoning_details: str | None = None
+    """The provider's ``reasoning_details`` list as JSON text (sent back on later requests)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -311,13 +330,15 @@ def _take(
     chunk: Chunk, text: list[str], reasoning: list[str], calls: dict[int, dict[str, str]], splitter: _ThinkSplitter, out: _Coalescer, box: dict[str, Any]
 ) -> None:
     if chunk.usage is not None:
-        box["usage"] = (chunk.usage.prompt_tokens or 0, chunk.usage.completion_tokens or 0)
+        box["usage"] = chunk.usage
     if not chunk.choices:
         return
     choice = chunk.choices[0]
     delta = choice.delta
     if choice.finish_reason:
         box["finish"] = choice.finish_reason
+    if delta.reasoning_details:
+        box["details"] += delta.reasoning_details
     extra = delta.reasoning_content or delta.reasoning
     if extra:
         reasoning.append(extra)
@@ -429,7 +450,7 @@ async def call_model(
     """
     route = clients.get(settings)
     streamed = settings.stream and settings.base_url not in clients.unstreamed
-    body: dict[str, Any] = {"model": settings.model, "messages": [m.to_openai() for m in messages], "stream": streamed}
+    body: dict[str, Any] = {"model": settings.model, "messages": wire_messages(messages, settings), "stream": streamed}
     if streamed:
         body["stream_options"] = {"include_usage": True}
     if tools:
@@ -446,7 +467,7 @@ async def call_model(
     text: list[str] = []
     reasoning: list[str] = []
     calls: dict[int, dict[str, str]] = {}
-    usage_box: dict[str, Any] = {"usage": (0, 0), "finish": None}
+    usage_box: dict[str, Any] = {"usage": Usage(), "finish": None, "details": []}
     splitter = _ThinkSplitter()
     out = _Coalescer(hub, turn_id)
     failure: list[ModelFailure] = []
@@ -469,13 +490,24 @@ async def call_model(
     out.flush()
     tool_calls = tuple(ToolCall(id=slot["id"], name=slot["name"], arguments=slot["arguments"]) for _, slot in sorted(calls.items()))
     joined_reasoning = "".join(reasoning).strip()
+    try:
+        details = assemble(usage_box["details"])
+    except msgspec.DecodeError as error:
+        return ModelFailure(kind="malformed", status=None, detail=f"a reasoning_details fragment could not be read: {error}")
+    return _reply("".join(text).strip(), joined_reasoning or None, tool_calls, usage_box["finish"], tokens_of(usage_box["usage"]), details)
+
+
+def _reply(content: str, reasoning: str | None, calls: tuple[ToolCall, ...], finish: str | None, tokens: Tokens, details: str | None) -> ModelReply:
     return ModelReply(
-        content="".join(text).strip(),
-        reasoning=joined_reasoning or None,
-        tool_calls=tool_calls,
-        finish_reason=usage_box["finish"],
-        input_tokens=usage_box["usage"][0],
-        output_tokens=usage_box["usage"][1],
+        content=content,
+        reasoning=reasoning,
+        tool_calls=calls,
+        finish_reason=finish,
+        input_tokens=tokens.input,
+        output_tokens=tokens.output,
+        cache_read_tokens=tokens.cache_read,
+        cache_write_tokens=tokens.cache_write,
+        reasoning_details=details,
     )
 
 
@@ -488,7 +520,7 @@ class _Completion(msgspec.Struct):
     """The parts of a whole (not streamed) chat completion that a reply needs."""
 
     choices: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    usage: dict[str, Any] | None = None
+    usage: Usage | None = None
 
 
 async def _whole(
@@ -533,12 +565,5 @@ async def _whole(
     out = _Coalescer(hub, turn_id)
     out.add(answer + rest, reasoning)
     out.flush()
-    usage = completion.usage or {}
-    return ModelReply(
-        content=(answer + rest).strip(),
-        reasoning=reasoning or None,
-        tool_calls=calls,
-        finish_reason=choice.get("finish_reason"),
-        input_tokens=int(usage.get("prompt_tokens") or 0),
-        output_tokens=int(usage.get("completion_tokens") or 0),
-    )
+    tokens = tokens_of(completion.usage or Usage())
+    return _reply((answer + rest).strip(), reasoning or None, calls, choice.get("finish_reason"), tokens, whole(message.get("reasoning_details")))

@@ -184,7 +184,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
     def publish(self, event: SessionEvent) -> None:
         model = self.settings()
         if type(event) is TurnCompleted and model.prices:
-            event = msgspec.structs.replace(event, cost_usd=model.cost(event.input_tokens, event.output_tokens))
+            event = msgspec.structs.replace(
+                event, cost_usd=model.cost(event.input_tokens, event.output_tokens, event.cache_read_tokens, event.cache_write_tokens)
+            )
         self.hub.publish(event)
 
     def reload(self, why: str) -> None:

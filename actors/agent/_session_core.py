@@ -137,6 +137,9 @@ def outcome_input(key: Token | str, status: str, value: Any, error: str, now: fl
                 finish_reason=value.finish_reason,
                 input_tokens=value.input_tokens,
                 output_tokens=value.output_tokens,
+                cache_read_tokens=value.cache_read_tokens,
+                cache_write_tokens=value.cache_write_tokens,
+                reasoning_details=value.reasoning_details,
                 now=now,
             )
         if status == "ok" and isinstance(value, ModelFailure):

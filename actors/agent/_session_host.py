@@ -46,6 +46,7 @@ from protocols._store import (
     SessionCreated,
     SessionTotalsUpdated,
     StoreFailed,
+    TokenUsage,
     TurnMark,
     TurnRemoved,
     UpdateSessionTotals,
@@ -357,9 +358,18 @@ class SessionHost:
         self.answers[token] = pending
         self.write(msgspec.structs.replace(command, token=token, reply_to=self.port.me))
 
-    def append(self, token: Token, messages: tuple[Any, ...], mark: TurnMark | None = None, segment: SegmentStart | None = None) -> None:
+    def append(
+        self, token: Token, messages: tuple[Any, ...], mark: TurnMark | None = None, segment: SegmentStart | None = None, usage: TokenUsage | None = None
+    ) -> None:
         command = AppendMessages(
-            session_id=self.session_id, messages=messages, timestamp=self.port.wall(), turn=mark, segment=segment, token=token, reply_to=self.port.me
+            session_id=self.session_id,
+            messages=messages,
+            timestamp=self.port.wall(),
+            turn=mark,
+            segment=segment,
+            usage=usage,
+            token=token,
+            reply_to=self.port.me,
         )
         self.write(command)
 
@@ -486,8 +496,8 @@ class SessionHost:
         match effect:
             case Emit(event=event):
                 port.publish(event)
-            case Persist(token=token, messages=messages, turn=mark, segment=segment):
-                self.append(token, messages, mark, segment)
+            case Persist(token=token, messages=messages, turn=mark, segment=segment, usage=usage):
+                self.append(token, messages, mark, segment, usage)
             case CallModel(token=token):
                 # Every call runs on a key leased from its provider's pool (on_leased).
                 lease_id = f"{self.session_id}/{self.lease_base}/{token}"

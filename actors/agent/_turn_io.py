@@ -13,7 +13,7 @@ import msgspec
 
 from protocols import ChatMessage, Token, ToolCall
 from protocols._session import BusyPolicy, SessionEvent, TurnOptions
-from protocols._store import SegmentStart, TurnMark
+from protocols._store import SegmentStart, TokenUsage, TurnMark
 
 # -- inputs ----------------------------------------------------------------------------------
 
@@ -53,6 +53,10 @@ class ModelReplied(Input, frozen=True, kw_only=True):
     finish_reason: str | None = None
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    reasoning_details: str | None = None
+    """The provider's ``reasoning_details`` as JSON text, kept with the assistant message."""
 
 
 NO_KEY = "no_key"
@@ -110,6 +114,8 @@ class Persist(Effect, frozen=True, kw_only=True):
     """The turn this write starts or ends (the store records it in the same transaction)."""
     segment: SegmentStart | None = None
     """The messages start the session's next segment (a compression's result)."""
+    usage: TokenUsage | None = None
+    """Tokens of the turn's model calls not yet written: added to the session's totals with this write."""
 
 
 class CallModel(Effect, frozen=True, kw_only=True):

@@ -12,6 +12,7 @@ import msgspec
 
 from protocols import ChatMessage, Token, ToolCall
 from protocols._session import TurnOptions
+from protocols._store import TokenUsage
 
 from ._compress import CompressionGuard, CompressionPlan
 from ._tokens import TokenRatio
@@ -110,6 +111,11 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """Ids of those calls that already have a result in the transcript."""
     input_tokens: int = 0
     output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    unsaved: TokenUsage = TokenUsage()
+    """Tokens of replies whose usage no write carried yet (asked again, continued, or the
+    reply being written): the next write of the turn adds them to the session's totals."""
     reasoning: str | None = None
     instructions: str | None = None
     """This turn's ephemeral system prompt."""

@@ -45,12 +45,23 @@ class Planned:
     """Server-sent events: chunked encoding; otherwise one chunk with a Content-Length."""
 
 
-def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: str, now: float, prompt_tokens: int | None = None) -> Planned:
+def render(
+    reply: Reply,
+    request: dict[str, Any],
+    *,
+    rng: random.Random,
+    model: str,
+    now: float,
+    prompt_tokens: int | None = None,
+    cache: tuple[int, int] | None = None,
+) -> Planned:
     """Plan the response to a chat completion ``request`` that the script answers with ``reply``.
 
     ``now`` is the server's clock (unix seconds), read for the reply's clock headers.
     ``prompt_tokens`` is the ``usage.prompt_tokens`` to report (the server's count, when it
-    enforces a context window); None reports the words of the messages' contents.
+    enforces a context window); None reports the words of the messages' contents. ``cache``:
+    the prompt-cache (read, written) tokens to report, as OpenRouter does, in
+    ``usage.prompt_tokens_details`` (``cached_tokens``, ``cache_write_tokens``).
     """
     request_id = "req_" + _token(rng, 24)
     if isinstance(reply, HttpError):
@@ -60,14 +71,19 @@ def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: 
     call_ids = [call.id if call.id is not None else "call_" + _token(rng, 24) for call in calls]
     content, reasoning = _content_and_reasoning(reply)
     words_out = _words(content) + _words(reasoning) + sum(_words(c.name) + _words(c.arguments) for c in calls)
-    words_in = _prompt_words(request) if prompt_tokens is None else prompt_tokens
-    usage = {"prompt_tokens": words_in, "completion_tokens": words_out, "total_tokens": words_in + words_out}
+    words_in = prompt_words(request) if prompt_tokens is None else prompt_tokens
+    usage: dict[str, Any] = {"prompt_tokens": words_in, "completion_tokens": words_out, "total_tokens": words_in + words_out}
+    if cache is not None:
+        usage["prompt_tokens_details"] = {"cached_tokens": cache[0], "cache_write_tokens": cache[1]}
+    details = reply.reasoning_details if isinstance(reply, TextReply | ToolCallsReply) else ()
     finish = "tool_calls" if calls else reply.finish_reason if isinstance(reply, TextReply) else "stop"
     head = {"id": completion_id, "created": CREATED, "model": _model_of(request, model)}
     if request.get("stream") is not True:
         message: dict[str, Any] = {"role": "assistant", "content": content}
         if reasoning is not None:
             message["reasoning_content"] = reasoning
+        if details:
+            message["reasoning_details"] = list(details)
         if calls:
             message["tool_calls"] = [
                 {"id": cid, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for cid, c in zip(call_ids, calls, strict=True)
@@ -92,6 +108,7 @@ def render(reply: Reply, request: dict[str, Any], *, rng: random.Random, model: 
 
     events = [chunk({"role": "assistant", "content": ""})]
     events += [chunk({"reasoning_content": piece}) for piece in split(reasoning or "", rng)]
+    events += [chunk({"reasoning_details": [fragment]}) for fragment in details]
     events += [chunk({"content": piece}) for piece in split(content or "", rng)]
     for index, (cid, call) in enumerate(zip(call_ids, calls, strict=True)):
         first = {"index": index, "id": cid, "type": "function", "function": {"name": call.name, "arguments": ""}}
@@ -201,7 +218,8 @@ def _content_and_reasoning(reply: TextReply | ToolCallsReply) -> tuple[str | Non
     return reply.content, reply.reasoning
 
 
-def _prompt_words(request: dict[str, Any]) -> int:
+def prompt_words(request: dict[str, Any]) -> int:
+    """The words of a request's message contents: ``usage.prompt_tokens`` when no context window is enforced."""
     messages = request.get("messages")
     return sum(_words(_text_of(m.get("content"))) for m in (messages if isinstance(messages, list) else []) if isinstance(m, dict))
 

@@ -80,6 +80,9 @@ class TextReply(ScriptedReply, frozen=True, kw_only=True):
     """The model's reasoning: sent as ``reasoning_content`` (deltas), or inside ``<think>``
     at the start of the content when ``think`` is true."""
     think: bool = False
+    reasoning_details: tuple[Any, ...] = ()
+    """OpenRouter-style ``reasoning_details`` objects: each streamed in a delta of its own, in
+    order (script a block's fragments as a provider streams them); a whole reply lists them all."""
     finish_reason: Literal["stop", "length", "content_filter"] = "stop"
     """"length": the reply was cut by the token limit (``content`` is what came before the cut)."""
 
@@ -108,6 +111,8 @@ class ToolCallsReply(ScriptedReply, frozen=True, kw_only=True):
     reasoning: str | None = None
     """As :attr:`TextReply.reasoning`."""
     think: bool = False
+    reasoning_details: tuple[Any, ...] = ()
+    """As :attr:`TextReply.reasoning_details`."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -360,6 +365,8 @@ class RecordedRequest(Message, frozen=True, kw_only=True):
     """The server's own token count of a chat completion (the rule in ``_server``'s module
     docstring), with or without a context window; None for other requests and bodies
     without a ``messages`` list."""
+    raw_body: bytes = b""
+    """The body's bytes as they arrived (to check that something was sent back byte for byte)."""
 
 
 def _go_duration(seconds: float) -> str:

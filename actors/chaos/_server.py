@@ -50,6 +50,10 @@ prompt_tokens=count, max_tokens=room)``, before any stream starts; a reply that 
 reports the count as ``usage.prompt_tokens``. Without a window, ``usage.prompt_tokens`` is
 the number of whitespace-separated words of the messages' contents.
 
+A request with ``cache_control`` marks is served from a prompt cache (``_prompt_cache``): its
+usage reports ``prompt_tokens_details.cached_tokens`` (the longest marked prefix an earlier
+request marked too) and ``cache_write_tokens``, in the unit of ``prompt_tokens``.
+
 Invariant: ``stop`` and leaving ``open_model_server`` never hang: they cancel the one
 cancel scope every connection runs under, which ends latencies, stalls and silences at
 once and closes every socket.
@@ -73,7 +77,8 @@ import trio
 
 from .._errors import UsageError
 from ._http import Incoming, serve_connection
-from ._render import Planned, count_prompt_tokens, echo, error, models, render
+from ._prompt_cache import PromptCache
+from ._render import Planned, count_prompt_tokens, echo, error, models, prompt_words, render
 from ._script import ContextStyle, HttpError, RecordedRequest, Reply, TextReply, ToolCallsReply
 
 log = logging.getLogger(__name__)
@@ -149,6 +154,7 @@ class ModelServer:
         self._others: dict[str, int] = {}  # replies from no queue (standing faults, refusals), per kind, for their seeds
         self._echoes: dict[str | None, int] = {}
         self._requests: list[RecordedRequest] = []
+        self._cache = PromptCache()
         self._errors: list[str] = []
         self._connections = 0
         self._port: int | None = None
@@ -372,7 +378,14 @@ class ModelServer:
         completion = incoming.path == "/v1/chat/completions" and isinstance(body, dict) and isinstance(body.get("messages"), list)
         counted = count_prompt_tokens(body) if completion else None
         record = RecordedRequest(
-            session=session, method=incoming.method, path=incoming.path, body=body, connection=incoming.connection, api_key=key, prompt_tokens=counted
+            session=session,
+            method=incoming.method,
+            path=incoming.path,
+            body=body,
+            connection=incoming.connection,
+            api_key=key,
+            prompt_tokens=counted,
+            raw_body=incoming.body,
         )
         with self._lock:
             self._requests.append(record)
@@ -402,7 +415,9 @@ class ModelServer:
             return chosen
         reply, seed = chosen
         usage = counted if self.context_window is not None else None
-        return render(reply, body, rng=random.Random(seed), model=self.model, now=self.clock(), prompt_tokens=usage)
+        with self._lock:
+            cache = self._cache.use(body, count_prompt_tokens if self.context_window is not None else prompt_words)
+        return render(reply, body, rng=random.Random(seed), model=self.model, now=self.clock(), prompt_tokens=usage, cache=cache)
 
     def _choose(self, session: str | None, key: str | None, body: dict[str, Any], prompt_tokens: int) -> tuple[Reply, str] | Planned:
         """The reply to a completion and the seed to render it with, or a 500 for a dry queue (see the module docstring)."""

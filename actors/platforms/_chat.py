@@ -110,8 +110,14 @@ def _completion_chunks(chunk: Callable[..., bytes], frame: Callable[..., bytes],
     return out + b"data: [DONE]\n\n"
 
 
-def _usage(done: TurnCompleted) -> dict[str, int]:
-    return {"prompt_tokens": done.input_tokens, "completion_tokens": done.output_tokens, "total_tokens": done.input_tokens + done.output_tokens}
+def _usage(done: TurnCompleted) -> dict[str, Any]:
+    usage: dict[str, Any] = {
+        "prompt_tokens": done.input_tokens,
+        "completion_tokens": done.output_tokens,
+        "total_tokens": done.input_tokens + done.output_tokens,
+    }
+    usage["prompt_tokens_details"] = {"cached_tokens": done.cache_read_tokens}
+    return usage
 
 
 def _failure(event: Any) -> HttpError:

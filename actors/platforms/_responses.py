@@ -249,7 +249,12 @@ def _finish(base: dict[str, Any], output: _Output, event: Any) -> dict[str, Any]
     final["output"] = output.items
     if isinstance(event, TurnCompleted):
         final["status"] = "completed"
-        final["usage"] = {"input_tokens": event.input_tokens, "output_tokens": event.output_tokens, "total_tokens": event.input_tokens + event.output_tokens}
+        final["usage"] = {
+            "input_tokens": event.input_tokens,
+            "input_tokens_details": {"cached_tokens": event.cache_read_tokens},
+            "output_tokens": event.output_tokens,
+            "total_tokens": event.input_tokens + event.output_tokens,
+        }
     else:
         error = _failure(event)
         final["status"] = "failed"

@@ -31,15 +31,15 @@ _encode = msgspec.json.Encoder().encode
 _decode_calls = msgspec.json.Decoder(list[_OpenAIToolCall]).decode
 _decode_object = msgspec.json.Decoder(dict[str, Any]).decode
 
-MESSAGE_COLUMNS = "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, images"
-INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
+MESSAGE_COLUMNS = "session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish_reason, reasoning, images, reasoning_details"
+INSERT_MESSAGE = f"INSERT INTO messages ({MESSAGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id"
 SELECT_MESSAGE = f"SELECT id, {MESSAGE_COLUMNS} FROM messages"
 LIVE_START = "(SELECT coalesce(max(first_message_id), 0) FROM segments WHERE session_id = ?)"
 """The id of the newest segment's first message (0: never compressed); takes the session id."""
 SEGMENT_COLUMNS = "session_id, segment, first_message_id, reason, started_at, summary, tokens_before, tokens_after, summarised"
 SEGMENT_FIELDS = tuple(SEGMENT_COLUMNS.split(", "))
 
-MessageRow = tuple[str, str, str | None, str | None, str | None, str | None, float, int | None, str | None, str | None, str | None]
+MessageRow = tuple[str, str, str | None, str | None, str | None, str | None, float, int | None, str | None, str | None, str | None, str | None]
 _decode_images = msgspec.json.Decoder(tuple[str, ...]).decode
 
 
@@ -82,12 +82,13 @@ def message_row(session_id: str, message: ChatMessage, timestamp: float, token_c
         message.finish_reason,
         message.reasoning,
         _encode(message.images).decode() if message.images else None,
+        message.reasoning_details,
     )
 
 
 def stored_message(row: tuple[Any, ...]) -> StoredMessage:
     """Rebuild a :class:`StoredMessage` from ``SELECT_MESSAGE``'s row."""
-    (id_, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish, reasoning, images) = row
+    (id_, session_id, role, content, tool_call_id, tool_calls, tool_name, timestamp, token_count, finish, reasoning, images, details) = row
     role_: Role = role
     message = ChatMessage(
         role=role_,
@@ -96,6 +97,7 @@ def stored_message(row: tuple[Any, ...]) -> StoredMessage:
         tool_call_id=tool_call_id,
         name=tool_name,
         reasoning=reasoning,
+        reasoning_details=details,
         finish_reason=finish,
         images=_decode_images(images) if images else (),
     )

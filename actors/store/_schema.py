@@ -6,7 +6,8 @@ read a file this store wrote:
 - ``sessions``: one row per conversation (id, source, user/model, system prompt, parent,
   start/end, counters, token totals, title);
 - ``messages``: one row per transcript entry; ``tool_calls`` is JSON in the OpenAI shape
-  ``[{"id", "type": "function", "function": {"name", "arguments"}}]``;
+  ``[{"id", "type": "function", "function": {"name", "arguments"}}]``; ``reasoning_details``
+  (Hermes's column) the provider's opaque reasoning blocks as the JSON text it sent;
 - ``messages_fts``: an FTS5 index over ``messages.content`` (external content), kept in sync
   by insert / delete / update triggers;
 - ``turns``: one row per turn of a session (ours, not Hermes's): ``running`` from its start
@@ -38,9 +39,9 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``,
-5 ``credential_pools``, 6 ``segments``). Older files are migrated by ``MIGRATIONS``."""
+5 ``credential_pools``, 6 ``segments``, 7 ``messages.reasoning_details``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -84,7 +85,8 @@ CREATE TABLE messages (
     token_count INTEGER,
     finish_reason TEXT,
     reasoning TEXT,
-    images TEXT
+    images TEXT,
+    reasoning_details TEXT
 );
 
 CREATE INDEX idx_sessions_source ON sessions(source);
@@ -193,12 +195,26 @@ def _add_segments(db: apsw.Connection) -> None:
     db.execute(_SEGMENTS)
 
 
-MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {1: _add_responses, 2: _add_images, 3: _add_turns, 4: _add_credential_pools, 5: _add_segments}
+def _add_reasoning_details(db: apsw.Connection) -> None:
+    # Only where it is missing: Hermes's own files have it, and a file set back by hand keeps migrating.
+    if "reasoning_details" not in [row[1] for row in db.execute("PRAGMA table_info(messages)")]:
+        db.execute("ALTER TABLE messages ADD COLUMN reasoning_details TEXT")
+
+
+MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {
+    1: _add_responses,
+    2: _add_images,
+    3: _add_turns,
+    4: _add_credential_pools,
+    5: _add_segments,
+    6: _add_reasoning_details,
+}
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
 transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
 ``messages.images`` column (a JSON list of the image URLs a user sent); 3 → 4 the ``turns``
 table (empty: turns that ran before it are not known); 4 → 5 the ``credential_pools`` table
-(empty: pools start fresh); 5 → 6 the ``segments`` table (empty: no session was compressed)."""
+(empty: pools start fresh); 5 → 6 the ``segments`` table (empty: no session was compressed); 6 → 7
+the ``messages.reasoning_details`` column (NULL: earlier replies kept none)."""
 
 
 def open_writer(path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> apsw.Connection:

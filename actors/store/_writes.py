@@ -103,10 +103,15 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
             ids.extend(row[0] for row in db.execute(INSERT_MESSAGE, rows[0]))
         elif count:
             ids.extend(row[0] for row in db.executemany(INSERT_MESSAGE, rows))
-        db.execute(
-            "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?",
-            (count, sum(len(m.tool_calls) for m in c.messages), c.session_id),
-        )
+        calls = sum(len(m.tool_calls) for m in c.messages)
+        if c.usage is None:
+            db.execute(
+                "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?",
+                (count, calls, c.session_id),
+            )
+        else:  # the same one statement: a reply's tokens are counted with the reply
+            u = c.usage
+            db.execute(_COUNT_WITH_USAGE, (count, calls, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, c.session_id))
         _require_session(db, c.session_id)
         if c.segment is not None:
             _start_segment(db, c.session_id, c.segment, ids[0], now)
@@ -118,6 +123,13 @@ def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, in
                 _undo(db, undo_mark, exc)
         raise
     return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
+
+
+_COUNT_WITH_USAGE = (
+    "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, tool_call_count = coalesce(tool_call_count, 0) + ?, "
+    "input_tokens = coalesce(input_tokens, 0) + ?, output_tokens = coalesce(output_tokens, 0) + ?, "
+    "cache_read_tokens = coalesce(cache_read_tokens, 0) + ?, cache_write_tokens = coalesce(cache_write_tokens, 0) + ? WHERE id = ?"
+)
 
 
 def _start_segment(db: apsw.Connection, session_id: str, segment: SegmentStart, first_message_id: int, now: float) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.agent import ConfigError, load_model_settings
+from actors.agent import ConfigError, Price, load_model_settings
 
 
 def write(home: Path, config: str | None = None, dotenv: str | None = None) -> Path:
@@ -53,7 +53,7 @@ def test_a_missing_key_and_broken_yaml_are_clear_errors(tmp_path: Path) -> None:
 def test_pricing_gives_a_turns_cost_and_bad_prices_say_how_to_write_them(tmp_path: Path) -> None:
     config = "model: gpt-x\npricing:\n  gpt-x: {input: 2.5, output: 10}\n  other: {input: 0, output: 1}\n"
     settings = load_model_settings(write(tmp_path, config), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://h/v1"})
-    assert settings.prices == {"gpt-x": (2.5, 10.0), "other": (0.0, 1.0)}
+    assert settings.prices == {"gpt-x": Price(input=2.5, output=10.0), "other": Price(input=0.0, output=1.0)}
     assert settings.cost(1_000, 500) == pytest.approx(0.0075)
     unpriced = load_model_settings(write(tmp_path, "model: gpt-x\n"), env={"OPENAI_API_KEY": "k", "OPENAI_BASE_URL": "http://h/v1"})
     assert unpriced.cost(1_000, 500) is None

@@ -348,7 +348,9 @@ def test_the_planners_estimator_agrees_with_message_tokens_on_every_shape_of_mes
     shapes = [
         ChatMessage(role="assistant"),
         ChatMessage(role="user", content="hello " * 50, images=("data:image/png;base64,xx", "https://x/y.png")),
-        ChatMessage(role="assistant", content="thinking", reasoning="because " * 9, tool_calls=(ToolCall(id="c1", name="read_file", arguments='{"path": "a"}'),)),
+        ChatMessage(
+            role="assistant", content="thinking", reasoning="because " * 9, tool_calls=(ToolCall(id="c1", name="read_file", arguments='{"path": "a"}'),)
+        ),
         ChatMessage(role="tool", tool_call_id="c1", name="read_file", content="x" * 1_001),
     ]
     for ratio in (TokenRatio(), TokenRatio(chars_per_token=2.7, samples=3), TokenRatio(chars_per_token=7.9, samples=1)):

@@ -15,6 +15,7 @@ def test_a_plain_response_is_stored_and_previous_response_id_continues_its_sessi
     first = client.responses.create(model="hermes-test", input="My name is Ada.", instructions="Be warm.")
     assert first.output_text == "Nice to meet you, Ada."
     assert first.status == "completed" and first.usage is not None
+    assert first.usage.input_tokens_details.cached_tokens == 0  # a model that is not Claude: no cache marks, nothing read
     session = api.model.requests[-1]
     api.model.script([TextReply(content="Your name is Ada.")])
     second = client.responses.create(model="hermes-test", input="What is my name?", previous_response_id=first.id)

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from textual.pilot import Pilot
 
+from actors.agent import Price
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.platforms.tui import ChatApp, LocalSession, RequestRefused, SetupFailed
 from actors.platforms.tui._commands import complete, did_you_mean, parse
@@ -280,7 +281,7 @@ def test_a_priced_model_shows_each_turns_cost_in_the_status_bar_and_usage(tmp_pa
     from tests.tui.tui_kit import local_session
 
     # The test model counts words as tokens: "one two three" in, "four five" out.
-    prices = {"test-model": (2_000.0, 10_000.0)}  # USD per million tokens, large enough to read
+    prices = {"test-model": Price(input=2_000.0, output=10_000.0)}  # USD per million tokens, large enough to read
     handle = local_session(tmp_path, model_server, model=ModelSettings(model="test-model", base_url=model_server.base_url, api_key="k", prices=prices))
     model_server.script([TextReply(content="four five"), TextReply(content="six")])
 
@@ -298,6 +299,34 @@ def test_a_priced_model_shows_each_turns_cost_in_the_status_bar_and_usage(tmp_pa
         assert f"${sum(costs):.2f}" in status  # type: ignore[arg-type]
         await run_command(pilot, app, "/usage")
         assert f"(${costs[-1]:.2f})" in texts(app, ".notice")[-1]
+
+    try:
+        drive(make_app(handle), scenario)
+    finally:
+        assert handle.close()
+
+
+def test_a_claude_turn_that_read_the_prompt_cache_shows_the_cached_tokens_in_the_status_bar_and_usage(tmp_path: Path, model_server: ModelServer) -> None:
+    from actors.agent import ModelSettings
+    from tests.tui.tui_kit import local_session
+
+    handle = local_session(tmp_path, model_server, model=ModelSettings(model="anthropic/claude-sonnet-4", base_url=model_server.base_url, api_key="k"))
+    model_server.script([TextReply(content="four five"), TextReply(content="six")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        done = []
+        for question in ("one two three", "again"):
+            mark = len(app.seen)
+            await type_text(pilot, question)
+            done.append(await app.wait_for_event(kind(TurnCompleted), start=mark))
+        cached = [d.cache_read_tokens for d in done]  # type: ignore[union-attr]
+        assert cached[0] == 0 < cached[1]  # the second turn read what the first one's marks cached
+        await pilot.pause()
+        assert f"({cached[1]} cached)" in str(app.query_one("#status").render())
+        await run_command(pilot, app, "/usage")
+        notice = texts(app, ".notice")[-1]
+        assert f"({cached[1]} from the prompt cache)" in notice
+        assert notice.count("from the prompt cache") == 2, notice  # the last turn, and the store's session totals
 
     try:
         drive(make_app(handle), scenario)

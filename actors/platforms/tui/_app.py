@@ -119,6 +119,8 @@ class ChatApp(App[int]):
         self.last_text: str | None = None
         """The last message sent (for /retry)."""
         self.last_usage: tuple[int, int] | None = None
+        self.last_cached = 0
+        """Of the last turn's input tokens, those the provider read from its prompt cache."""
         self.total_usage = (0, 0)
         self.last_cost: float | None = None
         self.total_cost: float | None = None
@@ -200,6 +202,7 @@ class ChatApp(App[int]):
             total=self.total_usage,
             cost=(self.last_cost, self.total_cost),
             compressions=self.compressions,
+            cached=self.last_cached,
         )
 
     def _tick(self) -> None:
@@ -319,8 +322,9 @@ class ChatApp(App[int]):
                 await self.push_screen(question, lambda answer: self._answered(item, answer))
             case ApprovalResolved(request_id=request_id):
                 self._withdraw(request_id)
-            case TurnCompleted(input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost):
+            case TurnCompleted(input_tokens=tokens_in, output_tokens=tokens_out, cost_usd=cost, cache_read_tokens=cached):
                 self.last_usage = (tokens_in, tokens_out)
+                self.last_cached = cached
                 self.total_usage = (self.total_usage[0] + tokens_in, self.total_usage[1] + tokens_out)
                 self.last_cost = cost
                 if cost is not None:

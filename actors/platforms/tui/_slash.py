@@ -97,13 +97,15 @@ class SlashCommands:
 
     async def usage(self, handle: SessionHandle) -> None:
         app = self.app
-        last = f"last turn: {app.last_usage[0]} in, {app.last_usage[1]} out" if app.last_usage else "no turn finished yet"
+        cached = f" ({app.last_cached} from the prompt cache)" if app.last_cached else ""
+        last = f"last turn: {app.last_usage[0]} in{cached}, {app.last_usage[1]} out" if app.last_usage else "no turn finished yet"
         if app.last_usage and app.last_cost is not None:
             last += f" ({usd(app.last_cost)})"
         record = await handle.get_session(app.session_id)
         stored = ""
         if record is not None:
-            tokens = f", {record.input_tokens} in, {record.output_tokens} out" if record.input_tokens or record.output_tokens else ""
+            read = f" ({record.cache_read_tokens} from the prompt cache)" if record.cache_read_tokens else ""
+            tokens = f", {record.input_tokens} in{read}, {record.output_tokens} out" if record.input_tokens or record.output_tokens else ""
             stored = f"; the session in the store: {record.message_count} messages{tokens}"
         spent = f" ({usd(app.total_cost)})" if app.total_cost is not None else ""
         await app.say(f"{last}; this session here: {app.total_usage[0]} in, {app.total_usage[1]} out{spent}{stored}")

@@ -210,12 +210,15 @@ class StatusBar(Static):
         total: tuple[int, int],
         cost: tuple[float | None, float | None] = (None, None),
         compressions: int = 0,
+        cached: int = 0,
     ) -> None:
         """``cost``: (last turn, this session) in USD; None where the model has no prices.
-        ``compressions``: how often the session's context was compressed (shown when any)."""
+        ``compressions``: how often the session's context was compressed (shown when any).
+        ``cached``: of the last turn's input tokens, those read from the provider's prompt cache."""
         parts: list[str | tuple[str, str]] = [(state, "bold"), "  ", model, "  ", (session_id, "dim"), "  ", (label, "dim")]
         if last is not None:
-            parts += ["  ", f"last turn ↑{last[0]} ↓{last[1]}" + (f" {usd(cost[0])}" if cost[0] is not None else "")]
+            read = f" ({cached} cached)" if cached else ""
+            parts += ["  ", f"last turn ↑{last[0]}{read} ↓{last[1]}" + (f" {usd(cost[0])}" if cost[0] is not None else "")]
         if total != (0, 0):
             parts += ["  ", (f"session ↑{total[0]} ↓{total[1]}" + (f" {usd(cost[1])}" if cost[1] is not None else ""), "dim")]
         if compressions:
