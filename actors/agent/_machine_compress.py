@@ -67,7 +67,7 @@ def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, 
     pruned = prune(run.state.transcript, estimate=estimate, settings=settings)
     found = plan(pruned.messages, estimate=estimate, settings=settings)
     if found is None:
-        return False
+        return pruned.saved_tokens > 0 and _prune_only(run, turn, pruned.messages, pruned.saved_tokens, settings)
     passes = turn.compressions + 1
     model = run.config.summary_model if model is None else model
     token = Token(step="compress", turn_id=turn.turn_id, n=turn.iteration, attempt=passes, provider=turn.provider)
@@ -76,6 +76,23 @@ def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, 
     run.effects.append(
         CallModel(token=token, turn_id=turn.turn_id, messages=found.request, use_tools=False, timeout=timeout, provider=turn.provider, model=model)
     )
+    return True
+
+
+def _prune_only(run: _Step, turn: Turn, pruned: tuple[ChatMessage, ...], saved: int, settings: CompressionSettings) -> bool:
+    """Nothing worth a summary (the middle, once pruned, is smaller than a summary would be), but
+    pruning old tool output made room: the pruned conversation is the next segment, without a
+    summary call. Else the bulk pruning removes would stay, and every later call would overflow."""
+    before = estimate_tokens(run.state.transcript, ratio=run.state.ratio)
+    after = max(0, before - saved)
+    guard = record_pass(run.state.guard, tokens_before=before, tokens_after=after, settings=settings)
+    run.state = msgspec.structs.replace(run.state, transcript=pruned, guard=guard)
+    passes = turn.compressions + 1
+    token = Token(step="segment", turn_id=turn.turn_id, n=turn.iteration, attempt=passes)
+    phase = PersistingSegment(token=token, tokens_before=before, tokens_after=after, summarised=0)
+    run.set_turn(msgspec.structs.replace(turn, compressions=passes, phase=phase))
+    segment = SegmentStart(reason="prune", tokens_before=before, tokens_after=after)
+    run.effects.append(Persist(token=token, messages=pruned, acked=True, segment=segment))
     return True
 
 
@@ -117,8 +134,12 @@ def on_summary_failed(run: _Step, turn: Turn, phase: Compressing, failure: Model
 
 
 def learn(run: _Step, reply: ModelReplied) -> None:
-    """A reply's reported prompt tokens correct the chars-per-token estimate (compression on only)."""
+    """A reply's reported prompt tokens correct the chars-per-token estimate (compression on only).
+    The tool schemas' share of them (``tools_tokens``, when tools were offered) is left out: it
+    is not the conversation's text."""
     if run.config.compression is not None and reply.input_tokens > 0:
-        ratio = calibrate(run.state.ratio, request_size(_sent(run)), reply.input_tokens)
+        turn = run.state.turn
+        tools = run.config.tools_tokens if turn is not None and not turn.grace else 0  # the schemas it was offered are not text
+        ratio = calibrate(run.state.ratio, request_size(_sent(run)), reply.input_tokens - tools)
         if ratio != run.state.ratio:
             run.state = msgspec.structs.replace(run.state, ratio=ratio)

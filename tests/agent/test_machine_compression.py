@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
+
 from actors.agent._compress import SUMMARY_PREFIX, CompressionSettings
 from actors.agent._machine import CallModel, MachineConfig, ModelFailed, ModelReplied, Persist, Persisted, SessionState, UserInput
 from actors.agent._sanitize import sanitize
-from protocols import ChatMessage, ContextCompressed
+from actors.agent._tokens import TokenRatio, request_size
+from protocols import ChatMessage, ContextCompressed, ToolCall
 from tests.agent.machine_driver import TRAITS, Driver, events
 
 SETTINGS = CompressionSettings(protect_first_n=1, tail_token_budget=200, tail_min_messages=2, summary_min_tokens=50, summary_ceiling_tokens=200)
@@ -98,3 +101,46 @@ def test_without_compression_configured_nothing_changes() -> None:
     d.state = SessionState(session_id="s1", system_prompt="p", transcript=long_history())
     call = open_turn(d)
     assert call.token.step == "model" and len(call.messages) == 1 + len(long_history()) + 1
+
+
+def test_when_only_pruning_makes_room_the_pruned_conversation_is_committed_as_a_segment_without_a_summary_call() -> None:
+    # Found by the simulator's ``long`` plan: old tool output over the window, a middle that once
+    # pruned is smaller than a summary would be. The plan was refused and the pruned transcript
+    # thrown away, so every later call of the session overflowed.
+    d = driver()
+    read = ToolCall(id="c1", name="read_file", arguments='{"path": "big.log"}')
+    d.state = msgspec.structs.replace(
+        d.state,
+        transcript=(
+            ChatMessage(role="user", content="read the log"),
+            ChatMessage(role="assistant", content="", tool_calls=(read,)),
+            ChatMessage(role="tool", tool_call_id="c1", name="read_file", content="x" * 20_000),
+            ChatMessage(role="assistant", content="done"),
+        ),
+    )
+    effects = d.feed(UserInput(turn_id="t1", text="and now?", now=0.0))
+    effects = d.feed(Persisted(token=d.of(Persist, effects)[0].token, now=0.0))
+    assert d.of(CallModel, effects) == [], "no summary call: nothing is worth summarising"
+    [segment] = d.of(Persist, effects)
+    assert segment.segment is not None and segment.segment.reason == "prune" and segment.segment.summarised == 0
+    assert segment.messages == d.state.transcript and len(segment.messages) == 5
+    assert (segment.messages[2].content or "").startswith("[pruned] read_file"), "the old result is a one-line stub"
+    assert segment.segment.tokens_after < segment.segment.tokens_before
+
+    effects = d.feed(Persisted(token=segment.token, now=1.0))
+    [compressed] = [e for e in events(effects) if isinstance(e, ContextCompressed)]
+    assert compressed.summarised == 0 and compressed.segment == 1
+    [model_call] = d.of(CallModel, effects)
+    assert model_call.token.step == "model" and sum(len(m.content or "") for m in model_call.messages) < 1_000
+
+
+def test_the_tool_schemas_share_of_the_reported_prompt_tokens_does_not_skew_the_chars_per_token_ratio() -> None:
+    # Found by the simulator: prompt_tokens count the tool schemas the call offered; taken as text,
+    # they pushed the ratio down (1.4 after one reply) and compression started far too early.
+    d = driver(tools_tokens=1_000)
+    d.config = dataclasses.replace(d.config, context_length=1_000_000)  # no pass: the call is made as is
+    call = open_turn(d)
+    assert call.token.step == "model" and call.use_tools
+    size = request_size(call.messages)
+    d.feed(ModelReplied(token=call.token, content="fine", input_tokens=size.tokens(TokenRatio(chars_per_token=4.0)) + 1_000))
+    assert abs(d.state.ratio.chars_per_token - 4.0) < 0.05 and d.state.ratio.samples == 1
