@@ -92,6 +92,10 @@ class CrashFaults(Message, frozen=True, kw_only=True):
     max_per_session: int = 2
     """At most this many crashes per session, so a plan never exceeds restart intensity
     by accident; raise it to test escalation."""
+    compressing: float = 0.0
+    """Per summary call and per segment write of a context compression: the session crashes
+    (``InjectCrash``) while that call is in flight or before that write commits. Counted
+    against ``max_per_session``."""
     passivate: float = 0.0
     """Per idle moment: the session is passivated (stops normally) and is rehydrated from
     the store by the next message."""
@@ -114,7 +118,7 @@ class CrashFaults(Message, frozen=True, kw_only=True):
     are forgotten."""
 
     def __post_init__(self) -> None:
-        _check_rates(self, ("session", "passivate", "process", "pool", "pool_save_lost"))
+        _check_rates(self, ("session", "compressing", "passivate", "process", "pool", "pool_save_lost"))
         for name in ("max_per_session", "max_per_pool"):
             if getattr(self, name) < 0:
                 msg = f"CrashFaults.{name} must be >= 0, not {getattr(self, name)}"
@@ -176,9 +180,13 @@ class ModelFaults(Message, frozen=True, kw_only=True):
     key_faults: tuple[KeyFaults, ...] = ()
     """Keys that fail on their own (a revoked key, an account out of credit, a low rate
     limit), each drawn when a call runs with that key; keys not named have none."""
+    overflow: float = 0.0
+    """The call is answered 400 ``context_length_exceeded`` although it fits (providers count
+    tokens their own way). Drawn only when the workload sets ``context_length``: a request that
+    does not fit the window is refused so always."""
 
     def __post_init__(self) -> None:
-        _check_rates(self, ("http_error", "latency", "stall", "cut", "malformed_tool_calls"))
+        _check_rates(self, ("http_error", "latency", "stall", "cut", "malformed_tool_calls", "overflow"))
         _check_seconds(self, ("latency_max_s", "stall_s"))
         bad = [s for s in self.http_statuses if not 400 <= s <= 599]
         if bad or not self.http_statuses:
@@ -261,9 +269,21 @@ class Workload(Message, frozen=True, kw_only=True):
     queue_limit: int = 2
     recovery: RecoveryPolicy = "fail"
     """What a restarted session does with the turn it finds open (as ``SessionDeps.recovery``)."""
+    context_length: int = 0
+    """The model's context window, in tokens. 0: context compression is off and the model takes
+    any request. Above 0: sessions compress (the runtime's defaults, fitted to this window), the
+    model reports prompt tokens as a provider counts them and refuses a request that does not fit."""
+    result_chars: int = 0
+    """Tool results run up to this many characters (at least half of it; 0: a short line)."""
+    answer_chars: int = 0
+    """Text replies run up to this many characters (at least half of it; 0: a short line)."""
 
     def __post_init__(self) -> None:
         _check_rates(self, ("mid_turn", "cancel", "tool_calls"))
+        for name in ("context_length", "result_chars", "answer_chars"):
+            if getattr(self, name) < 0:
+                msg = f"Workload.{name} must be >= 0, not {getattr(self, name)}"
+                raise ValueError(msg)
         _check_seconds(self, ("tool_s", "model_s", "commit_s", "turn_timeout_s", "model_timeout_s", "tool_timeout_s"))
         if not 1 <= self.min_messages <= self.max_messages:
             msg = f"Workload needs 1 <= min_messages <= max_messages, not {self.min_messages}..{self.max_messages}"

@@ -132,7 +132,7 @@ def _commit_pruned(run: _Step, turn: Turn, result: Pruned, settings: Compression
             turn, compressions=passes, phase=PersistingSegment(token=token, tokens_before=before, tokens_after=before - saved, summarised=0)
         )
     )
-    segment = SegmentStart(tokens_before=before, tokens_after=before - saved)
+    segment = SegmentStart(reason="prune", tokens_before=before, tokens_after=before - saved)
     run.effects.append(Persist(token=token, messages=pruned, acked=True, segment=segment, turn=_end_mark(turn)))
     return True
 

@@ -129,6 +129,32 @@ def client_retries_plan() -> FaultPlan:
     return msgspec.structs.replace(default_plan(), name="client-retries", messages=MessageFaults(duplicate=0.3, channels=("user",)))
 
 
+def long_plan() -> FaultPlan:
+    """Long sessions that compress their context again and again, under the default faults.
+
+    A context window of 8,000 tokens, tool results of 1,200-2,400 characters and answers of up
+    to 800: a session of 6-10 messages compresses several times (each pass asks the summary
+    model, then commits the compressed conversation as the next segment). Summary calls fail
+    as any call does (HTTP errors, cuts, stalls past the timeout, context overflows) and now
+    and then a call overflows a window it fits. Crashes are aimed at compression: a session
+    crashes while a summary call is in flight or before its segment write commits; the
+    process dies in a third of the runs, over the sessions' whole life; commits are often slow
+    and sometimes refused or answered as failed after they committed.
+    """
+    base = default_plan()
+    return msgspec.structs.replace(
+        base,
+        name="long",
+        model=msgspec.structs.replace(base.model, overflow=0.02),
+        tools=msgspec.structs.replace(base.tools, huge_output=0.01),
+        crashes=CrashFaults(session=0.003, compressing=0.08, max_per_session=3, process=0.3, process_window_s=15.0, pool=0.01, pool_save_lost=0.3),
+        store=StoreFaults(busy=0.005, slow_commit=0.2, slow_commit_max_s=0.5, crash_after_commit=0.005),
+        workload=msgspec.structs.replace(
+            base.workload, min_messages=6, max_messages=10, mid_turn=0.2, tool_calls=0.6, context_length=6_000, result_chars=4_000, answer_chars=2_400
+        ),
+    )
+
+
 PRESETS = {
     "calm": calm_plan,
     "default": default_plan,
@@ -139,6 +165,7 @@ PRESETS = {
     "client-retries": client_retries_plan,
     "process-death": process_death_plan,
     "keys": keys_plan,
+    "long": long_plan,
 }
 """Named plans. Every one keeps every invariant: CI sweeps seeds 0-15,999 of each
 (``tests/chaos/test_sweeps.py``); ``hermes chaos sim --all-presets`` sweeps more by hand."""

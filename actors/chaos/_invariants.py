@@ -25,6 +25,9 @@ store and the supervisor can see:
   failed write of its own. ``no_quiescence``: the run never came to rest.
 - The credential pool's rules (simulator): ``lease_unanswered``, ``benched_key_granted``,
   ``usage_double_counted``, ``usage_uncounted``, ``model_key_not_leased``; see ``_pool_checks``.
+- Context compression's rules (simulator): ``loaded_mixed_segments``, ``loaded_unpaired``,
+  ``segment_unpaired``, ``segment_mixed``, ``summary_split_pair``, ``compressed_before_commit``,
+  ``too_many_passes``, ``answered_twice``; see ``_compress_checks``.
 
 Crashes are learnt from supervision events: ``ChildRestarted`` of a session's path means
 its previous incarnation died; the turns it had open must then be ended by the recovery
@@ -41,6 +44,7 @@ from typing import Any
 
 from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, Escalated
 from protocols._session import (
+    ContextCompressed,
     SessionEvent,
     SessionRecovered,
     TurnCancelled,
@@ -53,6 +57,7 @@ from protocols._session import (
 )
 
 from ..agent._sanitize import sanitize
+from ._compress_checks import CompressionChecks
 from ._pool_checks import PoolChecks
 
 RECOVERY_BOUND = 2.0
@@ -85,6 +90,14 @@ RULES = (
     "usage_double_counted",
     "usage_uncounted",
     "model_key_not_leased",
+    "loaded_mixed_segments",
+    "loaded_unpaired",
+    "segment_unpaired",
+    "segment_mixed",
+    "summary_split_pair",
+    "compressed_before_commit",
+    "too_many_passes",
+    "answered_twice",
 )
 
 
@@ -161,6 +174,8 @@ class Invariants:
         """Events seen, by kind (``turns``, ``completed``, ``failed``, ``cancelled``, ``restarts``, ...)."""
         self.pool = PoolChecks(self.violate, self.counts, lease_bound)
         """The credential pool's rules (``_pool_checks``)."""
+        self.compression = CompressionChecks(self.violate, self.counts)
+        """Context compression's rules (``_compress_checks``)."""
 
     # -- reporting ---------------------------------------------------------------------------------
 
@@ -209,6 +224,7 @@ class Invariants:
             case SessionRecovered(resumed=resumed):
                 self.counts["recovered"] += 1
                 if resumed:
+                    self.compression.resumed(session_id)
                     if book.running is None and not book.lost:
                         self.violate("spurious_recovery", session_id, "the recovery resumed a turn although none was open", now)
                     book.resuming = True
@@ -216,6 +232,8 @@ class Invariants:
                 self._reclaim(book, turn_id)
                 self._terminal(session_id, book, event, now)
             case _:
+                if type(event) is ContextCompressed:
+                    self.compression.announced(session_id, event, now)
                 self._reclaim(book, turn_id)
                 if turn_id and book.resuming and turn_id not in book.started and turn_id not in book.ended:
                     self._adopt(book, turn_id, now)
@@ -385,15 +403,20 @@ class Invariants:
         if added or len(fixed) != len(transcript):
             self.violate("idle_unpaired", session_id, f"an idle session has {added} unanswered call(s)", now)
 
-    def durable_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
-        """The stored transcript at rest: calls paired with results, acknowledged messages once each."""
+    def durable_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float, *, originals: Sequence[ChatMessage] | None = None) -> None:
+        """The stored transcript at rest: calls paired with results, acknowledged messages once each.
+
+        ``messages`` is what a load reads (the newest segment); ``originals`` (when compressions
+        copied messages into new segments) every message stored once, which user messages are
+        counted in.
+        """
         fixed, added = sanitize(messages)
         if added or len(fixed) != len(messages):
             stray = len(messages) - len(fixed) + added
             self.violate(
                 "durable_unpaired", session_id, f"the stored transcript has {added} call(s) without a result and {stray} stray or repeated result(s)", now
             )
-        users = collections.Counter(m.content for m in messages if m.role == "user")
+        users = collections.Counter(m.content for m in (messages if originals is None else originals) if m.role == "user")
         for turn_id, text in self.book(session_id).acked.items():
             if users[text] != 1:
                 self.violate("user_message_count", session_id, f"the acknowledged message of turn {turn_id} is stored {users[text]} times", now)

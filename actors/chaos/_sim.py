@@ -26,6 +26,7 @@ from typing import Any
 
 from protocols._faults import FaultPlan
 
+from ..agent._compress import CompressionSettings
 from ..agent._machine import MachineConfig
 from ..agent._plan import ToolTraits
 from ._faults import default_plan
@@ -33,7 +34,7 @@ from ._invariants import Violation
 from ._sim_client import SimClient
 from ._sim_process import schedule_process_death
 from ._sim_session import PlantedBug, SimSession
-from ._sim_world import World
+from ._sim_world import TOOL_SCHEMAS, World
 
 TRAITS = {
     "read_file": ToolTraits(read_only=True, path_argument="path"),
@@ -101,9 +102,10 @@ class SweepResult:
 
 
 def machine_config(plan: FaultPlan) -> MachineConfig:
-    """The session limits a plan's workload sets (retries as the runtime's defaults)."""
+    """The session limits a plan's workload sets (retries as the runtime's defaults; compression
+    when the workload names a context window)."""
     w = plan.workload
-    return MachineConfig(
+    config = MachineConfig(
         traits=TRAITS,
         max_iterations=w.max_iterations,
         turn_timeout=w.turn_timeout_s,
@@ -112,6 +114,9 @@ def machine_config(plan: FaultPlan) -> MachineConfig:
         max_attempts=w.max_attempts,
         queue_limit=w.queue_limit,
     )
+    if w.context_length:  # compression on, with the runtime's defaults fitted to the window
+        config = dataclasses.replace(config, compression=CompressionSettings(), context_length=w.context_length, tools_size=TOOL_SCHEMAS)
+    return config
 
 
 def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = SimOptions(), mask: Iterable[str] = ()) -> SimResult:
@@ -119,6 +124,7 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
     plan = plan if plan is not None else default_plan()
     world = World(seed, plan, mask=frozenset(mask), trace=options.trace)
     world.store.ack_before_commit = options.bug == "ack_before_commit"
+    world.store.half_segments = options.bug == "half_segment"
     config = machine_config(plan)
     sessions = []
     for k in range(plan.workload.sessions):
@@ -129,8 +135,11 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
     schedule_process_death(world)
     checker = world.checker
     if world.run(options.max_steps):
+        store = world.store
         for session in sessions:
-            checker.durable_transcript(session.session_id, world.store.durable.get(session.session_id, []), world.now)
+            sid = session.session_id
+            originals = store.originals(sid) if sid in store.copied else None
+            checker.durable_transcript(sid, store.segment(sid), world.now, originals=originals)
     else:
         checker.violate("no_quiescence", "-", f"the world was still busy after {options.max_steps} steps", world.now)
     violations = checker.finish(world.now)

@@ -19,7 +19,8 @@ from protocols import ChatMessage
 from ..agent._sanitize import INTERRUPTED_RESULT, sanitize
 
 if TYPE_CHECKING:
-    from ._sim_world import SimStore, World
+    from ._sim_store import SimStore
+    from ._sim_world import World
 
 
 def schedule_process_death(world: World) -> None:
@@ -58,9 +59,9 @@ def settle(store: SimStore) -> dict[str, tuple[tuple[str, ...], int]]:
             continue
         for turn_id in running:
             turns[turn_id] = "failed"
-        messages = store.durable.get(session_id, [])
+        messages = store.segment(session_id)  # the newest segment: what the next load reads
         settled, added = sanitize(messages, missing=INTERRUPTED_RESULT)
         results: list[ChatMessage] = [m for m in settled if m not in messages] if added else []
-        messages.extend(results)
+        store.settled(session_id, results)
         report[session_id] = (running, len(results))
     return report

@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from protocols import KeyLeased, LeaseKey, ReportKey, Token
-from protocols._session import SessionEvent, UserMessageSaved
+from protocols._session import ContextCompressed, SessionEvent, UserMessageSaved
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
-from ..agent._machine import CallModel, MachineConfig, RunTool, SessionState
+from ..agent._machine import CallModel, Emit, MachineConfig, MachineEffect, Persist, RunTool, SessionState
 from ..agent._recovery import OpenTurns
 from ..agent._sanitize import sanitize
 from ..agent._session_core import Loaded, Sanitizer
 from ..agent._session_host import HostConfig, IdleTimer, SessionHost, Write
+from ..agent._turn_state import Compressing, PersistingSegment
 from ._sim_pool import PoolBug
 from ._sim_supervisor import Incarnation, SimSupervised
 from ._sim_trace import show
@@ -33,8 +34,15 @@ from ._sim_world import World
 if TYPE_CHECKING:
     from ._sim_client import SimClient
 
-PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"] | PoolBug
-"""Bugs a test plants on purpose, to prove the checker catches them (the pool's: ``PoolBug``):
+CompressionBug = Literal["half_segment", "compressed_before_commit", "split_summary_pair"]
+"""Compression bugs a test plants on purpose (with a plan that compresses, such as ``long``):
+
+- ``half_segment``: the store commits a segment write in two transactions, its second half 0.5 s later.
+- ``compressed_before_commit``: the session says ``ContextCompressed`` when it sends the segment write, not once it is committed.
+- ``split_summary_pair``: a summary request leaves out the last tool result of the middle (a planner whose cut splits a call from its result).
+"""
+PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"] | PoolBug | CompressionBug
+"""Bugs a test plants on purpose, to prove the checker catches them (the pool's: ``PoolBug``; compression's: ``CompressionBug``):
 
 - ``drop_settle``: synthetic results that settle a cancelled or failed turn are never written (the store answers as if they were).
 - ``rerun_tools``: a recovering session runs the calls it finds unanswered again.
@@ -69,17 +77,41 @@ class SimSession(SimSupervised):
         self.interrupted: tuple[tuple[str, ...], int] | None = None
         """What the last process start settled in this session (``_sim_process``)."""
 
-    def process_died(self) -> None:
-        super().process_died()
-        self.open_turns = OpenTurns()  # the hub lived in the dead process's memory
-
     def process_started(self, interrupted: tuple[tuple[str, ...], int] | None) -> None:
         self.interrupted = interrupted
         if interrupted is not None or self.mailbox:
             self.start(False)  # its client reconnects (or retries what it sent meanwhile)
 
     def new_host(self) -> SessionHost:
-        return SessionHost(self.config, self)
+        return EagerCompressedHost(self.config, self) if self.bug == "compressed_before_commit" else SessionHost(self.config, self)
+
+    def crash(self, reason: str) -> None:
+        self._count_phase("crash")
+        super().crash(reason)
+
+    def process_died(self) -> None:
+        self._count_phase("death")
+        super().process_died()
+        self.open_turns = OpenTurns()  # the hub lived in the dead process's memory
+
+    def _count_phase(self, what: str) -> None:
+        """Count a crash (or process death) that lands inside a compression pass."""
+        state = self.current.host.state if self.current is not None else None
+        phase = state.turn.phase if state is not None and state.turn is not None else None
+        if isinstance(phase, Compressing):
+            self.world.checker.counts[f"{what}_compressing"] += 1
+        elif isinstance(phase, PersistingSegment):
+            self.world.checker.counts[f"{what}_persisting_segment"] += 1
+
+    def _crash_soon(self, latest: float) -> None:
+        """The ``compressing`` crash fault: an ``InjectCrash`` reaches this incarnation before ``latest``."""
+        world, crashes = self.world, self.world.plan.crashes
+        if self.crashes < crashes.max_per_session and world.dice.fault("crash", "compressing", crashes.compressing):
+            world.at(world.dice.uniform("crash", world.now, latest), self._inject_crash, self.current)
+
+    def _inject_crash(self, incarnation: Incarnation | None) -> None:
+        if incarnation is not None and incarnation is self.current and self.crashes < self.world.plan.crashes.max_per_session:
+            self.crash("InjectedCrash: chaos (mid-compression)")
 
     def load(self, incarnation: Incarnation) -> None:
         # As SessionActor: lift the fence, and load only after the store committed what was sent before (a barrier).
@@ -96,7 +128,12 @@ class SimSession(SimSupervised):
                 running = tuple(t for t, status in turns.items() if status == "running")
                 settled = self.interrupted if not self.open_turns.seen else None  # told once, as SessionActor
                 loaded = Loaded(exists=True, prompt=prompt, messages=tuple(messages), known_turns=tuple(turns), running=running, interrupted=settled)
+                if self.world.store.checked:
+                    self.world.checker.compression.loaded(self.session_id, messages, self.world.now)
             self.handle(incarnation, loaded, from_address=False)
+            state = incarnation.host.state
+            if self.world.store.checked and incarnation is self.current and state is not None:
+                self.world.checker.compression.recovered(self.session_id, state.transcript, self.world.now)
 
     # -- the port (what SessionActor does with the kernel, done with the world) -----------------------
 
@@ -125,7 +162,9 @@ class SimSession(SimSupervised):
                 world.note(f"{self.session_id}: planted bug: settle write {command.token} dropped")
                 world.store.reply(incarnation, MessagesPersisted(session_id=self.session_id, token=command.token))
                 return
-            world.store.submit(self.session_id, command.messages, command.token, incarnation, mark=command.turn)
+            world.store.submit(self.session_id, command.messages, command.token, incarnation, mark=command.turn, segment=command.segment)
+            if command.segment is not None and world.plan.crashes.compressing:
+                self._crash_soon(world.store.free_at)  # before it commits
             if self.bug == "rerun_tools" and command.token == Token(step="recover"):
                 for message in command.messages:
                     world.checker.tool_ran(self.session_id, message.tool_call_id or "", world.now)
@@ -146,11 +185,19 @@ class SimSession(SimSupervised):
         world, checker = self.world, self.world.checker
         if world.record:
             world.note(f"{self.session_id} does {show(effect)} on {key.key_id}")
+        summary = effect.token.step == "compress"
+        if summary:
+            if self.bug == "split_summary_pair":
+                effect = _split_pair(effect)
+            checker.compression.summary_requested(self.session_id, effect.token, effect.messages, world.now)
+            if world.plan.crashes.compressing:
+                self._crash_soon(world.now + world.plan.workload.model_s)  # while the summary is asked for
         checker.model_called(self.session_id, effect.messages, world.now)
         durable = world.store.user_texts.get(self.session_id, ())
         checker.user_message_durable(self.session_id, effect.turn_id, durable, world.now, rule="model_before_ack")
         assert self.current is not None
-        return SimHandle(*world.start_model(self.current, effect.use_tools, effect.timeout, key))
+        prompt = effect.messages if world.plan.workload.context_length else ()
+        return SimHandle(*world.start_model(self.current, effect.use_tools, effect.timeout, key, prompt, summary=summary))
 
     def start_tool(self, effect: RunTool, turn_id: str) -> SimHandle:
         world = self.world
@@ -198,3 +245,33 @@ class SimSession(SimSupervised):
         if world.dice.fault("crash", "passivate", world.plan.crashes.passivate):
             assert self.current is not None
             world.send_after(self.current, world.dice.uniform("crash", 0.05, 2.0), IdleTimer(generation=generation))
+
+
+class EagerCompressedHost(SessionHost):
+    """The planted bug ``compressed_before_commit``: a machine that says ``ContextCompressed`` as
+    it sends the segment write (before the commit), and not again when the commit comes."""
+
+    def execute(self, effect: MachineEffect) -> None:
+        if isinstance(effect, Emit) and isinstance(effect.event, ContextCompressed):
+            return
+        super().execute(effect)
+        if isinstance(effect, Persist) and effect.segment is not None:
+            token, segment = effect.token, effect.segment
+            event = ContextCompressed(
+                turn_id=token.turn_id,
+                tokens_before=segment.tokens_before,
+                tokens_after=segment.tokens_after,
+                summarised=segment.summarised,
+                segment=token.attempt,
+            )
+            self.port.publish(event)
+
+
+def _split_pair(effect: CallModel) -> CallModel:
+    """The planted bug ``split_summary_pair``: the summary request without the middle's last tool result."""
+    *system, body = effect.messages
+    text = body.content or ""
+    cut = text.rfind("\n\n[result of ")
+    if cut < 0:
+        return effect
+    return msgspec.structs.replace(effect, messages=(*system, msgspec.structs.replace(body, content=text[:cut])))

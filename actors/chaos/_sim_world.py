@@ -19,20 +19,21 @@ from __future__ import annotations
 import collections
 import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from protocols import ChatMessage, KeyLeased, Token, ToolCall, WaitFinished
+from protocols import ChatMessage, KeyLeased, ToolCall, WaitFinished
 from protocols._faults import FaultPlan
-from protocols._store import MessagesPersisted, SessionCreated, StoreFailed, TurnMark
 
 from ..agent._model import ModelFailure, ModelReply
 from ..agent._retry import classify
+from ..agent._tokens import RequestSize, TokenRatio, request_size
 from ..agent._tools import ToolOutput
 from ..credentials import KeySpec, ProviderSpec
 from ._faults import Dice
 from ._invariants import Invariants
 from ._sim_pool import SimPool
+from ._sim_store import SimStore
 
 if TYPE_CHECKING:
     from ._sim_session import SimSession
@@ -41,6 +42,20 @@ if TYPE_CHECKING:
 TOOL_NAMES = ("read_file", "write_file", "terminal")
 PATHS = ("notes.md", "main.py", "data.csv")
 KEY_STATUSES = {"auth": 401, "billing": 402, "rate_limit": 429}
+PROVIDER_RATIO = TokenRatio(chars_per_token=3.5)
+"""How the simulated provider counts a prompt's tokens (the machine starts at 4 and learns this)."""
+TOOL_SCHEMAS = RequestSize(chars=1_050, fixed=0)
+"""The size of the simulated tools' schemas in a request that offers tools (``MachineConfig.tools_size``):
+300 tokens at the provider's ratio."""
+
+
+def _with_schemas(size: RequestSize, use_tools: bool) -> RequestSize:
+    """A request's size with the tool schemas, when it offers tools (as the real provider counts them)."""
+    return RequestSize(chars=size.chars + TOOL_SCHEMAS.chars, fixed=size.fixed + TOOL_SCHEMAS.fixed) if use_tools else size
+
+
+SUMMARY_CHARS = 1_200
+"""A summary's notes run up to this many characters."""
 """The HTTP status of each kind of key fault (``KeyFaults``)."""
 
 
@@ -189,8 +204,14 @@ class World:
 
     # -- the model ----------------------------------------------------------------------------------
 
-    def start_model(self, incarnation: Incarnation, use_tools: bool, timeout: float, key: KeyLeased) -> tuple[int, int]:
-        """Start a simulated model call with a leased ``key``; returns (wait id, heap entry)."""
+    def start_model(
+        self, incarnation: Incarnation, use_tools: bool, timeout: float, key: KeyLeased, prompt: Sequence[ChatMessage] = (), *, summary: bool = False
+    ) -> tuple[int, int]:
+        """Start a simulated model call with a leased ``key``; returns (wait id, heap entry).
+
+        With a context window (``Workload.context_length``) the model counts ``prompt``'s tokens
+        (as a provider would, at :data:`PROVIDER_RATIO`), refuses a request that does not fit,
+        and answers a ``summary`` call (a compression's) with notes."""
         dice, faults, workload = self.dice, self.plan.model, self.plan.workload
         session_id = incarnation.session.session_id
         if self.pool.bug == "reuse_lease":  # planted: every call of a session on its first lease
@@ -200,9 +221,16 @@ class World:
         base = dice.uniform("model", 0.01, max(0.01, workload.model_s))
         value: ModelReply | ModelFailure
         refused = self._key_fault(key.key_id) if self.key_faults else None
+        window = workload.context_length
+        tokens = _with_schemas(request_size(prompt), use_tools).tokens(PROVIDER_RATIO) if window else 0
         if refused is not None:
             value = refused
             done = self.now + dice.uniform("keys", 0.001, 0.05)
+        elif window and (tokens > window or dice.fault("model", "overflow", faults.overflow)):
+            detail = f"simulated HTTP 400: this model's maximum context length is {window} tokens, the request has {tokens} (context_length_exceeded)"
+            value = ModelFailure(kind=classify(400, detail).kind, status=400, detail=detail)
+            done = self.now + dice.uniform("model", 0.001, 0.05)
+            self.note(f"fault: context overflow ({tokens} tokens, window {window})")
         elif dice.fault("model", "http_error", faults.http_error):
             status = dice.choice("model", faults.http_statuses)
             retry_after = dice.uniform("model", 0.0, 2.0) if status in (429, 503) and dice.below("model", 2) else None
@@ -217,7 +245,7 @@ class World:
                 base += dice.uniform("model", 0.0, faults.latency_max_s)
             if dice.fault("model", "stall", faults.stall):
                 base += faults.stall_s
-            value = self.reply(use_tools)
+            value = self.summary(tokens) if summary else self.reply(use_tools, tokens)
             done = self.now + base
         entry = self.settle_wait(
             "model_reply", incarnation, wait_id, self.now, done, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
@@ -241,11 +269,15 @@ class World:
         detail = f"simulated HTTP {status} for {key_id}"
         return ModelFailure(kind=classify(status, detail).kind, status=status, detail=detail, retry_after=retry_after)
 
-    def reply(self, use_tools: bool) -> ModelReply:
+    def reply(self, use_tools: bool, prompt_tokens: int = 0) -> ModelReply:
         dice, workload = self.dice, self.plan.workload
         tokens = 10 + dice.below("model", 90)
+        tokens = prompt_tokens or tokens  # reported as counted when there is a window (the machine calibrates on it)
         if not use_tools or dice.stream("model").random() >= workload.tool_calls:
-            return ModelReply(content=f"answer {self._calls}", reasoning=None, tool_calls=(), finish_reason="stop", input_tokens=tokens, output_tokens=5)
+            content = f"answer {self._calls}"
+            if workload.answer_chars:
+                content += " " + "a" * self._size(workload.answer_chars)
+            return ModelReply(content=content, reasoning=None, tool_calls=(), finish_reason="stop", input_tokens=tokens, output_tokens=5)
         calls: list[ToolCall] = []
         for _ in range(1 + dice.below("model", workload.max_calls)):
             self._calls += 1
@@ -270,6 +302,16 @@ class World:
             self.note(f"fault: malformed tool call ({('bad JSON', 'unknown tool', 'no id', 'repeated id', 'not an object')[how]})")
         return ModelReply(content="", reasoning=None, tool_calls=tuple(calls), finish_reason="tool_calls", input_tokens=tokens, output_tokens=20)
 
+    def summary(self, prompt_tokens: int) -> ModelReply:
+        """A summary call's notes (they never name a call: the checker reads calls in requests)."""
+        self._calls += 1
+        content = f"## Goal\nsummary {self._calls}\n## Progress\n" + "s" * self.dice.below("model", SUMMARY_CHARS)
+        return ModelReply(content=content, reasoning=None, tool_calls=(), finish_reason="stop", input_tokens=prompt_tokens, output_tokens=len(content) // 4)
+
+    def _size(self, most: int) -> int:
+        """A length between half of ``most`` and ``most``."""
+        return most // 2 + self.dice.below("model", most - most // 2 + 1)
+
     # -- tools --------------------------------------------------------------------------------------
 
     def start_tool(self, incarnation: Incarnation, call_id: str, timeout: float) -> tuple[int, int]:
@@ -287,127 +329,8 @@ class World:
                 duration += dice.uniform("tools", 0.0, faults.slow_max_s)
             huge = dice.fault("tools", "huge_output", faults.huge_output)
             content = "x" * faults.huge_output_chars if huge else f"result of {call_id}"
+            if workload.result_chars and not huge:
+                content += " " + "r" * (workload.result_chars // 2 + dice.below("tools", workload.result_chars - workload.result_chars // 2 + 1))
             outcome = WaitFinished(wait_id=wait_id, tag="tool", status="ok", value=ToolOutput(content=content))
         entry = self.settle_wait("tool_result", incarnation, wait_id, self.now, self.now + duration, timeout, outcome)
         return wait_id, entry
-
-
-class SimStore:
-    """The store writer: one write at a time, in arrival order; replies after the commit."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.durable: dict[str, list[ChatMessage]] = {}
-        self.user_texts: dict[str, collections.Counter[str]] = {}
-        self.call_ids: dict[str, set[str]] = {}
-        self.records: dict[str, str] = {}
-        """session id -> stored system prompt."""
-        self.turns: dict[str, dict[str, str]] = {}
-        """session id -> turn id -> status (``running``, or how it ended): the turns table."""
-        self.free_at = 0.0
-        self.fenced: set[str] = set()
-        """As StoreWriter: sessions whose transcript write was refused (until ``reopen``)."""
-        self.writes = 0
-        self.epoch = 0
-        """Bumped when the process dies: commits scheduled before never happen."""
-        self.ack_before_commit = False
-        """A planted bug (tests only): acknowledge on arrival, commit later."""
-
-    def idle(self) -> bool:
-        return self.free_at <= self.world.now
-
-    def submit(
-        self,
-        session_id: str,
-        messages: tuple[ChatMessage, ...] | None,
-        token: Token | str,
-        reply_to: Incarnation | None,
-        prompt: str = "",
-        mark: TurnMark | None = None,
-    ) -> None:
-        """``AppendMessages`` (``messages``) or ``CreateSession`` (``messages`` None) arrives."""
-        world = self.world
-        faults = world.plan.store
-        commit = world.plan.workload.commit_s
-        if world.dice.fault("store", "slow_commit", faults.slow_commit):
-            commit += world.dice.uniform("store", 0.0, faults.slow_commit_max_s)
-        done = max(world.now, self.free_at) + commit
-        self.free_at = done
-        if self.ack_before_commit and reply_to is not None and messages is not None:
-            self.reply(reply_to, MessagesPersisted(session_id=session_id, token=token))
-            reply_to = None
-        world.at(done, self._commit, self.epoch, session_id, messages, token, reply_to, prompt, mark)
-
-    def reopen(self, session_id: str) -> None:
-        """``ReopenWrites``: taken in order with the writes (after every one submitted before)."""
-        self.world.at(max(self.world.now, self.free_at), self.fenced.discard, session_id)
-
-    def _commit(
-        self,
-        epoch: int,
-        session_id: str,
-        messages: tuple[ChatMessage, ...] | None,
-        token: Token | str,
-        reply_to: Incarnation | None,
-        prompt: str,
-        mark: TurnMark | None,
-    ) -> None:
-        if epoch != self.epoch:
-            return  # the process died before this commit: the write is lost
-        world = self.world
-        faults = world.plan.store
-        self.writes += 1
-        reply: Any
-        if messages is not None and session_id in self.fenced:
-            reply = StoreFailed(token=token, error="an earlier write of this session was refused", session_id=session_id)
-        elif world.dice.fault("store", "busy", faults.busy):
-            world.note(f"fault: store busy, write {token!r} of {session_id} failed")
-            reply = StoreFailed(token=token, error="database is locked", session_id=session_id, retryable=True)
-        elif messages is None:
-            self.records.setdefault(session_id, prompt)
-            reply = SessionCreated(session_id=session_id, token=token)
-        elif session_id not in self.records:
-            reply = StoreFailed(token=token, error="FOREIGN KEY constraint failed", session_id=session_id)
-        elif mark is not None and mark.event == "started" and mark.turn_id in self.turns.get(session_id, {}):
-            reply = StoreFailed(token=token, error=f"turn {mark.turn_id!r} was already started", session_id=session_id)
-        else:
-            self._apply(session_id, messages)
-            if mark is not None:
-                self._mark(session_id, mark)
-            reply = MessagesPersisted(session_id=session_id, token=token)
-            if world.dice.fault("store", "crash_after_commit", faults.crash_after_commit):
-                world.note(f"fault: store crashed after committing {token!r} of {session_id}")
-                reply = StoreFailed(token=token, error="the store writer stopped before committing it; send it again", session_id=session_id, retryable=True)
-                self.free_at = max(self.free_at, world.now + 0.005)  # the writer restarts
-        if type(reply) is StoreFailed:
-            self.fenced.add(session_id)
-        if reply_to is not None:
-            self.reply(reply_to, reply, now=True)
-
-    def _apply(self, session_id: str, messages: tuple[ChatMessage, ...]) -> None:
-        durable = self.durable.get(session_id)
-        if durable is None:  # first write of the session (setdefault would build three empties every time)
-            durable = self.durable[session_id] = []
-            self.user_texts[session_id] = collections.Counter()
-            self.call_ids[session_id] = set()
-        durable.extend(messages)
-        texts, calls = self.user_texts[session_id], self.call_ids[session_id]
-        for message in messages:
-            if message.role == "user" and message.content is not None:
-                texts[message.content] += 1
-            for call in message.tool_calls:
-                calls.add(call.id)
-
-    def _mark(self, session_id: str, mark: TurnMark) -> None:
-        turns = self.turns.setdefault(session_id, {})
-        if mark.event == "started":
-            turns[mark.turn_id] = "running"
-        elif turns.get(mark.turn_id, "running") == "running":
-            turns[mark.turn_id] = mark.event
-
-    def reply(self, incarnation: Incarnation, reply: Any, *, now: bool = False) -> None:
-        self.world.deliver("store_reply", 0.0, incarnation.session.on_message, incarnation, reply, now=now)
-
-    def load(self, session_id: str) -> tuple[str | None, list[ChatMessage], dict[str, str]]:
-        """What a store reader sees now: the session's system prompt (None: no row), messages and turns."""
-        return self.records.get(session_id), list(self.durable.get(session_id, ())), dict(self.turns.get(session_id, {}))

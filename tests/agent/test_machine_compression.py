@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import msgspec
+
 from actors.agent._compress import SUMMARY_PREFIX, CompressionSettings
 from actors.agent._machine import CallModel, MachineConfig, ModelFailed, ModelReplied, Persist, Persisted, SessionState, UserInput
 from actors.agent._sanitize import sanitize
-from protocols import ChatMessage, ContextCompressed
+from actors.agent._tokens import request_size
+from protocols import ChatMessage, ContextCompressed, ToolCall
 from tests.agent.machine_driver import TRAITS, Driver, call, events
 
 SETTINGS = CompressionSettings(protect_first_n=1, tail_token_budget=200, tail_min_messages=2, summary_min_tokens=50, summary_ceiling_tokens=200)
@@ -103,7 +106,7 @@ def test_without_compression_configured_nothing_changes() -> None:
 def test_calibration_counts_the_tool_schemas_the_reported_prompt_tokens_include() -> None:
     """A provider's prompt_tokens cover the tool schemas: compared with the messages alone, the
     ratio would fall to a third and compression would start far below its threshold."""
-    from actors.agent._tokens import RequestSize, request_size
+    from actors.agent._tokens import RequestSize
 
     schemas = RequestSize(chars=16_000, fixed=0)
     d = Driver(MachineConfig(traits=TRAITS, compression=SETTINGS, context_length=100_000, tools_size=schemas))
@@ -160,3 +163,34 @@ def test_a_pruning_that_saves_less_than_min_saving_commits_nothing_and_the_call_
     effects = d.feed(Persisted(token=d.of(Persist, effects)[0].token, now=0.0))
     [model_call] = d.of(CallModel, effects)
     assert model_call.token.step == "model" and d.of(Persist, effects) == []
+
+
+def test_when_only_pruning_makes_room_the_pruned_conversation_is_committed_as_a_segment_without_a_summary_call() -> None:
+    # Found by the simulator's ``long`` plan: old tool output over the window, a middle that once
+    # pruned is smaller than a summary would be. The plan was refused and the pruned transcript
+    # thrown away, so every later call of the session overflowed.
+    d = driver()
+    read = ToolCall(id="c1", name="read_file", arguments='{"path": "big.log"}')
+    d.state = msgspec.structs.replace(
+        d.state,
+        transcript=(
+            ChatMessage(role="user", content="read the log"),
+            ChatMessage(role="assistant", content="", tool_calls=(read,)),
+            ChatMessage(role="tool", tool_call_id="c1", name="read_file", content="x" * 20_000),
+            ChatMessage(role="assistant", content="done"),
+        ),
+    )
+    effects = d.feed(UserInput(turn_id="t1", text="and now?", now=0.0))
+    effects = d.feed(Persisted(token=d.of(Persist, effects)[0].token, now=0.0))
+    assert d.of(CallModel, effects) == [], "no summary call: nothing is worth summarising"
+    [segment] = d.of(Persist, effects)
+    assert segment.segment is not None and segment.segment.reason == "prune" and segment.segment.summarised == 0
+    assert segment.messages == d.state.transcript and len(segment.messages) == 5
+    assert (segment.messages[2].content or "").startswith("[pruned] read_file"), "the old result is a one-line stub"
+    assert segment.segment.tokens_after < segment.segment.tokens_before
+
+    effects = d.feed(Persisted(token=segment.token, now=1.0))
+    [compressed] = [e for e in events(effects) if isinstance(e, ContextCompressed)]
+    assert compressed.summarised == 0 and compressed.segment == 1
+    [model_call] = d.of(CallModel, effects)
+    assert model_call.token.step == "model" and sum(len(m.content or "") for m in model_call.messages) < 1_000
