@@ -20,7 +20,7 @@ class LocalPool:
     def __init__(self, spec: ProviderSpec) -> None:
         self.spec = spec
         self.state: PoolState = restore(None, spec)
-        self._secrets = {key.key_id: key for key in spec.keys}
+        self._secrets = {key.key_id: (key.api_key, key.shown) for key in spec.keys}
 
     def lease(self, request: LeaseKey, now: float) -> KeyLeased | NoKeyAvailable:
         """The answer the pool actor would give ``request`` at unix time ``now``."""
@@ -28,8 +28,8 @@ class LocalPool:
         name = self.spec.name
         match outcome:
             case Granted(key_id=key_id):
-                key = self._secrets[key_id]
-                return KeyLeased(lease_id=request.lease_id, provider=name, key_id=key_id, api_key=key.api_key, shown=key.shown)
+                api_key, shown = self._secrets[key_id]
+                return KeyLeased(lease_id=request.lease_id, provider=name, key_id=key_id, api_key=api_key, shown=shown)
             case Cooling(until=until, why=why, kind=kind):
                 return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=until, reason=why, kind=kind)
             case _:  # a refresh runs: no refresh command runs here, so no key is stale

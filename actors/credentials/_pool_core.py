@@ -260,6 +260,13 @@ def _settle(settled: tuple[dict[str, str], ...], more: Mapping[str, str]) -> tup
     return tuple(chunks)
 
 
+def _settle_one(settled: tuple[dict[str, str], ...], lease_id: str, key_id: str) -> tuple[dict[str, str], ...]:
+    """``_settle(settled, {lease_id: key_id})``, for the one lease id of every report."""
+    if settled and len(settled[-1]) < SETTLED_CHUNK:
+        return (*settled[:-1], {**settled[-1], lease_id: key_id})
+    return (*settled[max(0, len(settled) + 1 - SETTLED_KEEP // SETTLED_CHUNK) :], {lease_id: key_id})
+
+
 def _settled_key(settled: tuple[dict[str, str], ...], lease_id: str) -> str | None:
     """The key a settled ``lease_id`` had (None: not among the settled)."""
     for chunk in settled:
@@ -293,7 +300,7 @@ def report(state: PoolState, spec: ProviderSpec, outcome: ReportKey, now: float)
         key_id = held.key_id
         in_flight = dict(in_flight)  # C-level copy and delete, not a comprehension over every lease
         del in_flight[lease_id]
-    settled = _settle(state.settled_ids, {lease_id: key_id})
+    settled = _settle_one(state.settled_ids, lease_id, key_id)
     key = state.keys.get(key_id)
     keys = state.keys
     if key is not None:
