@@ -140,9 +140,10 @@ def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tu
     known_key = _settled_key(state.settled_ids, lease_id) if known is None else known.key_id
     if known_key is not None and known_key in state.keys:
         return state, Granted(key_id=known_key, again=True)
-    order = _order(spec, state)
     keys_now = state.keys
-    usable = [k for k in order if _usable(keys_now[k], now)]
+    order = [k for k in _facts(spec)[0] if k in keys_now]  # by priority, then configured position
+    # Usable: not cooling, not stale, not refreshing (written out here: every model call leases).
+    usable = [k for k in order if (held := keys_now[k]).cooling_until <= now and not (held.stale or held.refreshing)]
     if not usable:
         refreshing = tuple(k for k in order if state.keys[k].refreshing)
         if refreshing:
@@ -155,16 +156,6 @@ def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tu
     in_flight = dict(state.in_flight)  # a C-level copy: thousands of leases in flight stay cheap
     in_flight[lease_id] = Lease(key_id=key_id, granted_at=now)
     return msgspec.structs.replace(state, keys=keys, in_flight=in_flight, last_granted=key_id), Granted(key_id=key_id)
-
-
-def _usable(key: KeyState, now: float) -> bool:
-    return key.cooling_until <= now and not (key.stale or key.refreshing)
-
-
-def _order(spec: ProviderSpec, state: PoolState) -> list[str]:
-    """Key ids by priority, then configured position (only keys the state knows)."""
-    keys = state.keys
-    return [k for k in _facts(spec)[0] if k in keys]
 
 
 _FACTS: dict[int, tuple[ProviderSpec, tuple[str, ...], frozenset[str]]] = {}
