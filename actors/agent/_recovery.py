@@ -16,6 +16,10 @@ from protocols._session import SessionEvent, TurnCancelled, TurnCompleted, TurnF
 
 KNOWN_LIMIT = 256
 """Turn ids a session's stream remembers (as ``_machine.RECENT_TURNS``)."""
+_ANNOUNCE = frozenset({TurnStarted, TurnQueued, TurnRejected})
+"""The events a turn id first appears in."""
+_END = frozenset({TurnCompleted, TurnFailed, TurnCancelled, TurnRejected})
+"""The events that close a turn."""
 
 
 class OpenTurns:
@@ -30,15 +34,18 @@ class OpenTurns:
 
     def note(self, event: SessionEvent) -> None:
         self.seen = True
-        if isinstance(event, TurnStarted | TurnQueued | TurnRejected) and event.turn_id not in self._known:
+        kind = type(event)  # events are final structs: one type lookup instead of five isinstance checks
+        if kind not in _ANNOUNCE and kind not in _END:
+            return  # deltas, tools, saves: most of a stream
+        if kind in _ANNOUNCE and event.turn_id not in self._known:
             self._known[event.turn_id] = None  # a turn id appears first in one of these
             if len(self._known) > KNOWN_LIMIT:
                 del self._known[next(iter(self._known))]
-        if isinstance(event, TurnStarted):
+        if kind is TurnStarted:
             self._open[event.turn_id] = True
-        elif isinstance(event, TurnQueued):
+        elif kind is TurnQueued:
             self._open.setdefault(event.turn_id, False)
-        elif isinstance(event, TurnCompleted | TurnFailed | TurnCancelled | TurnRejected) and event.turn_id:
+        elif event.turn_id:  # one of _END
             self._open.pop(event.turn_id, None)
 
     def snapshot(self) -> tuple[tuple[str, bool], ...]:

@@ -239,6 +239,9 @@ class SessionHost:
                 if type(token) is Token and awaited(state, token):  # any other commit changes nothing in the machine
                     self.feed(Persisted(token=token, now=self.port.now()))
                 return True
+            if type(message) is KeyLeased:  # every model call's lease
+                self.on_leased(message)
+                return True
         if isinstance(message, WRITE_REPLIES):
             self.acknowledged(message.token)
         match message:

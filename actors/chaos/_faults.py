@@ -213,6 +213,18 @@ def load_plan(source: str | Path) -> FaultPlan:
 # -- dice ---------------------------------------------------------------------------------------
 
 
+class _Stream:
+    """One named stream of a run's decisions."""
+
+    __slots__ = ("count", "random", "rng")
+
+    def __init__(self, rng: random.Random) -> None:
+        self.rng = rng
+        self.random = rng.random
+        self.count = 0
+        """Decisions taken from it that have a fault id (``fault``, ``pick``)."""
+
+
 class Dice:
     """Seeded decisions, one stream per concern; faults can be masked by id.
 
@@ -222,32 +234,33 @@ class Dice:
             the same stream do not move).
     """
 
-    __slots__ = ("_counts", "_streams", "injected", "mask", "seed")
+    __slots__ = ("_draws", "injected", "mask", "seed")
 
     def __init__(self, seed: int, mask: Iterable[str] = ()) -> None:
         self.seed = seed
         self.mask = frozenset(mask)
-        self._streams: dict[str, random.Random] = {}
-        self._counts: dict[str, int] = {}
+        self._draws: dict[str, _Stream] = {}
+        """Stream name -> the stream and its count of decisions: one lookup per decision
+        (every step draws several)."""
         self.injected: list[str] = []
         """Ids of the faults injected so far, in order."""
 
+    def _open(self, name: str) -> _Stream:
+        entry = self._draws[name] = _Stream(random.Random(f"{self.seed}/{name}"))
+        return entry
+
     def stream(self, name: str) -> random.Random:
-        rng = self._streams.get(name)
-        if rng is None:
-            rng = self._streams[name] = random.Random(f"{self.seed}/{name}")
-        return rng
+        return (self._draws.get(name) or self._open(name)).rng
 
     def fault(self, stream: str, kind: str, rate: float) -> bool:
         """True when fault ``kind`` is injected at this decision (one draw, unless ``rate`` is 0)."""
         if rate <= 0.0:
             return False
-        rng = self._streams.get(stream) or self.stream(stream)
-        draw = rng.random()
-        number = self._counts[stream] = self._counts.get(stream, 0) + 1
-        if draw >= rate:
+        entry = self._draws.get(stream) or self._open(stream)
+        entry.count += 1
+        if entry.random() >= rate:
             return False
-        fault_id = f"{stream}:{kind}#{number}"
+        fault_id = f"{stream}:{kind}#{entry.count}"
         if fault_id in self.mask:
             return False
         self.injected.append(fault_id)
@@ -256,8 +269,10 @@ class Dice:
     def pick(self, stream: str, kinds: Sequence[tuple[str, float]]) -> str | None:
         """Which of ``kinds`` (name, chance; chances summing to at most 1) is injected at this
         decision, if any: one draw, one fault id (``"keys:auth#4"``)."""
-        draw = self.stream(stream).random()
-        number = self._counts[stream] = self._counts.get(stream, 0) + 1
+        entry = self._draws.get(stream) or self._open(stream)
+        draw = entry.random()
+        entry.count += 1
+        number = entry.count
         for kind, rate in kinds:
             if draw < rate:
                 fault_id = f"{stream}:{kind}#{number}"
@@ -269,11 +284,20 @@ class Dice:
         return None
 
     def uniform(self, stream: str, low: float, high: float) -> float:
-        return self.stream(stream).uniform(low, high)
+        entry = self._draws.get(stream) or self._open(stream)
+        return low + (high - low) * entry.random()  # random.Random.uniform's own formula, one call fewer
 
     def choice(self, stream: str, options: Sequence[T]) -> T:
-        return options[self.stream(stream).randrange(len(options))]
+        return options[self.below(stream, len(options))]
 
     def below(self, stream: str, n: int) -> int:
-        """An int in [0, n)."""
-        return self.stream(stream).randrange(n)
+        """An int in [0, n): the draw ``random.Random.randrange(n)`` makes (its ``_randbelow``), without its argument checks."""
+        if n <= 0:
+            raise ValueError("empty range for below()")
+        entry = self._draws.get(stream) or self._open(stream)
+        getrandbits = entry.rng.getrandbits
+        k = n.bit_length()
+        r: int = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        return r

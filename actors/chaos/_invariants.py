@@ -197,7 +197,7 @@ class Invariants:
             if last is not None and event.seq != last + 1:
                 self.violate("seq_gap", session_id, f"event {type(event).__name__} has seq {event.seq} after {last}", now)
             self._seqs[subscriber] = event.seq
-        book = self.book(session_id)
+        book = self._books.get(session_id) or self.book(session_id)
         turn_id = event.turn_id
         match event:
             case TurnStarted(text=text):

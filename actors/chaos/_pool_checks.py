@@ -96,9 +96,6 @@ class PoolChecks:
         self.next_due = math.inf
         """The earliest moment a lease sent since the last :meth:`advance` may go unanswered."""
 
-    def _due(self, when: float) -> None:
-        self.next_due = min(self.next_due, when)
-
     def advance(self, now: float) -> float:
         """Report leases unanswered past their bound; returns when the next one may be."""
         if self._order:
@@ -120,7 +117,8 @@ class PoolChecks:
         self.counts["leases"] += 1
         self._waits[lease_id] = (session_id, now)
         self._order.append((now, lease_id))
-        self._due(now + self.lease_bound)
+        if now + self.lease_bound < self.next_due:
+            self.next_due = now + self.lease_bound
 
     def _check(self, now: float) -> None:
         order, waits = self._order, self._waits

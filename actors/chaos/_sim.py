@@ -119,13 +119,29 @@ def machine_config(plan: FaultPlan) -> MachineConfig:
     return config
 
 
+_CONFIGS: dict[int, tuple[FaultPlan, MachineConfig]] = {}
+"""id(plan) -> (plan, its machine config): a sweep runs one plan thousands of times, and both
+are frozen (by identity, as ``_pool_core._facts``: hashing a plan costs more than the work)."""
+
+
+def _config_of(plan: FaultPlan) -> MachineConfig:
+    known = _CONFIGS.get(id(plan))
+    if known is not None and known[0] is plan:
+        return known[1]
+    if len(_CONFIGS) >= 64:
+        _CONFIGS.clear()
+    config = machine_config(plan)
+    _CONFIGS[id(plan)] = (plan, config)
+    return config
+
+
 def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = SimOptions(), mask: Iterable[str] = ()) -> SimResult:
     """Run one seed of ``plan`` (the default plan when None) to rest and check it."""
     plan = plan if plan is not None else default_plan()
     world = World(seed, plan, mask=frozenset(mask), trace=options.trace)
     world.store.ack_before_commit = options.bug == "ack_before_commit"
     world.store.half_segments = options.bug == "half_segment"
-    config = machine_config(plan)
+    config = _config_of(plan)
     sessions = []
     for k in range(plan.workload.sessions):
         session = SimSession(world, f"s{k}", config, bug=options.bug, load_s=options.load_s, restart_s=options.restart_s)

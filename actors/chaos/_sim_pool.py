@@ -111,8 +111,9 @@ class SimPool:
             return  # told by a process that died since: gone with its sender
         if self.epoch != epoch:
             self._new_process()
-        if self.pending or self.timer_at is not None:
-            self._catch_up(self.world.now)
+        now = self.world.now
+        if (self.timer_at is not None and self.timer_at <= now) or (self.pending and self.pending[0][0] <= now):
+            self._catch_up(now)  # a debounce timer ran out or a save was committed since the pool last ran
         if self.up:
             self._handle(message, session_id)
         elif self.bug == "pool_drops_mailbox":

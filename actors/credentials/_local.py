@@ -19,8 +19,8 @@ class LocalPool:
 
     def __init__(self, spec: ProviderSpec) -> None:
         self.spec = spec
-        self.state: PoolState = restore(None, spec)
-        self._secrets = {key.key_id: key for key in spec.keys}
+        self.state: PoolState = _fresh_state(spec)
+        self._secrets = {key.key_id: (key.api_key, key.shown) for key in spec.keys}
 
     def lease(self, request: LeaseKey, now: float) -> KeyLeased | NoKeyAvailable:
         """The answer the pool actor would give ``request`` at unix time ``now``."""
@@ -28,8 +28,8 @@ class LocalPool:
         name = self.spec.name
         match outcome:
             case Granted(key_id=key_id):
-                key = self._secrets[key_id]
-                return KeyLeased(lease_id=request.lease_id, provider=name, key_id=key_id, api_key=key.api_key, shown=key.shown)
+                api_key, shown = self._secrets[key_id]
+                return KeyLeased(lease_id=request.lease_id, provider=name, key_id=key_id, api_key=api_key, shown=shown)
             case Cooling(until=until, why=why, kind=kind):
                 return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=until, reason=why, kind=kind)
             case _:  # a refresh runs: no refresh command runs here, so no key is stale
@@ -37,3 +37,19 @@ class LocalPool:
 
     def report(self, outcome: ReportKey, now: float) -> None:
         self.state = report(self.state, self.spec, outcome, now)
+
+
+_FRESH: dict[int, tuple[ProviderSpec, PoolState]] = {}
+"""id(spec) -> (spec, the state a new pool of it starts from): the simulator starts one pool per
+seed. Sharing it is safe: a state is never changed in place (every change makes a new one)."""
+
+
+def _fresh_state(spec: ProviderSpec) -> PoolState:
+    known = _FRESH.get(id(spec))
+    if known is not None and known[0] is spec:
+        return known[1]
+    if len(_FRESH) >= 64:
+        _FRESH.clear()
+    state = restore(None, spec)
+    _FRESH[id(spec)] = (spec, state)
+    return state

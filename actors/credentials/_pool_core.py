@@ -140,9 +140,10 @@ def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tu
     known_key = _settled_key(state.settled_ids, lease_id) if known is None else known.key_id
     if known_key is not None and known_key in state.keys:
         return state, Granted(key_id=known_key, again=True)
-    order = _order(spec, state)
     keys_now = state.keys
-    usable = [k for k in order if _usable(keys_now[k], now)]
+    order = [k for k in _facts(spec)[0] if k in keys_now]  # by priority, then configured position
+    # Usable: not cooling, not stale, not refreshing (written out here: every model call leases).
+    usable = [k for k in order if (held := keys_now[k]).cooling_until <= now and not (held.stale or held.refreshing)]
     if not usable:
         refreshing = tuple(k for k in order if state.keys[k].refreshing)
         if refreshing:
@@ -155,16 +156,6 @@ def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tu
     in_flight = dict(state.in_flight)  # a C-level copy: thousands of leases in flight stay cheap
     in_flight[lease_id] = Lease(key_id=key_id, granted_at=now)
     return msgspec.structs.replace(state, keys=keys, in_flight=in_flight, last_granted=key_id), Granted(key_id=key_id)
-
-
-def _usable(key: KeyState, now: float) -> bool:
-    return key.cooling_until <= now and not (key.stale or key.refreshing)
-
-
-def _order(spec: ProviderSpec, state: PoolState) -> list[str]:
-    """Key ids by priority, then configured position (only keys the state knows)."""
-    keys = state.keys
-    return [k for k in _facts(spec)[0] if k in keys]
 
 
 _FACTS: dict[int, tuple[ProviderSpec, tuple[str, ...], frozenset[str]]] = {}
@@ -260,6 +251,13 @@ def _settle(settled: tuple[dict[str, str], ...], more: Mapping[str, str]) -> tup
     return tuple(chunks)
 
 
+def _settle_one(settled: tuple[dict[str, str], ...], lease_id: str, key_id: str) -> tuple[dict[str, str], ...]:
+    """``_settle(settled, {lease_id: key_id})``, for the one lease id of every report."""
+    if settled and len(settled[-1]) < SETTLED_CHUNK:
+        return (*settled[:-1], {**settled[-1], lease_id: key_id})
+    return (*settled[max(0, len(settled) + 1 - SETTLED_KEEP // SETTLED_CHUNK) :], {lease_id: key_id})
+
+
 def _settled_key(settled: tuple[dict[str, str], ...], lease_id: str) -> str | None:
     """The key a settled ``lease_id`` had (None: not among the settled)."""
     for chunk in settled:
@@ -293,7 +291,7 @@ def report(state: PoolState, spec: ProviderSpec, outcome: ReportKey, now: float)
         key_id = held.key_id
         in_flight = dict(in_flight)  # C-level copy and delete, not a comprehension over every lease
         del in_flight[lease_id]
-    settled = _settle(state.settled_ids, {lease_id: key_id})
+    settled = _settle_one(state.settled_ids, lease_id, key_id)
     key = state.keys.get(key_id)
     keys = state.keys
     if key is not None:

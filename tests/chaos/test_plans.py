@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import msgspec
@@ -60,3 +61,15 @@ def test_the_same_seed_draws_the_same_faults_and_a_mask_skips_exactly_the_named_
     assert masked.injected == first.injected[1:]
     assert sum(draws) == sum(draw(Dice(7))) - 1
     assert draw(Dice(8)) != draw(Dice(7))
+
+
+def test_the_dice_draw_what_random_random_draws_for_the_stream_so_old_seeds_replay_the_same() -> None:
+    dice, rng = Dice(11), random.Random("11/model")
+    for n in (1, 2, 3, 5, 7, 64, 100, 1000):
+        assert dice.below("model", n) == rng.randrange(n)
+        assert dice.uniform("model", 0.01, 0.5) == rng.uniform(0.01, 0.5)
+        assert dice.choice("model", ("a", "b", "c")) == rng.choice(("a", "b", "c"))
+        assert dice.fault("model", "cut", 0.5) == (rng.random() < 0.5)
+    assert dice.stream("model").random() == rng.random()
+    with pytest.raises(ValueError):
+        dice.below("model", 0)
