@@ -116,6 +116,22 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     setup.add_argument("--api-key", default=None, help="the key (else OPENROUTER_API_KEY / OPENAI_API_KEY from the environment); saved in .env")
     setup.add_argument("--skip-check", action="store_true", help="save without the test call")
     setup.set_defaults(handler=_setup)
+    sessions = commands.add_parser("sessions", help="the session store: list, show, export, delete, prune, stats")
+    sessions.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    actions = sessions.add_subparsers(dest="action", metavar="ACTION")
+    listing = actions.add_parser("list", help="the latest sessions")
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--source", default=None, help="only this source (api, cli, ...)")
+    actions.add_parser("show", help="one session's transcript").add_argument("session_id")
+    actions.add_parser("export", help="one session as JSON (every segment, its turns) on stdout").add_argument("session_id")
+    actions.add_parser("stats", help="how many sessions, messages and tokens the store holds")
+    removing = actions.add_parser("delete", help="delete sessions (refused while a runtime serves the store)")
+    removing.add_argument("session_ids", nargs="+", metavar="SESSION_ID")
+    pruning = actions.add_parser("prune", help="delete sessions started more than --older-than days ago")
+    pruning.add_argument("--older-than", type=float, required=True, metavar="DAYS")
+    pruning.add_argument("--source", default=None, help="only sessions of this source")
+    pruning.add_argument("--dry-run", action="store_true", help="list what would be deleted")
+    sessions.set_defaults(handler=_sessions)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
 
@@ -143,6 +159,12 @@ def _setup(args: argparse.Namespace) -> int:
 
     flags = {"provider": args.provider, "base_url": args.base_url, "model": args.model, "api_key": args.api_key}
     return run_setup(args.home, interactive_mode=not args.non_interactive, flags=flags, skip_check=args.skip_check)
+
+
+def _sessions(args: argparse.Namespace) -> int:
+    from actors.platforms._sessions_cli import run_sessions
+
+    return run_sessions(args)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

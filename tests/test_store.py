@@ -540,3 +540,19 @@ def test_after_a_refused_transcript_write_the_session_is_fenced_until_it_reopens
     assert isinstance(append(store, replies, "s1", user("after the reload")), MessagesPersisted)
     with StoreReader(path) as reader:
         assert [m.content for m in reader.load_messages("s1")] == ["after the reload"]
+
+
+def test_deleting_a_session_that_is_not_there_is_refused_even_right_after_another_write(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    """The check once read db.changes(), which counts the batch's last write: after a create it
+    'deleted' a session that never existed, and after a write that changed nothing it refused to
+    delete one that did."""
+    from protocols import DeleteSession, SessionDeleted
+
+    _, store = start_store(start_runtime, tmp_path / "state.db")
+    replies = Replies()
+    create(store, replies, "s1")
+    store.tell(DeleteSession(session_id="ghost", token="g", reply_to=replies))
+    refused = replies.get()
+    assert isinstance(refused, StoreFailed) and "no session 'ghost'" in refused.error
+    store.tell(DeleteSession(session_id="s1", token="d", reply_to=replies))
+    assert isinstance(replies.get(), SessionDeleted)

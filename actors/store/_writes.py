@@ -221,7 +221,9 @@ def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message,
 
 
 def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]:
-    _require_session(db, c.session_id)
+    # Asked of the table, not of db.changes(): that counts the last write of the batch, whatever it was.
+    if db.execute("SELECT 1 FROM sessions WHERE id = ?", (c.session_id,)).fetchone() is None:
+        raise Rejected(f"there is no session {c.session_id!r}")
     db.execute("UPDATE sessions SET parent_session_id = NULL WHERE parent_session_id = ?", (c.session_id,))
     db.execute("DELETE FROM turns WHERE session_id = ?", (c.session_id,))
     db.execute("DELETE FROM segments WHERE session_id = ?", (c.session_id,))
