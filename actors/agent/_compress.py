@@ -138,21 +138,27 @@ def prune(
                 deduplicated += 1
     # Passes 2 and 3, oldest first, so a result finds the nearest call with its id.
     calls: dict[str, ToolCall] = {}
-    for i in range(protected):
-        m = out[i]
-        if m.role == "assistant" and m.tool_calls:
-            calls.update((c.id, c) for c in m.tool_calls)
-            shorter = tuple(_cut_arguments(c, settings) for c in m.tool_calls)
-            if shorter != m.tool_calls:
-                out[i] = msgspec.structs.replace(m, tool_calls=shorter)
-                truncated += sum(a is not b for a, b in zip(shorter, m.tool_calls, strict=True))
-        elif m.role == "tool" and m is msgs[i] and len(m.content or "") > settings.result_stub_chars:
-            out[i] = msgspec.structs.replace(m, content=_stub(m, calls.get(m.tool_call_id or ""), settings.result_stub_chars))
-            stubbed += 1
+    long_arguments, stub_chars = settings.argument_limit_chars, settings.result_stub_chars
     after = list(tokens)
     for i in range(protected):
-        if out[i] is not msgs[i]:
-            after[i] = estimate(out[i])
+        m = out[i]
+        role = m.role
+        if role == "tool":
+            if m is msgs[i] and m.content and len(m.content) > stub_chars:
+                out[i] = m = msgspec.structs.replace(m, content=_stub(m, calls.get(m.tool_call_id or ""), stub_chars))
+                stubbed += 1
+        elif role == "assistant" and m.tool_calls:
+            cut = False
+            for c in m.tool_calls:
+                calls[c.id] = c
+                cut = cut or len(c.arguments) > long_arguments
+            if cut:  # rare: build the shorter calls only when one is long
+                shorter = tuple(_cut_arguments(c, settings) for c in m.tool_calls)
+                if shorter != m.tool_calls:
+                    truncated += sum(a is not b for a, b in zip(shorter, m.tool_calls, strict=True))
+                    out[i] = m = msgspec.structs.replace(m, tool_calls=shorter)
+        if m is not msgs[i]:
+            after[i] = estimate(m)
     before = sum(tokens)
     return Pruned(
         messages=tuple(out),
@@ -166,7 +172,7 @@ def prune(
 
 
 def _one_line(text: str, limit: int) -> str:
-    return " ".join(text[: limit * 2].split())[:limit]
+    return " ".join(text[: limit + limit // 2].split())[:limit]
 
 
 def _stub(result: ChatMessage, call: ToolCall | None, limit: int) -> str:
