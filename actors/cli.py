@@ -107,6 +107,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     doctor.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     doctor.add_argument("--offline", action="store_true", help="skip the checks that call the model endpoint and the keys")
     doctor.set_defaults(handler=_doctor)
+    _config_parser(commands)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
 
@@ -115,6 +116,27 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
         commands.add_parser("chat", help="talk to the agent in a full-screen terminal UI (hermes chat --help for more)")
         commands.add_parser("attach", help="follow and talk to a session of a running 'hermes serve' (hermes attach --help)")
     return parser
+
+
+def _config_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    home = argparse.ArgumentParser(add_help=False)
+    home.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    config = commands.add_parser("config", help="show, get or set config.yaml values (comments are kept), or print where the files are")
+    actions = config.add_subparsers(dest="config_action", metavar="ACTION", required=True)
+    actions.add_parser("path", parents=[home], help="print the paths of config.yaml and .env")
+    actions.add_parser("show", parents=[home], help="print the effective configuration (file values over defaults), secrets redacted")
+    get = actions.add_parser("get", parents=[home], help="print one value, such as compression.threshold")
+    get.add_argument("key", metavar="KEY")
+    put = actions.add_parser("set", parents=[home], help="set one value (YAML scalar or [list]); checked before it is written")
+    put.add_argument("key", metavar="KEY")
+    put.add_argument("value", metavar="VALUE")
+    config.set_defaults(handler=_config)
+
+
+def _config(args: argparse.Namespace) -> int:
+    from actors.config._cli import run_config  # YAML and the schema: only when used
+
+    return run_config(args.config_action, home=args.home, key=getattr(args, "key", ""), value=getattr(args, "value", ""))
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -63,6 +63,38 @@ def container_item(tp: Any, value: object) -> Any | None:
     return None
 
 
+def type_at(path: list[str | int], root: Any) -> Any | None:
+    """The schema's type for a key path (dict keys and list indexes step into their items); None: not typed."""
+    tp = root
+    for part in path:
+        shape = bare(tp)
+        members = union_members(shape)
+        if members is not None:  # the struct, dict or list member the path steps into
+            shape = next((bare(m) for m in members if is_struct(bare(m)) or get_origin(bare(m)) in (dict, list)), shape)
+        if is_struct(shape) and isinstance(part, str):
+            tp = struct_fields(shape).get(part)
+        elif get_origin(shape) is dict:
+            tp = get_args(shape)[1]
+        elif get_origin(shape) is list and isinstance(part, int):
+            tp = get_args(shape)[0]
+        else:
+            return None
+        if tp is None:
+            return None
+    return tp
+
+
+def takes_text(tp: Any, text: str) -> bool:
+    """Whether ``text`` itself, as a string, is a value of ``tp`` (``str``, or one of its string choices)."""
+    tp = bare(tp)
+    members = union_members(tp) or (tp,)
+    for member in members:
+        member = bare(member)
+        if member is str or (get_origin(member) is Literal and text in get_args(member)):
+            return True
+    return False
+
+
 _BOUNDS = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
 
 
