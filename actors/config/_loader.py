@@ -204,7 +204,11 @@ def _explain(error: msgspec.ValidationError, cleaned: dict[str, Any], file: Path
     if missing:
         return f"{file}: {name} needs '{missing.group(1)}' ({name} must be {describe(tp)}); add it, or remove {name}"
     shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-    return f"{file}: {name} is {shown}, which is not allowed: it must be {describe(tp)}; fix it (hermes config set {name} VALUE)"
+    allowed = describe(tp)
+    if allowed.startswith("a string") and isinstance(value, int | float | bool):
+        read = "true or false" if isinstance(value, bool) else "a number"
+        allowed += f" (YAML read {read}: quote it, '{value}')"
+    return f"{file}: {name} is {shown}, which is not allowed: it must be {allowed}; fix it (hermes config set {name} VALUE)"
 
 
 def _converts(value: Any, tp: Any) -> bool:

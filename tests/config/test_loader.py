@@ -94,7 +94,7 @@ def test_an_unknown_key_is_reported_with_the_closest_known_one(tmp_path: Path, c
         ("api_server:\n  port: 70000\n", ["api_server.port is 70000", "a whole number >= 0 and <= 65535"]),
         ("pricing:\n  gpt-4.1: {input: 2}\n", ["pricing.gpt-4.1 needs 'output'"]),
         ("pricing:\n  gpt-4.1: {input: -2, output: 1}\n", ["pricing.gpt-4.1.input is -2", ">= 0"]),
-        ("custom_providers:\n  - {name: 3}\n", ["custom_providers[0].name is 3", "a string"]),
+        ("custom_providers:\n  - {name: 3}\n", ["custom_providers[0].name is 3", "a string (YAML read a number: quote it, '3')"]),
         ("credential_pool:\n  openrouter:\n    - {label: a, priority: first}\n", ["credential_pool.openrouter[0].priority is 'first'", "a whole number"]),
         ("model: [a, b]\n", ["model is ['a', 'b']", "a mapping (keys: default, model"]),
         ("toolsets: hermes-cli\n", ["toolsets is 'hermes-cli'", "a list"]),
