@@ -9,24 +9,38 @@ the exit (``actors._signals``). ``chat``, ``attach`` and ``chaos`` arrive with t
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import logging
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from protocols import NodeSnapshot, TreeSnapshot, to_json
+if TYPE_CHECKING:
+    from protocols import NodeSnapshot, TreeSnapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _version() -> str:
+    import importlib.metadata  # ~50 ms: only for --version and hermes run
+
     try:
         return importlib.metadata.version("hermes-actors")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (``hermes --help`` stays fast)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
 
 
 def render_tree(snapshot: TreeSnapshot) -> str:
@@ -46,6 +60,7 @@ def render_tree(snapshot: TreeSnapshot) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from actors._signals import SignalStop
+    from protocols import to_json
     from supervisor import Runtime  # the kernel starts threads: import only when running
 
     with SignalStop("hermes run") as stop:
@@ -81,7 +96,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
         prog="hermes",
         description="An actor-model runtime for AI agents: supervised actors, one trio reactor, typed messages.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="start the runtime kernel and show its supervision tree until stopped")
