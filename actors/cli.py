@@ -9,24 +9,38 @@ the exit (``actors._signals``). ``chat``, ``attach`` and ``chaos`` arrive with t
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import logging
 import sys
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from protocols import NodeSnapshot, TreeSnapshot, to_json
+if TYPE_CHECKING:
+    from protocols import NodeSnapshot, TreeSnapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
 def _version() -> str:
+    import importlib.metadata  # ~50 ms: only for --version and hermes run
+
     try:
         return importlib.metadata.version("hermes-actors")
     except importlib.metadata.PackageNotFoundError:
         return "unknown"
+
+
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked for (``hermes --help`` stays fast)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **_: Any) -> None:
+        super().__init__(option_strings=option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help="show program's version number and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
+        print(f"{parser.prog} {_version()}")
+        parser.exit()
 
 
 def render_tree(snapshot: TreeSnapshot) -> str:
@@ -46,6 +60,7 @@ def render_tree(snapshot: TreeSnapshot) -> str:
 
 def _run(args: argparse.Namespace) -> int:
     from actors._signals import SignalStop
+    from protocols import to_json
     from supervisor import Runtime  # the kernel starts threads: import only when running
 
     with SignalStop("hermes run") as stop:
@@ -81,7 +96,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
         prog="hermes",
         description="An actor-model runtime for AI agents: supervised actors, one trio reactor, typed messages.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
+    parser.add_argument("--version", action=_Version)
     parser.add_argument("--log-level", default="WARNING", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     run = commands.add_parser("run", help="start the runtime kernel and show its supervision tree until stopped")
@@ -132,6 +147,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     pruning.add_argument("--source", default=None, help="only sessions of this source")
     pruning.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     sessions.set_defaults(handler=_sessions)
+    _config_parser(commands)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
 
@@ -140,6 +156,27 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
         commands.add_parser("chat", help="talk to the agent in a full-screen terminal UI (hermes chat --help for more)")
         commands.add_parser("attach", help="follow and talk to a session of a running 'hermes serve' (hermes attach --help)")
     return parser
+
+
+def _config_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    home = argparse.ArgumentParser(add_help=False)
+    home.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    config = commands.add_parser("config", help="show, get or set config.yaml values (comments are kept), or print where the files are")
+    actions = config.add_subparsers(dest="config_action", metavar="ACTION", required=True)
+    actions.add_parser("path", parents=[home], help="print the paths of config.yaml and .env")
+    actions.add_parser("show", parents=[home], help="print the effective configuration (file values over defaults), secrets redacted")
+    get = actions.add_parser("get", parents=[home], help="print one value, such as compression.threshold")
+    get.add_argument("key", metavar="KEY")
+    put = actions.add_parser("set", parents=[home], help="set one value (YAML scalar or [list]); checked before it is written")
+    put.add_argument("key", metavar="KEY")
+    put.add_argument("value", metavar="VALUE")
+    config.set_defaults(handler=_config)
+
+
+def _config(args: argparse.Namespace) -> int:
+    from actors.config._cli import run_config  # YAML and the schema: only when used
+
+    return run_config(args.config_action, home=args.home, key=getattr(args, "key", ""), value=getattr(args, "value", ""))
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -14,7 +14,7 @@ KERNEL_FILES = [ROOT / "supervisor.py", *sorted((ROOT / "actors").glob("_*.py"))
 UPPER_LAYERS = ("actors.agent", "actors.tools", "actors.platforms", "actors.memory")
 
 
-@pytest.mark.parametrize("package", ["actors", "protocols", "actors.platforms", "actors.agent", "actors.tools", "actors.store"])
+@pytest.mark.parametrize("package", ["actors", "protocols", "actors.platforms", "actors.agent", "actors.tools", "actors.store", "actors.config"])
 def test_package_all_is_sorted_and_names_exactly_its_public_names(package: str) -> None:
     module = importlib.import_module(package)
     exported = list(module.__all__)
@@ -36,8 +36,27 @@ def _is_submodule(module: object, name: str) -> bool:
 
 def test_the_kernel_imports_nothing_from_the_upper_layers() -> None:
     assert KERNEL_FILES
+    assert _imports_from(KERNEL_FILES, UPPER_LAYERS) == []
+
+
+def test_the_config_package_imports_nothing_from_the_layers_that_read_it() -> None:
+    files = sorted((ROOT / "actors" / "config").glob("*.py"))
+    assert len(files) > 3
+    assert _imports_from(files, (*UPPER_LAYERS, "actors.credentials")) == []
+
+
+def test_the_command_line_does_not_import_the_config_package_at_start() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, actors.cli; print(sorted(m for m in sys.modules if m.startswith(('actors.config', 'yaml', 'ruamel'))))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def _imports_from(files: list[Path], layers: tuple[str, ...]) -> list[str]:
     offenders = []
-    for path in KERNEL_FILES:
+    for path in files:
         for node in ast.walk(ast.parse(path.read_text())):
             modules = []
             if isinstance(node, ast.Import):
@@ -45,5 +64,5 @@ def test_the_kernel_imports_nothing_from_the_upper_layers() -> None:
             elif isinstance(node, ast.ImportFrom) and node.module:
                 prefix = "actors." if node.level and path.parent.name == "actors" else ""
                 modules = [prefix + node.module]
-            offenders += [f"{path.name}: {m}" for m in modules if m.startswith(UPPER_LAYERS)]
-    assert offenders == []
+            offenders += [f"{path.name}: {m}" for m in modules if m.startswith(layers)]
+    return offenders

@@ -28,7 +28,9 @@ from typing import Any
 
 import yaml
 
-from actors import HermesError
+from actors.config import ConfigError as ConfigError
+from actors.config import hermes_home as hermes_home
+from actors.config import read_dotenv as read_dotenv
 
 from ._caching import AUTO, PromptCaching
 from ._model import ModelSettings
@@ -38,34 +40,6 @@ PROVIDER_URLS = {
     "openai": "https://api.openai.com/v1",
     "openrouter": "https://openrouter.ai/api/v1",
 }
-
-
-class ConfigError(HermesError):
-    """The configuration is missing something or cannot be read; the message says what to do."""
-
-
-def hermes_home(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    return Path(env.get("HERMES_HOME") or Path.home() / ".hermes")
-
-
-def read_dotenv(path: Path) -> dict[str, str]:
-    """``KEY=VALUE`` lines (``export`` and quotes allowed, ``#`` comments); missing file: empty."""
-    values: dict[str, str] = {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return values
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#") or "=" not in line:
-            continue
-        key, value = line.removeprefix("export ").split("=", 1)
-        value = value.strip()
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
-            value = value[1:-1]
-        values[key.strip()] = value
-    return values
 
 
 def read_config(home: Path) -> dict[str, Any]:

@@ -45,12 +45,12 @@ import dataclasses
 import json
 import math
 import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
 from actors.agent._config import PROVIDER_URLS, ConfigError, hermes_home, load_model_settings, read_config, read_dotenv
+from actors.config import VARIABLE_NAME, expand_references
 
 from ._keys import STRATEGIES, KeySpec, ProviderSpec, Strategy
 
@@ -70,8 +70,6 @@ BUILTIN_PROVIDERS: dict[str, tuple[str, tuple[str, ...]]] = {
 KEYLESS = "no-key-required"
 """What a named endpoint without a key is called with (Hermes's value for keyless local servers)."""
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_VARIABLE = re.compile(r"\$\{(" + _NAME.pattern + r")\}")
 _STRATEGY: dict[str, Strategy] = {**{name: name for name in STRATEGIES}, "quota_aware": "least_used"}
 _POOL_FIELDS = ("label", "api_key", "key_env", "key_cmd", "priority")
 _POOL_EXAMPLE = "credential_pool:\n  openrouter:\n    - {label: personal, key_env: OPENROUTER_API_KEY}\n    - {label: team, api_key: '${TEAM_KEY}'}"
@@ -176,14 +174,10 @@ class _Reader:
         """A string with ``${NAME}`` expanded; an unset or empty variable is an error naming it."""
         if not isinstance(value, str):
             self.fail(path, "must be a string", "quote it")
-
-        def variable(match: re.Match[str]) -> str:
-            found = self.secrets.get(match.group(1), "")
-            if not found:
-                self.fail(path, f"uses ${{{match.group(1)}}}, which is empty or not set", f"set {match.group(1)} in the environment or in {self.dotenv}")
-            return found
-
-        return _VARIABLE.sub(variable, value).strip()
+        expanded, missing = expand_references(value, self.secrets)
+        if missing:
+            self.fail(path, f"uses ${{{missing[0]}}}, which is empty or not set", f"set {missing[0]} in the environment or in {self.dotenv}")
+        return expanded.strip()
 
     def optional(self, entry: Mapping[str, Any], field: str, path: str) -> str | None:
         value = entry.get(field)
@@ -197,7 +191,7 @@ class _Reader:
         field = "key_env" if entry.get("key_env") else "api_key_env"
         name = self.optional(entry, field, path)
         if name is not None:
-            if not _NAME.fullmatch(name):  # never echo it: it may be the key itself
+            if not VARIABLE_NAME.fullmatch(name):  # never echo it: it may be the key itself
                 self.fail(f"{path}.{field}", "is not the name of a variable", "key_env takes a variable's name; put the key itself in api_key")
             if not self.secrets.get(name):
                 self.fail(f"{path}.{field}", f"names {name}, which is empty or not set", f"set {name} in the environment or in {self.dotenv}")

@@ -95,6 +95,24 @@ def _config(home: Path, env: Mapping[str, str]) -> Iterator[Check]:
                 return  # every later section reads the same file
         else:
             yield Check(name, "ok", "read")
+            if name == "config.yaml":
+                yield _config_keys(home, env)
+
+
+def _config_keys(home: Path, env: Mapping[str, str]) -> Check:
+    """Every key typed and used, or each one that has no effect: unknown (with a did-you-mean) or ignored."""
+    from actors.config import ConfigError, load_config
+
+    try:
+        loaded = load_config(home, env)
+    except ConfigError as exc:
+        return Check("config keys", "fail", str(exc), f"edit {home / 'config.yaml'}, or use hermes config set KEY VALUE")
+    lines = [line.removeprefix(f"{loaded.file}: ") for line in loaded.warning_lines()]
+    if lines:
+        return Check(
+            "config keys", "warn", "\n".join(lines), "fix typos; ignored keys are Hermes's, without effect here (hermes config show lists what is used)"
+        )
+    return Check("config keys", "ok", "every key is known and used" if loaded.exists else "no config.yaml: defaults")
 
 
 def _store(home: Path) -> Iterator[Check]:

@@ -35,6 +35,7 @@ from actors.agent._compression_settings import load_compression
 from actors.agent._config import read_config
 from actors.agent._providers import primary_settings, with_chain
 from actors.agent._tokens import tools_size
+from actors.config import load_config
 from actors.credentials._settings import load_providers
 from supervisor import ChildSpec, Supervisor
 
@@ -67,6 +68,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     try:
+        loaded = load_config(home, env)
         chain = load_providers(home, env=env)
         model = primary_settings(chain, home, env)
         approvals = load_approval_settings(home, env=env, yolo=yolo)
@@ -76,6 +78,8 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     except (ConfigError, KeyError_) as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
+    for line in loaded.warning_lines():  # once, at start: keys that have no effect
+        print(f"hermes serve: {line}", file=sys.stderr, flush=True)
     origins = frozenset(section.get("cors_origins") or ())
     host = host or str(section.get("host") or "127.0.0.1")
     port = port if port is not None else int(section.get("port") or 8642)

@@ -95,6 +95,8 @@ def chat_main(args: argparse.Namespace) -> int:
     env = dict(os.environ)
     home = _home(args.home, env)
     yolo = bool(args.yolo)
+    if not _config_checked(home, env):
+        return EXIT_CONFIG
     if _plain_wanted(args):
         return _chat_plain(args, home, env, yolo)
     from ._app import ChatApp, default_history
@@ -112,6 +114,21 @@ def chat_main(args: argparse.Namespace) -> int:
         handle = app.finish_connecting(timeout=60)
         if handle is not None and hasattr(handle, "close"):
             handle.close()
+
+
+def _config_checked(home: Path, env: Mapping[str, str]) -> bool:
+    """Read config.yaml once before the screen is taken: its errors end the command, and keys
+    that have no effect (unknown, or Hermes's that this build ignores) are said once on stderr."""
+    from actors.config import ConfigError, load_config
+
+    try:
+        loaded = load_config(home, env)
+    except ConfigError as exc:
+        print(f"hermes chat: {exc}", file=sys.stderr)
+        return False
+    for line in loaded.warning_lines():
+        print(f"hermes chat: {line}", file=sys.stderr)
+    return True
 
 
 def _chat_plain(args: argparse.Namespace, home: Path, env: dict[str, str], yolo: bool) -> int:

@@ -1,0 +1,137 @@
+"""config.yaml as one typed value: :class:`HermesConfig`, in Hermes's layout and names.
+
+The sections this build reads are typed in detail (``_schema_model.py`` for the model and its
+providers, and here ``compression``, ``approvals``, ``api_server``). Sections typed for
+validation but not applied yet (``toolsets``, ``agent``, ``terminal``, ``memory``,
+``delegation``, ``platforms``, ``mcp_servers``, ``hooks``, ``cron``, ``timezone``; see
+``_known.NOT_APPLIED``) hold only a few of Hermes's keys, with Hermes's types, so that a value
+Hermes accepts is accepted here; they are reported as ignored when set. Defaults are what this
+build does when a key is unset (Hermes's own where the build has no equivalent).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+
+from ._schema_model import FallbackEntry, ModelSection, PoolKey, Price, ProviderEntry, Seconds, Strategy, TimeoutsSection
+
+
+class CompressionSection(msgspec.Struct, frozen=True, kw_only=True):
+    enabled: bool = True
+    threshold: Annotated[float, msgspec.Meta(gt=0, le=1)] = 0.5
+    """Share of the context window at which a pass starts."""
+    summary_model: str = ""
+    """The model that writes summaries; empty: the session's."""
+
+
+class ApprovalsSection(msgspec.Struct, frozen=True, kw_only=True):
+    mode: Literal["manual", "smart", "off"] | bool = "manual"
+    """``manual`` asks a person; ``off`` (YAML may read it as false) never asks; ``smart`` is read as ``manual``."""
+    timeout: Seconds = 300.0
+    """Seconds a request waits for an answer; then it is denied."""
+    deny: list[str] = []
+    """Command globs that never run, whatever the mode."""
+
+
+class ApiServerSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``api_server:``, what ``hermes serve`` listens on and shows."""
+
+    host: str = "127.0.0.1"
+    port: Annotated[int, msgspec.Meta(ge=0, le=65535)] = 8642
+    cors_origins: list[str] = []
+    model_name: str = "hermes-agent"
+    plain_model_name: str = ""
+    max_concurrent: Annotated[int, msgspec.Meta(gt=0)] = 10_000
+    access_log: bool = False
+    tool_progress: bool = False
+
+
+# Typed for validation, not applied by this build yet (see the module docstring).
+
+
+class AgentSection(msgspec.Struct, frozen=True, kw_only=True):
+    max_turns: int | str | None = None
+    """A cap on a turn's iterations; null, 0, -1, ``unlimited``: none."""
+    api_max_retries: int = 3
+    disabled_toolsets: list[str] = []
+
+
+class TerminalSection(msgspec.Struct, frozen=True, kw_only=True):
+    backend: str = "local"
+    cwd: str = "."
+    timeout: float = 180.0
+    env_passthrough: list[str] = []
+
+
+class MemorySection(msgspec.Struct, frozen=True, kw_only=True):
+    memory_enabled: bool = True
+    user_profile_enabled: bool = True
+    memory_char_limit: int = 2200
+    user_char_limit: int = 1375
+
+
+class DelegationSection(msgspec.Struct, frozen=True, kw_only=True):
+    model: str = ""
+    provider: str = ""
+    max_iterations: int = 50
+    max_concurrent_children: int = 3
+    max_spawn_depth: int = 1
+
+
+class PlatformEntry(msgspec.Struct, frozen=True, kw_only=True):
+    enabled: bool = False
+    token: str = ""
+    extra: dict[str, Any] = {}
+
+
+class McpServer(msgspec.Struct, frozen=True, kw_only=True):
+    command: str = ""
+    args: list[str] = []
+    env: dict[str, str] = {}
+    url: str = ""
+    headers: dict[str, str] = {}
+    enabled: bool = True
+
+
+class HookEntry(msgspec.Struct, frozen=True, kw_only=True):
+    command: str = ""
+    matcher: str = ""
+    timeout: float | None = None
+
+
+class CronSection(msgspec.Struct, frozen=True, kw_only=True):
+    catch_up_missed: bool = True
+    model: str = ""
+    max_parallel_jobs: int | None = None
+
+
+class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """The whole of config.yaml, file values over defaults."""
+
+    model: ModelSection = ModelSection()
+    providers: dict[str, ProviderEntry] = {}
+    custom_providers: list[ProviderEntry] = []
+    fallback_providers: list[FallbackEntry] = []
+    fallback_model: FallbackEntry | list[FallbackEntry] | None = None
+    """Hermes's older form of ``fallback_providers`` (one entry or a list), tried after it."""
+    credential_pool: dict[str, list[PoolKey]] = {}
+    credential_pool_strategies: dict[str, Strategy | None] = {}
+    timeouts: TimeoutsSection = TimeoutsSection()
+    pricing: dict[str, Price] = {}
+    compression: CompressionSection = CompressionSection()
+    approvals: ApprovalsSection = ApprovalsSection()
+    command_allowlist: list[str] = []
+    """Pattern keys approved for good (ours, or Hermes's descriptions)."""
+    api_server: ApiServerSection = ApiServerSection()
+    toolsets: list[str] = msgspec.field(default_factory=lambda: ["hermes-cli"])
+    agent: AgentSection = AgentSection()
+    terminal: TerminalSection = TerminalSection()
+    memory: MemorySection = MemorySection()
+    delegation: DelegationSection = DelegationSection()
+    platforms: dict[str, PlatformEntry] = {}
+    mcp_servers: dict[str, McpServer] = {}
+    hooks: dict[str, list[HookEntry]] = {}
+    cron: CronSection = CronSection()
+    timezone: str = ""
