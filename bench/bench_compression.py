@@ -3,8 +3,8 @@
 Measured, in one invocation:
 
 - ``plan_2000``: one compression of a 2,000-message agent session, model call excluded: what the
-  turn machine runs for a pass (``_machine_compress.start`` and ``on_summary``): ``prune`` (with
-  the per-message estimate), ``plan`` (sanitize, head / middle / tail, the summary request with the
+  turn machine runs for a pass that preflight started (``_machine_compress.start`` and
+  ``on_summary``): ``prune`` given preflight's per-message estimates, ``plan`` (sanitize, head / middle / tail, the summary request with the
   middle serialized) and ``assemble`` with a fixed summary. The session is a seeded mix of 500
   exchanges: a user message (40-600 chars), an assistant message calling one to three tools,
   their results (one in eight a repeat of an earlier one), an answer. ``plan_2000``: results of
@@ -15,8 +15,10 @@ Measured, in one invocation:
   Baseline, interleaved round by round: encoding the same transcript as a request body the way
   ``_model.call_model`` does (``to_openai`` per message, ``msgspec.json.encode``), the work every
   model call of that session pays anyway; the ratio says how many model calls' worth of encoding
-  one compression costs. ``estimate_2000``: the preflight check alone (``estimate_tokens`` of the
-  transcript), paid before every fresh model call, against the same baseline.
+  one compression costs. ``plan_2000_cold``: the same pass with no estimates at hand (after a
+  context overflow, or ``/compress``): ``prune`` estimates every message first. ``estimate_2000``:
+  the preflight check alone (every message estimated once and summed, as
+  ``_machine_compress.preflight``), paid before every fresh model call, against the same baseline.
 - ``estimate_error``: the token estimate the machine compares with the threshold
   (the size of the messages and of the tool schemas, ``MachineConfig.tools_size``, at the
   session's ratio, as ``_machine_compress.preflight``) against a reported count, for 7 sessions of different
@@ -61,7 +63,7 @@ import msgspec
 from _common import parse_options, percentile, print_header, print_json, versions
 
 from actors.agent._compress import DEFAULT_SETTINGS, assemble, fit_to_window, plan, prune
-from actors.agent._tokens import RequestSize, TokenRatio, calibrate, estimate_tokens, request_size, token_estimator, tools_size
+from actors.agent._tokens import RequestSize, TokenRatio, calibrate, request_size, token_estimator, tools_size
 from actors.chaos import ModelServer
 from protocols import ChatMessage, ToolCall
 
@@ -133,9 +135,17 @@ def session_of(count: int, kind: str) -> tuple[ChatMessage, ...]:
     return messages[:cut] if cut >= count - 8 else messages[:count]
 
 
-def one_pass(transcript: tuple[ChatMessage, ...], estimate: Callable[[ChatMessage], int]) -> int:
-    settings = fit_to_window(DEFAULT_SETTINGS, 200_000)
-    pruned = prune(transcript, estimate=estimate, settings=settings)
+SETTINGS_200K = fit_to_window(DEFAULT_SETTINGS, 200_000)
+
+
+def preflight_estimates(transcript: tuple[ChatMessage, ...], estimate: Callable[[ChatMessage], int]) -> list[int]:
+    """What ``_machine_compress.preflight`` computes before every fresh call (and hands to a pass)."""
+    return [estimate(m) for m in transcript]
+
+
+def one_pass(transcript: tuple[ChatMessage, ...], estimate: Callable[[ChatMessage], int], tokens: list[int] | None = None) -> int:
+    settings = SETTINGS_200K
+    pruned = prune(transcript, estimate=estimate, settings=settings, tokens=tokens)
     found = plan(pruned.messages, estimate=estimate, settings=settings, tokens=pruned.tokens)  # as _machine_compress.start
     assert found is not None, "a 2,000-message session always has a middle to summarise"
     return len(assemble(found, SUMMARY))
@@ -156,18 +166,21 @@ def planning_rows(rounds: int, kind: str) -> list[dict[str, Any]]:
     transcript = session_of(2_000, kind)
     ratio = TokenRatio(chars_per_token=3.7, samples=6)
     estimate = token_estimator(ratio)  # as _machine_compress.start
-    sides: dict[str, list[float]] = {"plan": [], "estimate": [], "encode": []}
+    sides: dict[str, list[float]] = {"plan": [], "cold": [], "estimate": [], "encode": []}
+    given = preflight_estimates(transcript, estimate)
     for _ in range(3):  # warm-up
-        one_pass(transcript, estimate), encode_request(transcript)
+        one_pass(transcript, estimate, given), one_pass(transcript, estimate), encode_request(transcript)
     for _ in range(rounds):
         sides["encode"].append(timed(lambda: encode_request(transcript)))
-        sides["plan"].append(timed(lambda: one_pass(transcript, estimate)))
-        sides["estimate"].append(timed(lambda: estimate_tokens(transcript, ratio=ratio)))
+        sides["plan"].append(timed(lambda: one_pass(transcript, estimate, given)))
+        sides["cold"].append(timed(lambda: one_pass(transcript, estimate)))
+        sides["estimate"].append(timed(lambda: sum(preflight_estimates(transcript, estimate))))
     chars = sum(len(m.content or "") + sum(len(c.arguments) for c in m.tool_calls) for m in transcript)
     base = statistics.median(sides["encode"])
     rows = []
     suffix = "" if kind == "typical" else f"_{kind}"
-    for metric, side, target in ((f"plan_2000{suffix}", "plan", 5_000.0), (f"estimate_2000{suffix}", "estimate", None)):
+    metrics = ((f"plan_2000{suffix}", "plan", 5_000.0), (f"plan_2000{suffix}_cold", "cold", None), (f"estimate_2000{suffix}", "estimate", None))
+    for metric, side, target in metrics:
         median = statistics.median(sides[side])
         row: dict[str, Any] = {
             "bench": "compression",
@@ -386,7 +399,7 @@ def main() -> None:
     for row in plan_rows:
         target = f"  goal <= {row['target_median_us'] / 1000:g} ms: {'met' if row['meets_target'] else 'MISSED'}" if "target_median_us" in row else ""
         print(
-            f"{row['metric']:<20} {row['messages']} msgs {row['chars']:,} chars  median {row['median_us'] / 1000:7.2f} ms  p90 {row['p90_us'] / 1000:7.2f} ms  "
+            f"{row['metric']:<25} {row['messages']} msgs {row['chars']:,} chars  median {row['median_us'] / 1000:7.2f} ms  p90 {row['p90_us'] / 1000:7.2f} ms  "
             f"encode baseline {row['baseline_median_us'] / 1000:6.2f} ms  ratio {row['ratio']:.2f}{target}"
         )
     for row in rows:

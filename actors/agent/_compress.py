@@ -372,16 +372,15 @@ def _request(middle: tuple[ChatMessage, ...], budget: int, focus: str | None, pr
         system += _UPDATE
     if focus:
         system += _FOCUS.format(focus=focus.strip())
-    intro = "Turns to summarise:" if previous is None else f"Notes from the earlier compaction:\n\n{previous}\n\nTurns since then:"
-    body = intro + "".join(blocks)  # one join: the middle may be megabytes
+    intro = ["Turns to summarise:"] if previous is None else ["Notes from the earlier compaction:", previous, "Turns since then:"]
+    body = "\n\n".join(intro + blocks)  # one join: the middle may be megabytes
     return (ChatMessage(role="system", content=system), ChatMessage(role="user", content=body))
 
 
 def _serialize(middle: tuple[ChatMessage, ...], limit: int) -> tuple[list[str], str | None]:
-    """The middle as labelled plain-text blocks, each after a blank line, as pieces to join once;
-    and the last earlier summary found (its message is left out: it is sent as the notes)."""
-    parts: list[str] = []
-    add = parts.append
+    """The middle as labelled plain-text blocks, and the last earlier summary found in it (its
+    message is left out: it is sent as the notes), in one pass."""
+    blocks: list[str] = []
     earlier: str | None = None
     for m in middle:
         text = m.content or ""
@@ -392,16 +391,15 @@ def _serialize(middle: tuple[ChatMessage, ...], limit: int) -> tuple[list[str], 
         if len(text) > limit:
             text = _clip(text, limit)
         if m.role == "tool":
-            parts += ("\n\n[result of ", m.name or "tool", ", call ", str(m.tool_call_id), "]\n", text)
+            blocks.append(f"[result of {m.name or 'tool'}, call {m.tool_call_id}]\n{text}")
             continue
-        add(f"\n\n[{m.role}]")
-        if text:
-            parts += ("\n", text)
+        block = f"[{m.role}]\n{text}" if text else f"[{m.role}]"
         for c in m.tool_calls:
-            add(f"\n[calls {c.name}, call {c.id}] {_clip(c.arguments, limit)}")
+            block += f"\n[calls {c.name}, call {c.id}] {_clip(c.arguments, limit)}"
         if m.images:
-            add(f"\n[{len(m.images)} image(s) attached]")
-    return parts, earlier
+            block += f"\n[{len(m.images)} image(s) attached]"
+        blocks.append(block)
+    return blocks, earlier
 
 
 def _clip(text: str, limit: int) -> str:

@@ -65,8 +65,11 @@ def preflight(run: _Step, turn: Turn, now: float) -> bool:
     settings = _settings(run)
     if settings is None or turn.compressions >= settings.max_passes:
         return False
-    tokens = _size(run, tools=True).tokens(run.state.ratio)
-    return needs_compression(tokens, run.config.context_length, settings) and start(run, turn, now, settings)
+    # Each message estimated once: the sum decides, and a pass it starts plans with the same list.
+    estimate = token_estimator(run.state.ratio)
+    each = [estimate(m) for m in run.state.transcript]
+    prompt = estimate(ChatMessage(role="system", content=run.state.system_prompt)) + run.config.tools_size.tokens(run.state.ratio)
+    return needs_compression(prompt + sum(each), run.config.context_length, settings) and start(run, turn, now, settings, tokens=each)
 
 
 def after_overflow(run: _Step, turn: Turn, now: float) -> bool:
@@ -95,12 +98,14 @@ def _end_requested(run: _Step, turn: Turn, text: str, now: float, *, recorded: b
     run.finish(turn, text, now)
 
 
-def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, model: str | None = None) -> bool:
+def start(run: _Step, turn: Turn, now: float, settings: CompressionSettings, *, model: str | None = None, tokens: list[int] | None = None) -> bool:
+    """Plan a pass and start it (True), or say none can run now. ``tokens``: each message's
+    estimate at the session's ratio, when the caller has them (preflight)."""
     forced = turn.focus is not None
     if may_compress(run.state.guard, now, forced=forced, settings=settings) is not True:
         return False
     estimate = token_estimator(run.state.ratio)
-    pruned = prune(run.state.transcript, estimate=estimate, settings=settings)
+    pruned = prune(run.state.transcript, estimate=estimate, settings=settings, tokens=tokens)
     found = plan(pruned.messages, estimate=estimate, settings=settings, focus=turn.focus or None, tokens=pruned.tokens)
     if found is None:
         return _commit_pruned(run, turn, pruned, settings)
