@@ -350,8 +350,8 @@ def error_rows(requests: int) -> tuple[list[dict[str, Any]], list[str]]:
                 for k in range(1, requests + 1):
                     messages = transcript[: 1 + k * step]
                     reported = count(messages)
-                    messages_size = request_size(messages)
-                    size = RequestSize(chars=messages_size.chars + sent_schemas.chars, fixed=messages_size.fixed + sent_schemas.fixed)
+                    messages_size = request_size(messages)  # the schemas as fixed tokens at 4 chars a token, as _machine_compress does
+                    size = RequestSize(chars=messages_size.chars, fixed=messages_size.fixed + sent_schemas.tokens(TokenRatio()))
                     for phase, used in (("uncalibrated", TokenRatio()), ("calibrated", ratio)):
                         if phase == "calibrated" and k == 1:
                             continue
