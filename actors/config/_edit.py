@@ -9,12 +9,8 @@ file byte for byte as it was.
 
 from __future__ import annotations
 
-import contextlib
 import io
-import os
 import re
-import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +21,8 @@ from ruamel.yaml.error import CommentMark
 from ruamel.yaml.error import YAMLError as RoundTripError
 from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 from ruamel.yaml.tokens import CommentToken
+
+from actors._atomic import write_atomic
 
 from ._errors import ConfigError
 
@@ -169,26 +167,5 @@ def _walk(document: CommentedMap, parts: list[str | int], key: str) -> tuple[Any
 
 
 def write_atomically(file: Path, text: str) -> None:
-    """Replace ``file`` (its symlink target, if it is one) by ``text``, all or nothing."""
-    target = file.resolve()
-    try:
-        mode = stat.S_IMODE(target.stat().st_mode)
-    except FileNotFoundError:
-        mode = 0o600  # config.yaml may hold keys
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, mode)
-        os.replace(temporary, target)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
-    directory = os.open(target.parent, os.O_RDONLY)
-    try:
-        os.fsync(directory)
-    finally:
-        os.close(directory)
+    """Replace ``file`` (its symlink target, if it is one) by ``text``, all or nothing; a new file gets mode 600 (config.yaml may hold keys)."""
+    write_atomic(file.resolve(), text.encode("utf-8"), new_mode=0o600)

@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+
+from actors._atomic import write_atomic
 
 from ._errors import FileBusy
 
@@ -31,38 +32,11 @@ _locks_guard = threading.Lock()
 
 
 def atomic_write_text(path: Path, text: str, *, mode: int = 0o644) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) atomically.
+    """Replace ``path`` with ``text`` (UTF-8) atomically (:func:`actors._atomic.write_atomic`).
 
     A file that exists keeps its permission bits; a new one gets ``mode``.
     """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        pass
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(path.parent)
-
-
-def _fsync_dir(folder: Path) -> None:
-    # Makes the rename itself durable; some filesystems refuse to fsync a directory.
-    with contextlib.suppress(OSError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    write_atomic(path, text.encode("utf-8"), new_mode=mode)
 
 
 @contextlib.contextmanager

@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from actors.memory._files import atomic_write_text
+from actors._atomic import write_atomic
 
 LOCAL_SERVERS: tuple[tuple[str, int], ...] = (("Ollama", 11434), ("llama.cpp", 8080), ("vLLM", 8000), ("LM Studio", 1234))
 PROVIDERS: Mapping[str, tuple[str, str, str]] = {
@@ -118,11 +118,11 @@ def save(home: Path, choice: Choice) -> tuple[Path, Path | None]:
         section["api_key"] = choice.api_key
     elif "api_key" in section:
         del section["api_key"]  # the key lives in .env from now on
-    atomic_write_text(config, _dumped(yaml, document), mode=0o600)  # an existing file keeps its mode
+    write_atomic(config, _dumped(yaml, document).encode(), new_mode=0o600)  # an existing file keeps its mode
     if choice.key_variable is None:
         return config, None
     dotenv = home / ".env"
-    atomic_write_text(dotenv, _with_variable(dotenv, choice.key_variable, choice.api_key), mode=0o600)
+    write_atomic(dotenv, _with_variable(dotenv, choice.key_variable, choice.api_key).encode(), new_mode=0o600)
     dotenv.chmod(0o600)  # it holds keys: also when it existed with a looser mode
     return config, dotenv
 

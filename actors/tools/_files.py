@@ -15,9 +15,9 @@ from typing import Annotated
 import msgspec
 import trio
 
+from actors._atomic import write_atomic
 from actors.agent import ToolContext, ToolOutput, ToolTraits
 
-from ._atomic import write_atomic
 from ._paths import display, missing_hint, resolve, write_refusal
 from ._registry import tool
 from ._textfile import SAMPLE_BYTES, binary_reason

@@ -22,9 +22,9 @@ from typing import Annotated, Literal
 import msgspec
 import trio
 
+from actors._atomic import write_atomic
 from actors.agent import ToolContext, ToolOutput, ToolTraits
 
-from ._atomic import write_atomic
 from ._escapes import real_controls
 from ._files import refusal_message, write_denied
 from ._fuzzy import Text

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Literal
 
-from ._atomic import TEMP_SUFFIX, write_atomic
+from actors._atomic import TEMP_SUFFIX, write_atomic
+
 from ._files import refusal_message, write_denied
 from ._patch_format import AddFile, DeleteFile, Operation, UpdateFile
 from ._patch_hunks import Applied, HunkFailed, apply_hunks

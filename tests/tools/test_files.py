@@ -154,7 +154,7 @@ async def test_a_failed_write_leaves_the_original_intact_and_no_temporary_file(c
     def broken_fsync(fd: int) -> None:
         raise OSError(5, "Input/output error")
 
-    monkeypatch.setattr("actors.tools._atomic.os.fsync", broken_fsync)
+    monkeypatch.setattr("actors._atomic.os.fsync", broken_fsync)
     result = await run("write_file", {"path": "keep.txt", "content": "replacement\n"}, call)
     assert not result.ok and result.content == "[error] could not write keep.txt: Input/output error; the file is unchanged."
     assert target.read_text() == "precious\n" and leftovers(tmp_path) == []

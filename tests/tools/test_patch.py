@@ -140,7 +140,7 @@ async def test_a_failed_patch_write_keeps_the_original_and_no_temporary_file(cal
     def full_disk(src: str, dst: str) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("actors.tools._atomic.os.replace", full_disk)
+    monkeypatch.setattr("actors._atomic.os.replace", full_disk)
     result = await patch(call, old_string="import os", new_string="import sys")
     assert not result.ok and "No space left on device; the file is unchanged" in result.content
     assert (tmp_path / "app.py").read_text() == SOURCE and leftovers(tmp_path) == []

@@ -2,7 +2,9 @@
 
 A reader (or a crash) sees the old file or the new one, never a half-written one. If
 anything fails before the rename, the temporary file is removed and the target is
-untouched. The file's permission bits (and, when allowed, its owner) are kept.
+untouched. The file's permission bits (and, when allowed, its owner) are kept. The one
+writer of the project: the file tools, the memory and skill files, ``hermes config set`` and
+``hermes setup`` all replace files through it.
 
 Blocking: call from a worker thread (``trio.to_thread.run_sync``), never the reactor.
 """
@@ -30,8 +32,9 @@ def _umask() -> int:
     return 0o022
 
 
-def write_atomic(path: Path, data: bytes) -> bool:
-    """Replace (or create) ``path`` with ``data``; parent directories are created.
+def write_atomic(path: Path, data: bytes, *, new_mode: int | None = None) -> bool:
+    """Replace (or create) ``path`` with ``data``; parent directories are created. A new file
+    gets ``new_mode`` (default: 0o666 less the umask); an existing one keeps its mode.
 
     Returns:
         True if the file existed before.
@@ -46,7 +49,10 @@ def write_atomic(path: Path, data: bytes) -> bool:
         before = None
     if before is not None and stat.S_ISDIR(before.st_mode):
         raise IsADirectoryError(f"{path} is a directory")
-    mode = stat.S_IMODE(before.st_mode) if before is not None else 0o666 & ~_umask()
+    if before is not None:
+        mode = stat.S_IMODE(before.st_mode)
+    else:
+        mode = new_mode if new_mode is not None else 0o666 & ~_umask()
     fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:100]}.", suffix=TEMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as out:
