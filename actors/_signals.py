@@ -8,9 +8,11 @@ once with status 128 + the signal's number (130 for SIGINT, 143 for SIGTERM), wi
 finishing the shutdown. Process groups its commands left running are killed by the next
 start (the group ledger, ``_groups.py``).
 
-The handlers run in the main thread between bytecodes (a blocked ``Event.wait`` or lock
-acquire is interrupted for them), so a second signal is honoured even while the main
-thread waits for the runtime to stop.
+The handlers run in the main thread between bytecodes. A signal the kernel delivers to
+another thread (the reactor's, an actor's) does not interrupt the main thread's wait, so
+its handler would run only when the main thread next wakes: :meth:`SignalStop.wait` wakes
+every :data:`SIGNAL_POLL` seconds for that (without it, a SIGTERM that landed on the reactor
+thread left ``hermes serve`` waiting forever).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
+import time
 from collections.abc import Sequence
 from types import FrameType, TracebackType
 from typing import TYPE_CHECKING
@@ -28,6 +31,8 @@ if TYPE_CHECKING:
     from ._runtime import Runtime
 
 STOP_SIGNALS: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM)
+SIGNAL_POLL = 0.2
+"""Seconds at most between two wake-ups of a waiting main thread (see the module docstring)."""
 
 
 class SignalStop:
@@ -73,7 +78,13 @@ class SignalStop:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Until a signal or the runtime's end (or ``timeout`` seconds); whether either came."""
-        return self._done.wait(timeout)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            step = SIGNAL_POLL if deadline is None else max(0.0, min(SIGNAL_POLL, deadline - time.monotonic()))
+            if self._done.wait(step):  # a timed wait returns, and pending handlers run
+                return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return self._done.is_set()
 
     def _on_event(self, event: Message) -> None:
         if isinstance(event, ChildExited) and event.path == "/":

@@ -66,3 +66,34 @@ def test_the_end_of_the_runtime_ends_the_wait_without_a_signal() -> None:
         assert stop.wait(DEADLINE)
         stopper.join(DEADLINE)
     assert stop.received is None
+
+
+# The signal lands on another thread while the main thread waits (the kernel picks any thread
+# that does not block it): the main thread must still wake up and run the handler.
+LOST_SIGNAL_COMMAND = """
+import inspect, signal, sys, threading, time
+from actors import SignalStop
+main = threading.main_thread().ident
+lines, first = inspect.getsourcelines(threading.Condition.wait)
+waiting = [first + i for i, line in enumerate(lines) if "waiter.acquire(" in line][1:]  # the first takes the new waiter lock
+
+def blocked() -> bool:
+    frame = sys._current_frames().get(main)
+    return frame is not None and frame.f_code is threading.Condition.wait.__code__ and frame.f_lineno in waiting
+
+def other_thread() -> None:
+    while not (blocked() and time.sleep(0.02) is None and blocked()):  # a barrier: the main thread sits in the lock
+        time.sleep(0.005)
+    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+with SignalStop("lost") as stop:
+    threading.Thread(target=other_thread, daemon=True).start()
+    stop.wait()
+    print("stopped by", stop.received, flush=True)
+"""
+
+
+def test_a_signal_delivered_to_another_thread_still_ends_the_main_threads_wait() -> None:
+    """Found by a flaky CI run: SIGTERM right after 'listening' left hermes serve waiting forever."""
+    done = subprocess.run([sys.executable, "-c", LOST_SIGNAL_COMMAND], capture_output=True, text=True, timeout=DEADLINE)
+    assert (done.returncode, done.stdout) == (0, "stopped by SIGTERM\n"), done.stderr

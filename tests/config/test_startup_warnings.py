@@ -75,6 +75,9 @@ def test_serve_says_once_on_stderr_which_keys_have_no_effect(tmp_path: Path) -> 
             if process.poll() is None:
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait(DEADLINE)
+            for pipe in (process.stdout, process.stderr):  # a failed test must not leak them into the next
+                if pipe is not None:
+                    pipe.close()
     assert process.returncode == 0, stderr
     assert stderr.count(TYPO) == 1 and stderr.count(IGNORED) == 1, stderr
 
