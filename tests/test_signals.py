@@ -71,7 +71,7 @@ def test_the_end_of_the_runtime_ends_the_wait_without_a_signal() -> None:
 # The signal lands on another thread while the main thread waits (the kernel picks any thread
 # that does not block it): the main thread must still wake up and run the handler.
 LOST_SIGNAL_COMMAND = """
-import inspect, signal, sys, threading, time
+import inspect, os, signal, sys, threading
 from actors import SignalStop
 main = threading.main_thread().ident
 lines, first = inspect.getsourcelines(threading.Condition.wait)
@@ -79,11 +79,14 @@ waiting = [first + i for i, line in enumerate(lines) if "waiter.acquire(" in lin
 
 def blocked() -> bool:
     frame = sys._current_frames().get(main)
-    return frame is not None and frame.f_code is threading.Condition.wait.__code__ and frame.f_lineno in waiting
+    if frame is None or frame.f_code is not threading.Condition.wait.__code__ or frame.f_lineno not in waiting:
+        return False
+    with open(f"/proc/self/task/{threading.main_thread().native_id}/stat") as stat:  # asleep in the kernel, not on its way there
+        return stat.read().rsplit(")", 1)[1].split()[0] == "S"
 
 def other_thread() -> None:
-    while not (blocked() and time.sleep(0.02) is None and blocked()):  # a barrier: the main thread sits in the lock
-        time.sleep(0.005)
+    while not blocked():  # a barrier: the main thread sits in the lock's acquire
+        os.sched_yield()
     signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
 
 with SignalStop("lost") as stop:
