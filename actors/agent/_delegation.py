@@ -24,10 +24,20 @@ from ._hub import HubRegistry
 from ._reader import TrioSubscriber
 
 BLOCKED_IN_CHILDREN = frozenset({"delegate_task", "clarify", "memory", "execute_code"})
-MAX_DEPTH = 2
-"""A session at depth ``MAX_DEPTH - 1`` cannot delegate (the top session is depth 0)."""
 MAX_CHILDREN = 3
 CHILD_ITERATIONS = 50
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class DelegationLimits:
+    """``delegation:`` in config.yaml."""
+
+    max_children: int = MAX_CHILDREN
+    """Children of one session running at once (``max_concurrent_children``)."""
+    spawn_depth: int = 1
+    """Levels of children under a top session (``max_spawn_depth``): a session at this depth cannot delegate (the top one is depth 0)."""
+    child_iterations: int = CHILD_ITERATIONS
+    """A child turn's tool-calling iterations (``max_iterations``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,18 +54,21 @@ class SessionOverrides:
 class Delegation:
     """One per session: starts that session's children (used from the reactor thread only)."""
 
-    def __init__(self, registry: Registry, reactor: Reactor, hubs: HubRegistry, session_id: str, depth: int) -> None:
+    def __init__(
+        self, registry: Registry, reactor: Reactor, hubs: HubRegistry, session_id: str, depth: int, limits: DelegationLimits = DelegationLimits()
+    ) -> None:
         self.registry = registry
+        self.limits = limits
         self.reactor = reactor
         self.hubs = hubs
         self.session_id = session_id
         self.depth = depth
         self._numbers = itertools.count(1)
-        self._slots = trio.Semaphore(MAX_CHILDREN)
+        self._slots = trio.Semaphore(limits.max_children)
 
     @property
     def allowed(self) -> bool:
-        return self.depth + 1 < MAX_DEPTH
+        return self.depth < self.limits.spawn_depth
 
     def next_child_id(self) -> str:
         """Name the next child (in task order, so runs are reproducible)."""
@@ -67,9 +80,9 @@ class Delegation:
 
         from ._address import SESSIONS_PATH
 
-        async with self._slots:  # at most MAX_CHILDREN children of this session at once
+        async with self._slots:  # at most limits.max_children children of this session at once
             turn_id = f"{child_id}.turn"
-            overrides = SessionOverrides(parent_session_id=self.session_id, depth=self.depth + 1)
+            overrides = SessionOverrides(parent_session_id=self.session_id, depth=self.depth + 1, max_iterations=self.limits.child_iterations)
             address: Address[SessionInbox] = start_child(self.registry, self.registry.lookup(SESSIONS_PATH), child_id, child_id, overrides)
             hub = self.hubs.get(child_id)
             reader = TrioSubscriber(self.reactor, turn_id=turn_id)

@@ -11,7 +11,7 @@ import functools
 import logging
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -19,6 +19,9 @@ from protocols import ChatMessage
 from protocols._store import Interrupted, SessionRecord, TurnRecord
 
 from ._session_core import Loaded
+
+if TYPE_CHECKING:
+    from actors.memory import MemorySettings
 
 log = logging.getLogger(__name__)
 
@@ -37,13 +40,13 @@ def build_system_prompt(model: str, platform_hint: str, today: datetime.date, co
     return "\n".join(lines)
 
 
-def _prompt_context(home: Path, workdir: Path) -> str:
+def _prompt_context(home: Path, workdir: Path, memory: MemorySettings) -> str:
     """Memory snapshot, skills index and context files: read once, when a session is created."""
     from actors.memory import context_files, memory_snapshot, skills_index
 
     blocks = []
     builders: tuple[Callable[[], str], ...] = (
-        functools.partial(memory_snapshot, home),
+        functools.partial(memory_snapshot, home, memory),
         functools.partial(skills_index, home),
         functools.partial(context_files, workdir),
     )
@@ -62,21 +65,21 @@ Found = tuple[SessionRecord | None, list[ChatMessage], str, list[TurnRecord]]
 """The session's record, its transcript, the new-session prompt context, its turns."""
 
 
-def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> Found:
+def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path, memory: MemorySettings) -> Found:
     with open_reader() as reader:
         record = reader.get_session(session_id)
         messages = reader.load_messages(session_id)
         turns = reader.load_turns(session_id) if record is not None else []
-    context = _prompt_context(home, workdir) if record is None else ""
+    context = _prompt_context(home, workdir, memory) if record is None else ""
     return record, messages, context, turns
 
 
-async def load_with_retry(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path) -> Found:
+async def load_with_retry(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path, memory: MemorySettings) -> Found:
     # The store writer may still be creating the file when a session starts first.
     delay = 0.01
     while True:
         try:
-            return await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir)
+            return await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir, memory)
         except Exception as exc:
             log.debug("session %s: store not readable yet: %s", session_id, exc)
             await trio.sleep(delay)

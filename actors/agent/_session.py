@@ -74,7 +74,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.store = store_address(context.registry, self.deps.store_path)
         self.providers = Providers(self.deps.model, self.deps.providers, context.registry)
         depth = self.overrides.depth if self.overrides is not None else 0
-        self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth)
+        self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth, self.deps.delegation)
         # Load only after the writer has committed everything sent before now: writes of a
         # dead incarnation may still be in its inbox (otherwise a tool result landing after
         # the reload would get a second, synthetic result). Those that build on a refused
@@ -90,7 +90,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.hub.unsubscribe(subscriber)
             case StoreStatistics() if self.host.state is None:
                 deps = self.deps
-                self.start_wait(load_with_retry, deps.open_reader, self.session_id, deps.home, deps.workdir, tag="load", timeout=deps.load_timeout)
+                read = (deps.open_reader, self.session_id, deps.home, deps.workdir, deps.tool_settings.memory)
+                self.start_wait(load_with_retry, *read, tag="load", timeout=deps.load_timeout)
             case WaitFinished(tag="load"):
                 self.host.receive(self.loaded(message))
             case AnswerClarification(request_id=request_id, answer=answer) if self.workspace.clarifier is not None:
@@ -172,6 +173,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             store_file=deps.store_file,
             delegation=self.delegation if self.delegation.allowed else None,
             tools=deps.tools,
+            settings=deps.tool_settings,
         )
         return self.start_wait(deps.tools[effect.name].run, effect.arguments, context, tag="tool", timeout=effect.timeout)
 

@@ -11,10 +11,11 @@ from actors.credentials import ProviderSpec
 from protocols._store import Interrupted
 
 from ._approval_settings import ApprovalSettings
+from ._delegation import DelegationLimits
 from ._hub import HubRegistry
 from ._machine import MachineConfig
 from ._model import ModelClients, ModelSettings
-from ._tools import ToolSpec
+from ._tools import ToolSettings, ToolSpec
 
 if TYPE_CHECKING:
     from ._delegation import SessionOverrides
@@ -48,6 +49,10 @@ class SessionDeps:
     """The store's file, handed to tools that search past sessions."""
     approvals: ApprovalSettings = ApprovalSettings()
     """Approval mode, timeout, allowlist and deny globs (``off`` never skips the hardline list)."""
+    tool_settings: ToolSettings = ToolSettings()
+    """What config.yaml sets for the tools (terminal timeout, memory files and limits)."""
+    delegation: DelegationLimits = DelegationLimits()
+    """How many children a session runs at once, how deep, with what budget."""
     store_ack_timeout: float = 30.0
     """Seconds a write may stay unanswered before the session stops trusting its memory and
     reloads from the store (a lost reply, a wedged writer); far above any commit (the

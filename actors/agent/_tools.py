@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from actors.memory import MemorySettings
 from protocols._session import SessionEvent
 
 from ._approvals import ApprovalGate
@@ -49,6 +50,16 @@ class Workspace:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class ToolSettings:
+    """What config.yaml sets for the tools of every session of a runtime."""
+
+    terminal_timeout: float = 180.0
+    """``terminal.timeout``: seconds a command runs when the model does not say."""
+    memory: MemorySettings = MemorySettings()
+    """``memory:``: which memory files are in use, and their limits."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class ToolContext:
     """The context of one running tool call: who is calling, from where, with what.
 
@@ -70,6 +81,7 @@ class ToolContext:
     """Starts child sessions (delegate_task); None where delegation is not possible."""
     tools: Mapping[str, ToolSpec] = dataclasses.field(default_factory=dict)
     """The session's tools, for tools that call tools (execute_code)."""
+    settings: ToolSettings = ToolSettings()
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -56,13 +56,24 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
         "codex_gpt55_autoraise codex_gpt55_autoraise_notice codex_app_server_auto codex_responses_native "
         "codex_responses_compact_threshold in_place model_thresholds idle_compact_after_seconds"
     ),
+    "AgentSection": _words(
+        "gateway_timeout tool_use_enforcement turn_liveness reasoning_effort verbose quiet_mode save_trajectories "
+        "system_prompt personalities ephemeral_system_prompt prefill_messages max_tokens temperature"
+    ),
+    "TerminalSection": _words(
+        "env_passthrough docker_image singularity_image modal_image daytona_image container_cpu container_memory "
+        "container_disk container_persistent docker_volumes docker_mount_cwd_to_workspace docker_forward_env "
+        "persistent_shell lifetime_seconds ssh_host ssh_user ssh_port ssh_key sudo_password"
+    ),
+    "MemorySection": _words("nudge_interval provider flush_min_turns skill_nudge_interval"),
+    "DelegationSection": _words("model provider base_url api_key reasoning_effort toolsets"),
     "ApprovalsSection": _words(
         "cron_mode single_query_mode unattended_mode smart_policy denial_breaker_threshold mcp_reload_confirm destructive_slash_confirm"
     ),
 }
 """Hermes's keys inside a section this build types, by the section's struct, that the build does not type."""
 
-NOT_APPLIED = frozenset({"toolsets", "agent", "terminal", "memory", "delegation", "platforms", "mcp_servers", "hooks", "cron", "timezone"})
+NOT_APPLIED = frozenset({"platforms", "mcp_servers", "hooks", "cron", "timezone"})
 """Top-level sections typed (a wrong value is an error) but not read by the runtime yet: reported as ignored when set."""
 
 _SECRET_NAME = re.compile(r"(^|_)(api_key|key|token|secret|password|access_token)$", re.IGNORECASE)

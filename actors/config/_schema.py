@@ -1,9 +1,9 @@
 """config.yaml as one typed value: :class:`HermesConfig`, in Hermes's layout and names.
 
 The sections this build reads are typed in detail (``_schema_model.py`` for the model and its
-providers, and here ``compression``, ``approvals``, ``api_server``). Sections typed for
-validation but not applied yet (``toolsets``, ``agent``, ``terminal``, ``memory``,
-``delegation``, ``platforms``, ``mcp_servers``, ``hooks``, ``cron``, ``timezone``; see
+providers, and here ``compression``, ``approvals``, ``api_server``, ``toolsets``, ``agent``,
+``terminal``, ``memory``, ``delegation``). Sections typed for validation but not applied yet
+(``platforms``, ``mcp_servers``, ``hooks``, ``cron``, ``timezone``; see
 ``_known.NOT_APPLIED``) hold only a few of Hermes's keys, with Hermes's types, so that a value
 Hermes accepts is accepted here; they are reported as ignored when set. Defaults are what this
 build does when a key is unset (Hermes's own where the build has no equivalent).
@@ -48,36 +48,50 @@ class ApiServerSection(msgspec.Struct, frozen=True, kw_only=True):
     tool_progress: bool = False
 
 
-# Typed for validation, not applied by this build yet (see the module docstring).
-
-
 class AgentSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``agent:``, the turn loop's limits."""
+
     max_turns: int | str | None = None
-    """A cap on a turn's iterations; null, 0, -1, ``unlimited``: none."""
-    api_max_retries: int = 3
+    """Tool-calling iterations a turn may take (unset: 90); 0, -1 or ``unlimited``: no cap (the turn's deadline still holds)."""
+    api_max_retries: Annotated[int, msgspec.Meta(ge=0, le=20)] | None = None
+    """Retries of a failed model call before the turn moves on to the next provider (unset: 4)."""
     disabled_toolsets: list[str] = []
+    """Toolsets (or single tools) taken out of every session's tools."""
 
 
 class TerminalSection(msgspec.Struct, frozen=True, kw_only=True):
-    backend: str = "local"
-    cwd: str = "."
-    timeout: float = 180.0
-    env_passthrough: list[str] = []
+    """``terminal:``, where commands run. Only the local backend is built."""
+
+    backend: Literal["local"] = "local"
+    cwd: str = ""
+    """A session's first working directory (``~`` expands; relative to where hermes started); empty: where hermes started."""
+    timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] = 180.0
+    """Seconds a command may run when the model does not say (at most 600)."""
 
 
 class MemorySection(msgspec.Struct, frozen=True, kw_only=True):
+    """``memory:``, the built-in memory files (MEMORY.md, USER.md)."""
+
     memory_enabled: bool = True
+    """False: no MEMORY.md in the prompt, and the memory tool refuses it."""
     user_profile_enabled: bool = True
-    memory_char_limit: int = 2200
-    user_char_limit: int = 1375
+    """False: no USER.md in the prompt, and the memory tool refuses it."""
+    memory_char_limit: Annotated[int, msgspec.Meta(gt=0)] = 2200
+    user_char_limit: Annotated[int, msgspec.Meta(gt=0)] = 1375
 
 
 class DelegationSection(msgspec.Struct, frozen=True, kw_only=True):
-    model: str = ""
-    provider: str = ""
-    max_iterations: int = 50
-    max_concurrent_children: int = 3
-    max_spawn_depth: int = 1
+    """``delegation:``, child sessions started by ``delegate_task``."""
+
+    max_iterations: Annotated[int, msgspec.Meta(gt=0)] = 50
+    """A child turn's tool-calling iterations."""
+    max_concurrent_children: Annotated[int, msgspec.Meta(gt=0, le=64)] = 3
+    """Children of one session running at once."""
+    max_spawn_depth: Annotated[int, msgspec.Meta(ge=0, le=8)] = 1
+    """Levels of children under a top session: 1, children cannot delegate; 0, nobody can."""
+
+
+# Typed for validation, not applied by this build yet (see the module docstring).
 
 
 class PlatformEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,6 +140,9 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Pattern keys approved for good (ours, or Hermes's descriptions)."""
     api_server: ApiServerSection = ApiServerSection()
     toolsets: list[str] = msgspec.field(default_factory=lambda: ["hermes-cli"])
+    """The toolsets of ``hermes chat`` sessions (the ``cli`` platform)."""
+    platform_toolsets: dict[str, list[str]] = {}
+    """Per platform (``cli``, ``api_server``, ...): its toolsets, instead of the default (``toolsets`` for ``cli``)."""
     agent: AgentSection = AgentSection()
     terminal: TerminalSection = TerminalSection()
     memory: MemorySection = MemorySection()

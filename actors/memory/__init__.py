@@ -44,6 +44,7 @@ from ._store import MEMORY_LIMIT as MEMORY_LIMIT
 from ._store import SEPARATOR as SEPARATOR
 from ._store import USER_LIMIT as USER_LIMIT
 from ._store import MemoryChange as MemoryChange
+from ._store import MemorySettings as MemorySettings
 from ._store import MemoryStore as MemoryStore
 from ._store import MemoryTarget as MemoryTarget
 from ._threats import Threat as Threat
@@ -60,6 +61,7 @@ __all__ = [
     "KnowledgeError",
     "MEMORY_LIMIT",
     "MemoryChange",
+    "MemorySettings",
     "MemoryStore",
     "MemoryTarget",
     "OverLimit",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ._skills import SkillLibrary
-from ._store import FILE_NAMES, MemoryStore, MemoryTarget, render_entries
+from ._store import FILE_NAMES, MemorySettings, MemoryTarget, render_entries
 from ._threats import scan_text
 
 MAX_INDEX_DESCRIPTION_CHARS = 300
@@ -25,11 +25,14 @@ _HEADINGS: dict[MemoryTarget, str] = {
 }
 
 
-def memory_snapshot(home: Path) -> str:
-    """Both memory files as one block for the system prompt; empty when neither has an entry."""
-    store = MemoryStore(home)
+def memory_snapshot(home: Path, settings: MemorySettings = MemorySettings()) -> str:
+    """Both memory files (those ``settings`` enable) as one block for the system prompt; empty when neither has an entry."""
+    store = settings.store(home)
     sections: list[str] = []
-    for target in ("memory", "user"):
+    targets: tuple[MemoryTarget, ...] = ("memory", "user")
+    for target in targets:
+        if not settings.enabled(target):
+            continue
         entries = store.entries(target)
         if not entries:
             continue

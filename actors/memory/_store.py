@@ -56,6 +56,22 @@ def render_entries(entries: list[str] | tuple[str, ...]) -> str:
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
+class MemorySettings:
+    """``memory:`` in config.yaml: which files are in use and their limits."""
+
+    memory_enabled: bool = True
+    user_enabled: bool = True
+    memory_limit: int = MEMORY_LIMIT
+    user_limit: int = USER_LIMIT
+
+    def enabled(self, target: MemoryTarget) -> bool:
+        return self.memory_enabled if target == "memory" else self.user_enabled
+
+    def store(self, home: Path) -> MemoryStore:
+        return MemoryStore(home, memory_limit=self.memory_limit, user_limit=self.user_limit)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class MemoryChange:
     """The outcome of one operation: what the file holds now."""
 

@@ -17,30 +17,15 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
-from actors.agent import (
-    ConfigError,
-    HubRegistry,
-    MachineConfig,
-    ModelClients,
-    SessionDeps,
-    build_agent_runtime,
-    hermes_home,
-    load_approval_settings,
-    reader_opener,
-)
-from actors.agent._compression_settings import load_compression
-from actors.agent._config import read_config
-from actors.agent._providers import primary_settings, with_chain
-from actors.agent._tokens import tools_size
+from actors.agent import ConfigError, HubRegistry, ModelClients, build_agent_runtime, hermes_home
 from actors.config import load_config
-from actors.credentials._settings import load_providers
 from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
 from ._listen import Listener, ListenError, open_listener
+from ._runtime_deps import Platform, configured_deps
 from ._server import API_SERVER_PATH, ApiServer, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -53,82 +38,48 @@ def _version() -> str:
         return "0"
 
 
-def _tools() -> dict[str, Any]:
-    import actors.tools as tools_package  # importing registers the tools
-
-    names = tools_package.resolve_toolsets(["hermes-api-server"])
-    return tools_package.REGISTRY.specs(names)
-
-
-def _yes(value: object) -> bool:
-    return str(value).strip().lower() in ("true", "1", "yes", "on")
+API_PLATFORM = Platform(name="api_server", source="api", hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.")
 
 
 def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False) -> int:
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
+    hubs, clients = HubRegistry(), ModelClients()
     try:
         loaded = load_config(home, env)
-        chain = load_providers(home, env=env)
-        model = primary_settings(chain, home, env)
-        approvals = load_approval_settings(home, env=env, yolo=yolo)
-        compression = load_compression(home, model.model)
+        deps = configured_deps(home, env, loaded, API_PLATFORM, yolo=yolo, hubs=hubs, clients=clients)
         key, created = load_or_create_key(home, env)
-        section = read_config(home).get("api_server") or {}
     except (ConfigError, KeyError_) as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
     for line in loaded.warning_lines():  # once, at start: keys that have no effect
         print(f"hermes serve: {line}", file=sys.stderr, flush=True)
-    origins = frozenset(section.get("cors_origins") or ())
-    host = host or str(section.get("host") or "127.0.0.1")
-    port = port if port is not None else int(section.get("port") or 8642)
+    section = loaded.config.api_server
+    model, approvals, store = deps.model, deps.approvals, home / "state.db"
+    host = host or section.host
+    port = port if port is not None else section.port
     try:  # before anything starts: a taken port is one line, not a supervisor giving up
         listener = Listener(open_listener(host, port))
     except ListenError as exc:
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
         return 2
-    if _yes(section.get("access_log")):
+    if section.access_log:
         logging.getLogger("hermes.access").setLevel(logging.INFO)
-    clients = ModelClients()
     settings = ServerSettings(
         host=host,
         port=port,
         key=key,
-        model_name=str(section.get("model_name") or "hermes-agent"),
+        model_name=section.model_name,
         version=_version(),
-        allowed_origins=origins,
-        max_concurrent=int(section.get("max_concurrent") or 10_000),
-        store_file=home / "state.db",
-        tool_progress=_yes(section.get("tool_progress")),
-        plain_model_name=str(section["plain_model_name"]) if section.get("plain_model_name") else None,
+        allowed_origins=frozenset(section.cors_origins),
+        max_concurrent=section.max_concurrent,
+        store_file=store,
+        tool_progress=section.tool_progress,
+        plain_model_name=section.plain_model_name or None,
         upstream=model,
         clients=clients,
         listener=listener,
     )
-    store = home / "state.db"
-    tools = _tools()
-    hubs = HubRegistry()
-    deps = SessionDeps(
-        hubs=hubs,
-        open_reader=reader_opener(store),
-        model=model,
-        clients=clients,
-        tools=tools,
-        config=MachineConfig(
-            traits={name: spec.traits for name, spec in tools.items()},
-            compression=compression.settings,
-            context_length=compression.context_length,
-            summary_model=compression.summary_model,
-            tools_size=tools_size([spec.schema() for spec in tools.values()]),
-        ),
-        source="api",
-        platform_hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.",
-        home=home,
-        store_file=store,
-        approvals=approvals,
-    )
-    deps = with_chain(deps, chain)
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     reaped = claim_group_ledger(home / "run" / "groups")
     if reaped:

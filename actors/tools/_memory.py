@@ -14,7 +14,7 @@ import msgspec
 import trio
 
 from actors.agent import ToolContext, ToolOutput
-from actors.memory import KnowledgeError, MemoryChange, MemoryStore
+from actors.memory import KnowledgeError, MemoryChange
 
 from ._registry import tool
 
@@ -44,7 +44,11 @@ class MemoryArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 @tool(name="memory", toolset="memory", description=DESCRIPTION)
 async def memory(context: ToolContext, args: MemoryArgs) -> ToolOutput:
-    store = MemoryStore(context.home)
+    settings = context.settings.memory
+    if not settings.enabled(args.target):
+        key = "memory.memory_enabled" if args.target == "memory" else "memory.user_profile_enabled"
+        return _error(f"the {args.target} file is turned off ({key}: false in config.yaml); nothing was saved")
+    store = settings.store(context.home)
     try:
         if args.action == "add":
             if args.content is None:

@@ -38,7 +38,6 @@ from ._terminal_background import start_background
 from ._terminal_output import HeadTail
 from ._terminal_run import ShellChannel, run_shell
 
-DEFAULT_TIMEOUT = 180.0
 MAX_TIMEOUT = 600.0
 DEFAULT_APPROVAL_TIMEOUT = 300.0
 """Seconds an approval request waits when the gate does not say (``gate.timeout``)."""
@@ -57,7 +56,7 @@ class TerminalArgs(msgspec.Struct, kw_only=True):
         Annotated[float, msgspec.Meta(gt=0)] | None,
         msgspec.Meta(
             description=(
-                "Seconds before the command and every process it started are killed (default 180, at most 600). "
+                "Seconds before the command and every process it started are killed (default 180 unless the user set another, at most 600). "
                 "With background=true: its lifetime (default: until killed or the session ends)."
             )
         ),
@@ -198,7 +197,7 @@ async def terminal(context: ToolContext, args: TerminalArgs) -> ToolOutput:
     if args.background:
         lifetime = min(args.timeout, MAX_TIMEOUT) if args.timeout is not None else None
         return start_background(context, command, cwd, lifetime)
-    timeout = min(args.timeout or DEFAULT_TIMEOUT, MAX_TIMEOUT)
+    timeout = min(args.timeout or context.settings.terminal_timeout, MAX_TIMEOUT)
     output = await run_foreground(context, command, cwd, timeout, record_cwd=args.workdir is None)
     if note:
         return ToolOutput(f"{note}\n{output.content}", ok=output.ok)

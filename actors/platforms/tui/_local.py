@@ -27,20 +27,12 @@ from actors import DeliveryError, HermesError, claim_group_ledger, use_group_led
 from actors.agent import (
     SESSIONS_PATH,
     ConfigError,
-    HubRegistry,
-    MachineConfig,
-    ModelClients,
     SessionDeps,
     SessionHub,
-    ToolSpec,
     build_agent_runtime,
-    load_approval_settings,
-    reader_opener,
     tell_session,
 )
-from actors.agent._providers import primary_settings, with_chain
 from actors.credentials._report import pool_lines
-from actors.credentials._settings import load_providers
 from actors.store import STORE_PATH, StoreError, StoreReader
 from protocols import (
     AnswerClarification,
@@ -71,14 +63,6 @@ FLUSH_TIMEOUT = 5.0
 REPLY_TIMEOUT = 10.0
 
 log = logging.getLogger(__name__)
-
-
-def cli_tools() -> dict[str, ToolSpec]:
-    """The ``hermes-cli`` toolset: everything a person at a terminal uses, clarify included."""
-    import actors.tools as tools_package  # importing registers the tools
-
-    names = tools_package.resolve_toolsets(["hermes-cli"])
-    return tools_package.REGISTRY.specs(names)
 
 
 class _Ignore:
@@ -271,12 +255,13 @@ def hermes_home(env: Mapping[str, str]) -> Path:
 
 def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | None = None, yolo: bool = False) -> LocalSession:
     """Read the configuration under ``home`` and start the runtime; :class:`SetupFailed` says what is missing."""
+    from actors.config import load_config
+    from actors.platforms._runtime_deps import Platform, configured_deps
+
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     try:
-        chain = load_providers(home, env=env)
-        model = primary_settings(chain, home, env)
-        approvals = load_approval_settings(home, env=env, yolo=yolo)
+        deps = configured_deps(home, env, load_config(home, env), Platform(name="cli", source="cli", hint=PLATFORM_HINT), yolo=yolo)
     except ConfigError as exc:
         raise SetupFailed(str(exc)) from None
     try:
@@ -286,21 +271,6 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         raise SetupFailed(msg) from None
     store = home / "state.db"
     claim_group_ledger(home / "run" / "groups")  # what a killed hermes left running is stopped (logged)
-    tools = cli_tools()
-    deps = SessionDeps(
-        hubs=HubRegistry(),
-        open_reader=reader_opener(store),
-        model=model,
-        clients=ModelClients(),
-        tools=tools,
-        config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}),
-        source="cli",
-        platform_hint=PLATFORM_HINT,
-        home=home,
-        store_file=store,
-        approvals=approvals,
-    )
-    deps = with_chain(deps, chain)
     return LocalSession.start(deps, store)
 
 

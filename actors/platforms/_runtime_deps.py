@@ -1,0 +1,102 @@
+"""The sessions of a runtime as config.yaml sets them: one builder for ``hermes serve`` and ``hermes chat``.
+
+Reads the providers, approvals and compression from the home, the rest from the typed
+configuration (:mod:`actors.agent._session_settings`), resolves the platform's toolsets to
+tools, and returns the :class:`SessionDeps` every session of the runtime shares. A setting
+that cannot be used is a :class:`ConfigError` saying which key and what it takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+from actors import UsageError
+from actors.agent import ConfigError, HubRegistry, MachineConfig, ModelClients, SessionDeps, ToolSpec, load_approval_settings, reader_opener
+from actors.agent._compression_settings import load_compression
+from actors.agent._providers import primary_settings, with_chain
+from actors.agent._session_settings import SessionSettings, session_settings
+from actors.agent._tokens import tools_size
+from actors.config import LoadedConfig
+from actors.credentials._settings import load_providers
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Platform:
+    """Who the sessions talk to."""
+
+    name: str
+    """The key of ``platform_toolsets`` (``cli``, ``api_server``)."""
+    source: str
+    """The sessions' ``source`` in the store."""
+    hint: str
+    """The system prompt's line on how replies are shown."""
+
+
+def configured_deps(
+    home: Path,
+    env: Mapping[str, str],
+    loaded: LoadedConfig,
+    platform: Platform,
+    *,
+    yolo: bool = False,
+    hubs: HubRegistry | None = None,
+    clients: ModelClients | None = None,
+) -> SessionDeps:
+    """The sessions' shared dependencies for ``platform``; raise :class:`ConfigError` saying what to fix."""
+    chain = load_providers(home, env=env)
+    model = primary_settings(chain, home, env)
+    approvals = load_approval_settings(home, env=env, yolo=yolo)
+    compression = load_compression(home, model.model)
+    settings = session_settings(loaded.config, platform.name, file=loaded.file, cwd=Path.cwd())
+    tools = platform_tools(settings, loaded.file, platform.name)
+    config = MachineConfig(
+        traits={name: spec.traits for name, spec in tools.items()},
+        max_iterations=settings.max_iterations,
+        compression=compression.settings,
+        context_length=compression.context_length,
+        summary_model=compression.summary_model,
+        tools_size=tools_size([spec.schema() for spec in tools.values()]),
+    )
+    if settings.max_attempts is not None:
+        config = dataclasses.replace(config, max_attempts=settings.max_attempts)
+    store = home / "state.db"
+    deps = SessionDeps(
+        hubs=hubs or HubRegistry(),
+        open_reader=reader_opener(store),
+        model=model,
+        clients=clients or ModelClients(),
+        tools=tools,
+        config=config,
+        source=platform.source,
+        platform_hint=platform.hint,
+        home=home,
+        workdir=settings.workdir,
+        store_file=store,
+        approvals=approvals,
+        tool_settings=settings.tools,
+        delegation=settings.delegation,
+    )
+    return with_chain(deps, chain)
+
+
+def platform_tools(settings: SessionSettings, file: Path, platform: str) -> dict[str, ToolSpec]:
+    """The tools of the platform's toolsets, less the disabled ones and those config.yaml turned off."""
+    import actors.tools as tools_package  # importing registers the tools
+
+    key = f"platform_toolsets.{platform}" if platform != "cli" else "toolsets"
+    try:
+        names = tools_package.resolve_toolsets(settings.toolsets)
+    except UsageError as exc:
+        raise ConfigError(f"{file}: {key}: {exc}") from None
+    try:
+        removed = set(tools_package.resolve_toolsets(settings.disabled_toolsets))
+    except UsageError as exc:
+        raise ConfigError(f"{file}: agent.disabled_toolsets: {exc}") from None
+    memory = settings.tools.memory
+    if not memory.memory_enabled and not memory.user_enabled:
+        removed.add("memory")
+    if settings.delegation.spawn_depth < 1:
+        removed.add("delegate_task")
+    return tools_package.REGISTRY.specs([name for name in names if name not in removed])
