@@ -51,6 +51,7 @@ from protocols import (
     Escalated,
     Message,
     NodeState,
+    ReplaceTemplate,
     RestartDue,
     Shutdown,
     ShutdownTimedOut,
@@ -151,6 +152,8 @@ class Supervisor(Actor[SupervisorInbox]):
             case StartChild(child_id=child_id):
                 # Misuse by a caller is not a reason to restart this whole subtree.
                 log.error("%s has a fixed child list; StartChild(%s) needs a DynamicSupervisor", self.path, child_id)
+            case ReplaceTemplate():
+                log.error("%s has a fixed child list; ReplaceTemplate needs a DynamicSupervisor", self.path)
             case _:
                 super().receive(message)
 
@@ -437,7 +440,18 @@ class DynamicSupervisor(Supervisor):
         if isinstance(message, StartChild):
             self._start_dynamic(message)
             return None
+        if isinstance(message, ReplaceTemplate):
+            self._replace_template(message)
+            return None
         return super().receive(message)
+
+    def _replace_template(self, message: ReplaceTemplate) -> None:
+        kept = len(self._template.args)
+        self._template = dataclasses.replace(self._template, args=message.args)
+        for child in self._children.values():  # a restart starts from the new arguments too
+            child.spec = dataclasses.replace(child.spec, args=message.args + child.spec.args[kept:])
+            if message.notify is not None and child.status == "running":
+                child.address.tell(message.notify)
 
     def _start_dynamic(self, message: StartChild) -> None:
         existing = self._children.get(message.child_id)

@@ -13,6 +13,9 @@ another thread (the reactor's, an actor's) does not interrupt the main thread's 
 its handler would run only when the main thread next wakes: :meth:`SignalStop.wait` wakes
 every :data:`SIGNAL_POLL` seconds for that (without it, a SIGTERM that landed on the reactor
 thread left ``hermes serve`` waiting forever).
+
+With ``reload=True`` (``hermes serve``), SIGHUP asks for a reload instead: :meth:`SignalStop.wait`
+returns and :meth:`SignalStop.take_reload` says so, once per SIGHUP received.
 """
 
 from __future__ import annotations
@@ -49,10 +52,12 @@ class SignalStop:
             ...  # an orderly stop; stop.received says which signal asked for it, if one did
     """
 
-    def __init__(self, program: str, signals: Sequence[signal.Signals] = STOP_SIGNALS) -> None:
+    def __init__(self, program: str, signals: Sequence[signal.Signals] = STOP_SIGNALS, *, reload: bool = False) -> None:
         self.program = program
         """Names the process in the line printed on a forced exit."""
         self._signals = tuple(signals)
+        self._reload_signal = signal.SIGHUP if reload and hasattr(signal, "SIGHUP") else None
+        self._reloads = 0
         self._done = threading.Event()
         self._signal: str | None = None
         self._previous: dict[signal.Signals, object] = {}
@@ -60,6 +65,8 @@ class SignalStop:
     def __enter__(self) -> SignalStop:
         for signum in self._signals:
             self._previous[signum] = signal.signal(signum, self._on_signal)
+        if self._reload_signal is not None:
+            self._previous[self._reload_signal] = signal.signal(self._reload_signal, self._on_reload)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None) -> None:
@@ -77,14 +84,24 @@ class SignalStop:
         runtime.subscribe(self._on_event)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Until a signal or the runtime's end (or ``timeout`` seconds); whether either came."""
+        """Until a signal or the runtime's end, or a reload asked (or ``timeout`` seconds); whether one came."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             step = SIGNAL_POLL if deadline is None else max(0.0, min(SIGNAL_POLL, deadline - time.monotonic()))
-            if self._done.wait(step):  # a timed wait returns, and pending handlers run
+            if self._done.wait(step) or self._reloads:  # a timed wait returns, and pending handlers run
                 return True
             if deadline is not None and time.monotonic() >= deadline:
                 return self._done.is_set()
+
+    def take_reload(self) -> bool:
+        """Whether a reload was asked (SIGHUP) and not taken yet; takes one (a stop asked wins: False)."""
+        if not self._reloads or self._done.is_set():
+            return False
+        self._reloads -= 1
+        return True
+
+    def _on_reload(self, _signum: int, _frame: FrameType | None) -> None:
+        self._reloads += 1
 
     def _on_event(self, event: Message) -> None:
         if isinstance(event, ChildExited) and event.path == "/":

@@ -49,6 +49,7 @@ from ._session import ModelFallback as ModelFallback
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ModelSwitched as ModelSwitched
 from ._session import ReasoningDelta as ReasoningDelta
+from ._session import RefreshSettings as RefreshSettings
 from ._session import ResolveApproval as ResolveApproval
 from ._session import SessionCommand as SessionCommand
 from ._session import SessionEvent as SessionEvent
@@ -109,6 +110,7 @@ from ._supervision import ExitKind as ExitKind
 from ._supervision import InjectCrash as InjectCrash
 from ._supervision import NodeSnapshot as NodeSnapshot
 from ._supervision import NodeState as NodeState
+from ._supervision import ReplaceTemplate as ReplaceTemplate
 from ._supervision import RestartDue as RestartDue
 from ._supervision import Shutdown as Shutdown
 from ._supervision import ShutdownTimedOut as ShutdownTimedOut
@@ -172,9 +174,11 @@ __all__ = [
     "ProcessResult",
     "PutResponse",
     "ReasoningDelta",
+    "RefreshSettings",
     "ReloadPool",
     "RemoveLastTurn",
     "ReopenWrites",
+    "ReplaceTemplate",
     "ReportKey",
     "ResolveApproval",
     "ResponseDeleted",

@@ -119,6 +119,11 @@ class SwitchModel(Message, frozen=True, kw_only=True):
     """Local-only: anything with ``tell``."""
 
 
+class RefreshSettings(Message, frozen=True, kw_only=True):
+    """The runtime's settings changed (config.yaml reloaded): restart from the store with the
+    new ones once no turn runs (the session passivates; the next message starts it again)."""
+
+
 class ModelSwitched(Message, frozen=True, kw_only=True):
     """The answer to :class:`SwitchModel`: the session's model is saved (or ``error`` says why not)."""
 
@@ -361,6 +366,7 @@ SessionCommand = (
 
 SessionInbox = (
     SessionCommand
+    | RefreshSettings
     | MessagesPersisted
     | StoreFailed
     | SessionCreated

@@ -70,6 +70,16 @@ class StartChild(Message, frozen=True, kw_only=True):
     """Positional arguments for the child's constructor (in-process only)."""
 
 
+class ReplaceTemplate(Message, frozen=True, kw_only=True):
+    """Ask a dynamic supervisor to start children (new ones, and restarts) with these template
+    arguments from now on, and to tell ``notify`` to each child running now."""
+
+    args: tuple[Any, ...]
+    """The template's positional arguments (in-process only)."""
+    notify: Any = None
+    """A message for every running child (None: tell them nothing)."""
+
+
 class TerminateChild(Message, frozen=True, kw_only=True):
     """Ask a supervisor to stop a child for good (no restart)."""
 
@@ -95,10 +105,10 @@ class RestartDue(Message, frozen=True, kw_only=True):
     child_id: str
 
 
-SupervisorInbox = ChildExited | ShutdownTimedOut | RestartDue | Shutdown | TerminateChild | StartChild
+SupervisorInbox = ChildExited | ShutdownTimedOut | RestartDue | Shutdown | TerminateChild | StartChild | ReplaceTemplate
 """What a supervisor's inbox accepts: its children's exits, its own timers and the commands.
 
-``StartChild`` is for a ``DynamicSupervisor``; a fixed ``Supervisor`` logs it as misuse.
+``StartChild`` and ``ReplaceTemplate`` are for a ``DynamicSupervisor``; a fixed ``Supervisor`` logs them as misuse.
 """
 
 

@@ -100,3 +100,24 @@ def test_a_signal_delivered_to_another_thread_still_ends_the_main_threads_wait()
     """Found by a flaky CI run: SIGTERM right after 'listening' left hermes serve waiting forever."""
     done = subprocess.run([sys.executable, "-c", LOST_SIGNAL_COMMAND], capture_output=True, text=True, timeout=DEADLINE)
     assert (done.returncode, done.stdout) == (0, "stopped by SIGTERM\n"), done.stderr
+
+
+def test_sighup_asks_a_reload_once_each_and_a_stop_still_wins() -> None:
+    before = signal.getsignal(signal.SIGHUP)
+    with SignalStop("test", reload=True) as stop:
+        assert not stop.wait(0) and not stop.take_reload()
+        os.kill(os.getpid(), signal.SIGHUP)
+        assert stop.wait(DEADLINE) and stop.take_reload()
+        assert not stop.take_reload()  # one reload per SIGHUP
+        assert stop.received is None  # a reload is not a stop
+        os.kill(os.getpid(), signal.SIGHUP)
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert stop.wait(DEADLINE) and stop.received == "SIGTERM"
+        assert not stop.take_reload()  # stopping: the pending reload is dropped
+    assert signal.getsignal(signal.SIGHUP) == before
+
+
+def test_without_reload_sighup_keeps_its_previous_handler() -> None:
+    before = signal.getsignal(signal.SIGHUP)
+    with SignalStop("test"):
+        assert signal.getsignal(signal.SIGHUP) == before

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from actors import ActorCrashed, AddressClosed, UsageError
-from protocols import ChildExited, ChildRestarted, Escalated, NodeSnapshot, TerminateChild, TreeSnapshot, from_json, to_json
+from protocols import ChildExited, ChildRestarted, Escalated, NodeSnapshot, RefreshSettings, ReplaceTemplate, TerminateChild, TreeSnapshot, from_json, to_json
 from supervisor import (
     Backoff,
     ChildSpec,
@@ -417,3 +417,31 @@ def test_backoff_delays_the_restart(start_runtime: StartRuntime) -> None:
     events.get_matching(lambda e: isinstance(e, ChildRestarted) and e.path == "/b")
     assert time.monotonic() - asked_at >= 0.2
     assert incarnations(runtime, "/b") == [2]
+
+
+def test_a_replaced_template_starts_new_children_and_restarts_with_its_arguments_and_notifies_running_ones(start_runtime: StartRuntime) -> None:
+    class Labelled(EchoActor):
+        def __init__(self, label: str, name: str) -> None:
+            super().__init__()
+            self.label = label
+            self.name = name
+            self.told: list[Any] = []
+
+        def receive(self, message: Any) -> Any:
+            if message == "who":
+                return (self.label, self.name, self.told)
+            if isinstance(message, RefreshSettings):
+                self.told.append("refresh")
+                return None
+            return super().receive(message)
+
+    sessions = ChildSpec(id="sessions", actor=DynamicSupervisor, args=(ChildSpec(id="t", actor=Labelled, args=("old",)),))
+    runtime = start_runtime([sessions])
+    running = runtime.start_child("/sessions", "s1", "first")
+    assert running.ask("who", timeout=DEADLINE) == ("old", "first", [])
+    runtime.lookup("/sessions").tell(ReplaceTemplate(args=("new",), notify=RefreshSettings()))
+    runtime.lookup("/sessions").ask("barrier", timeout=DEADLINE)
+    assert running.ask("who", timeout=DEADLINE) == ("old", "first", ["refresh"])  # told, and keeps its arguments until it restarts
+    assert runtime.start_child("/sessions", "s2", "second").ask("who", timeout=DEADLINE) == ("new", "second", [])
+    crash(runtime, "/sessions/s1")
+    assert runtime.lookup("/sessions/s1").ask("who", timeout=DEADLINE) == ("new", "first", [])

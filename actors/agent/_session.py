@@ -21,7 +21,7 @@ import msgspec
 from actors import Actor, HermesError, WaitHandle
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
-from protocols._session import AnswerClarification, ResolveApproval, SessionEvent, SessionInbox, Subscribe, TurnCompleted, Unsubscribe
+from protocols._session import AnswerClarification, RefreshSettings, ResolveApproval, SessionEvent, SessionInbox, Subscribe, TurnCompleted, Unsubscribe
 from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
 
 from ._approvals import ApprovalGate
@@ -98,6 +98,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.reactor.call_soon(self.workspace.clarifier.answer, request_id, answer)
             case ResolveApproval(request_id=request_id, choice=choice) if self.workspace.approvals is not None:
                 self.reactor.call_soon(self.workspace.approvals.resolve, request_id, choice)
+            case RefreshSettings() if self.workspace.busy():
+                log.info("session %s keeps its settings until it ends: commands it started still run in the background", self.session_id)
             case _ if self.host.receive(message):
                 pass
             case _:

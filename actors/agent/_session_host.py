@@ -27,6 +27,7 @@ from protocols._session import (
     CompressContext,
     EnsureSession,
     ModelSwitched,
+    RefreshSettings,
     SessionEvent,
     SessionInbox,
     SessionReady,
@@ -161,6 +162,10 @@ class HostConfig:
     """What a loaded transcript goes through (the simulator plants a bug by replacing it)."""
 
 
+REFRESH_RETRY = 0.05
+"""Seconds between two checks of a session waiting to passivate for new settings (its writes unanswered)."""
+
+
 class TurnTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     token: Token
 
@@ -221,6 +226,8 @@ class SessionHost:
         """A running call's token -> (provider, lease id, key id): whom to tell how the key did."""
         self.alive = True
         """False once this incarnation asked to be restarted or passivated: it handles nothing more."""
+        self.refresh = False
+        """The runtime's settings changed (``RefreshSettings``): passivate at the first idle moment."""
 
     def reload(self, why: str) -> None:
         self.alive = False
@@ -278,6 +285,9 @@ class SessionHost:
                 self.ensure(reply_to, title)
             case SwitchModel(model=model, reply_to=reply_to):
                 self.switch_model(model, reply_to)
+            case RefreshSettings():
+                self.refresh = True
+                self.passivate_if_idle(state)
             case UndoTurn(reply_to=reply_to):
                 self.undo(reply_to)
             case TurnRemoved(token=token) | SessionTotalsUpdated(token=token) if token in self.answers:
@@ -299,12 +309,7 @@ class SessionHost:
                 self.handles.pop(token, None)
                 self.feed(TimerFired(token=token, now=self.port.now()))
             case IdleTimer(generation=generation):
-                verdict = may_passivate(state, generation, self.idle_generation, len(self.writes))
-                if verdict:
-                    self.alive = False
-                    self.port.passivate()
-                elif verdict is None:
-                    self.arm_idle()
+                self.passivate_if_idle(state, generation)
             case _:
                 return False
         return True
@@ -570,10 +575,23 @@ class SessionHost:
         wait = max(0.0, refused.until - self.port.wall()) if refused.until else None
         self.feed(ModelFailed(token=effect.token, kind=NO_KEY, detail=refused.reason, retry_after=wait, benched=refused.kind, now=self.port.now()))
 
+    def passivate_if_idle(self, state: SessionState, generation: int | None = None) -> None:
+        """Passivate if no turn runs and nothing happened since the idle timer of ``generation``
+        was armed (None: now); with writes unanswered, wait another idle period."""
+        verdict = may_passivate(state, self.idle_generation if generation is None else generation, self.idle_generation, len(self.writes))
+        if verdict:
+            self.alive = False
+            self.port.passivate()
+        elif verdict is None:
+            self.arm_idle()
+
     def arm_idle(self) -> None:
         if self.state is not None:
             self.idle_generation += 1
-            self.port.idle(self.idle_generation, self.state)
+            if self.refresh:  # new settings wait: passivate as soon as the writes are answered
+                self.port.after(REFRESH_RETRY, IdleTimer(generation=self.idle_generation))
+            else:
+                self.port.idle(self.idle_generation, self.state)
 
     def stop_turn(self, reason: str) -> None:
         """An orderly stop settles the running turn first (its results reach the store)."""

@@ -42,6 +42,12 @@ class Workspace:
         self.extras: dict[str, Any] = {}
         self.closers: list[Callable[[], object]] = []
         """Called (in the reactor) when the session's actor ends: tools stop what they left running."""
+        self.running: list[Callable[[], bool]] = []
+        """Each says whether a tool still runs something of this session (a background command)."""
+
+    def busy(self) -> bool:
+        """Whether something a tool started still runs (ending the session would stop it)."""
+        return any(check() for check in self.running)
 
     def close(self) -> None:
         closers, self.closers = self.closers, []

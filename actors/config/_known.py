@@ -56,6 +56,7 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
         "codex_gpt55_autoraise codex_gpt55_autoraise_notice codex_app_server_auto codex_responses_native "
         "codex_responses_compact_threshold in_place model_thresholds idle_compact_after_seconds"
     ),
+    "PromptCachingSection": _words("long_lived_prefix long_lived_ttl"),
     "AgentSection": _words(
         "gateway_timeout tool_use_enforcement turn_liveness reasoning_effort verbose quiet_mode save_trajectories "
         "system_prompt personalities ephemeral_system_prompt prefill_messages max_tokens temperature"

@@ -26,6 +26,14 @@ class CompressionSection(msgspec.Struct, frozen=True, kw_only=True):
     """The model that writes summaries; empty: the session's."""
 
 
+class PromptCachingSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``prompt_caching:``, cache breakpoints in requests to Claude models."""
+
+    enabled: bool | Literal["auto"] = "auto"
+    """``auto``: Claude models only."""
+    cache_ttl: Literal["5m", "1h"] = "5m"
+
+
 class ApprovalsSection(msgspec.Struct, frozen=True, kw_only=True):
     mode: Literal["manual", "smart", "off"] | bool = "manual"
     """``manual`` asks a person; ``off`` (YAML may read it as false) never asks; ``smart`` is read as ``manual``."""
@@ -135,6 +143,7 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     timeouts: TimeoutsSection = TimeoutsSection()
     pricing: dict[str, Price] = {}
     compression: CompressionSection = CompressionSection()
+    prompt_caching: PromptCachingSection = PromptCachingSection()
     approvals: ApprovalsSection = ApprovalsSection()
     command_allowlist: list[str] = []
     """Pattern keys approved for good (ours, or Hermes's descriptions)."""

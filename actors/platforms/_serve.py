@@ -4,7 +4,8 @@ The listening socket is bound before the runtime starts: a port in use is one li
 stderr and exit status 2 (no supervisor restarts). On SIGTERM or SIGINT the server
 drains: it stops admitting turns (503 with Retry-After), lets running turns finish up to
 the drain deadline, then stops the tree, which cancels and settles whatever still runs. A
-second signal exits at once (:class:`actors.SignalStop`, shared with ``hermes run``).
+second signal exits at once (:class:`actors.SignalStop`, shared with ``hermes run``). SIGHUP
+reads config.yaml again and applies what may change while running (``_reload.py``).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
 from ._listen import Listener, ListenError, open_listener
+from ._reload import Running, reloaded
 from ._runtime_deps import Platform, configured_deps
 from ._server import API_SERVER_PATH, ApiServer, ServerSettings
 
@@ -85,7 +87,8 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     if reaped:
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
-    with SignalStop("hermes serve") as stop:
+    running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo)
+    with SignalStop("hermes serve", reload=True) as stop:
         runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
         stop.follow(runtime)
         try:
@@ -113,7 +116,10 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
                 print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
             print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
 
-            stop.wait()
+            while stop.wait() and stop.take_reload():  # SIGHUP: read config.yaml again
+                running, lines = reloaded(home, env, running, runtime)
+                for line in lines:
+                    print(f"hermes serve: {line}", flush=True)
             if runtime.failed:
                 print(f"hermes serve: the runtime stopped: {runtime.exit_reason}", flush=True)
                 return 1

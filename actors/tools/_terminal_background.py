@@ -167,6 +167,7 @@ def table_of(workspace: Workspace) -> ProcessTable:
     if not isinstance(table, ProcessTable):
         table = workspace.extras[EXTRAS_KEY] = ProcessTable()
         workspace.closers.append(table.kill_all_nowait)  # the session's end stops its background commands
+        workspace.running.append(lambda: any(p.state == "running" for p in table))  # read from the session actor: iterating copies first
         finalizer = weakref.finalize(workspace, _kill_soon, trio.lowlevel.current_trio_token(), table)
         finalizer.atexit = False
     return table

@@ -370,3 +370,36 @@ def test_compress_summarises_the_conversation_with_a_topic_and_the_status_line_c
     drive(make_app(local), scenario)
     summary_request = model_server.requests[-1].body
     assert "tools" not in summary_request and "tides" in summary_request["messages"][0]["content"]
+
+
+def test_reload_reads_config_yaml_again_and_the_next_turn_has_the_new_tools(tmp_path: Path, model_server: ModelServer) -> None:
+    from actors.platforms.tui._local import open_local_session
+
+    home = tmp_path / "home"
+    home.mkdir()
+    model = f'model:\n  default: test-model\n  base_url: "{model_server.base_url}"\n  api_key: sk-test\n'
+    (home / "config.yaml").write_text(model + "toolsets: [todo]\n")
+    handle = open_local_session(home, env={})
+    model_server.script([TextReply(content="one"), TextReply(content="two")])
+
+    async def scenario(pilot: Pilot[int], app: ChatApp) -> None:
+        await type_text(pilot, "first")
+        await app.wait_for_event(kind(TurnCompleted))
+        (home / "config.yaml").write_text(model + "toolsets: [todo, file]\n")
+        await run_command(pilot, app, "/reload")
+        assert "toolsets apply to every session from its next turn" in texts(app, ".notice")[-1]
+        await run_command(pilot, app, "/tools")
+        assert texts(app, ".notice")[-1] == "tools: patch, read_file, search_files, todo, write_file"
+        mark = len(app.seen)
+        await type_text(pilot, "second")
+        assert (await app.wait_for_event(kind(TurnCompleted), start=mark)).text == "two"  # type: ignore[union-attr]
+        (home / "config.yaml").write_text("toolsets: nonsense: [\n")
+        await run_command(pilot, app, "/reload")
+        assert "not reloaded, the running settings stay" in texts(app, ".notice")[-1]
+
+    try:
+        drive(make_app(handle), scenario)
+    finally:
+        assert handle.close()
+    offered = [sorted(t["function"]["name"] for t in r.body.get("tools") or ()) for r in model_server.requests if r.path == "/v1/chat/completions"]
+    assert offered[-2:] == [["todo"], ["patch", "read_file", "search_files", "todo", "write_file"]]

@@ -30,6 +30,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("compress", "/compress [topic]", "summarise the conversation's middle now, keeping the topic in detail"),
     Command("usage", "/usage", "tokens used by the last turn and by the session"),
     Command("tree", "/tree", "the live supervision tree"),
+    Command("reload", "/reload", "read config.yaml again and apply what may change while running"),
     Command("help", "/help", "this list, and the keys"),
     Command("quit", "/quit", "leave (also Ctrl+C twice, or Ctrl+Q)"),
 )

@@ -148,6 +148,12 @@ class SessionHandle(Protocol):
         """The tools a session may call; None when the handle cannot know."""
         ...
 
+    async def reload(self) -> list[str]:
+        """Read config.yaml again and apply what may change while running; what happened, a line each.
+
+        Raises :class:`RequestRefused` where the runtime is another process's."""
+        ...
+
     async def aclose(self) -> None:
         """Detach everything and release the runtime or connection (idempotent)."""
         ...

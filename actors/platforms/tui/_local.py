@@ -21,7 +21,7 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors import DeliveryError, HermesError, claim_group_ledger, use_group_ledger
 from actors.agent import (
@@ -57,12 +57,24 @@ from supervisor import Runtime
 
 from ._handle import EventSink, RequestRefused, SetupFailed
 
+if TYPE_CHECKING:
+    from actors.platforms._reload import Running
+
 PLATFORM_HINT = "You are talking with a person in a terminal; format replies as Markdown (it is rendered)."
 STOP_TIMEOUT = 30.0
 FLUSH_TIMEOUT = 5.0
 REPLY_TIMEOUT = 10.0
 
 log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class Configured:
+    """Where a local runtime's settings came from, for ``/reload``."""
+
+    home: Path
+    env: Mapping[str, str]
+    settings: Running
 
 
 class _Ignore:
@@ -105,22 +117,24 @@ class _LocalAttachment:
 class LocalSession:
     """Sessions of an agent runtime running in this process."""
 
-    def __init__(self, runtime: Runtime, deps: SessionDeps, store_file: Path, *, owned: bool = True) -> None:
-        """Wrap a started runtime built with ``deps``; ``owned`` runtimes are stopped by :meth:`aclose`."""
+    def __init__(self, runtime: Runtime, deps: SessionDeps, store_file: Path, *, owned: bool = True, running: Configured | None = None) -> None:
+        """Wrap a started runtime built with ``deps``; ``owned`` runtimes are stopped by :meth:`aclose`;
+        ``running``: what config.yaml made of it (what ``/reload`` starts from)."""
         self.runtime = runtime
+        self.running = running
         self.deps = deps
         self.store_file = store_file
         self._owned = owned
         self._attachments: list[_LocalAttachment] = []
 
     @classmethod
-    def start(cls, deps: SessionDeps, store_file: Path) -> LocalSession:
+    def start(cls, deps: SessionDeps, store_file: Path, running: Configured | None = None) -> LocalSession:
         """Start a runtime holding the store (``store_file``) and the sessions built from ``deps``."""
         if deps.store_file is None:
             deps = dataclasses.replace(deps, store_file=store_file)
         runtime = build_agent_runtime(store_file, deps)
         runtime.start()
-        return cls(runtime, deps, store_file)
+        return cls(runtime, deps, store_file, running=running)
 
     @property
     def label(self) -> str:
@@ -225,6 +239,17 @@ class LocalSession:
     async def tools(self) -> list[str] | None:
         return sorted(self.deps.tools)
 
+    async def reload(self) -> list[str]:
+        from actors.platforms._reload import reloaded
+
+        if self.running is None:
+            raise RequestRefused("this runtime was not started from a config.yaml; there is nothing to reload")
+        running = self.running
+        settings, lines = await asyncio.to_thread(reloaded, running.home, running.env, running.settings, self.runtime)
+        self.running = dataclasses.replace(running, settings=settings)
+        self.deps = settings.deps
+        return lines
+
     def close(self) -> bool:
         """Detach and stop the runtime (if this handle started it); True if it stopped in time."""
         for attachment in self._attachments:
@@ -256,12 +281,15 @@ def hermes_home(env: Mapping[str, str]) -> Path:
 def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | None = None, yolo: bool = False) -> LocalSession:
     """Read the configuration under ``home`` and start the runtime; :class:`SetupFailed` says what is missing."""
     from actors.config import load_config
+    from actors.platforms._reload import Running
     from actors.platforms._runtime_deps import Platform, configured_deps
 
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
+    platform = Platform(name="cli", source="cli", hint=PLATFORM_HINT)
     try:
-        deps = configured_deps(home, env, load_config(home, env), Platform(name="cli", source="cli", hint=PLATFORM_HINT), yolo=yolo)
+        loaded = load_config(home, env)
+        deps = configured_deps(home, env, loaded, platform, yolo=yolo)
     except ConfigError as exc:
         raise SetupFailed(str(exc)) from None
     try:
@@ -271,7 +299,7 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         raise SetupFailed(msg) from None
     store = home / "state.db"
     claim_group_ledger(home / "run" / "groups")  # what a killed hermes left running is stopped (logged)
-    return LocalSession.start(deps, store)
+    return LocalSession.start(deps, store, Configured(home=home, env=env, settings=Running(loaded=loaded, deps=deps, platform=platform, yolo=yolo)))
 
 
 def _pool_statuses(runtime: Runtime, snapshot: TreeSnapshot) -> list[PoolStatus]:

@@ -245,6 +245,10 @@ class RemoteSession:
     async def tools(self) -> list[str] | None:
         return None  # the server does not publish its tool list
 
+    async def reload(self) -> list[str]:
+        msg = f"/reload reloads a runtime in this process; the server at {self.base_url} reloads config.yaml on SIGHUP (kill -HUP <its pid>)"
+        raise RequestRefused(msg)
+
     async def aclose(self) -> None:
         for attachment in self._attachments:
             attachment.close()

@@ -15,7 +15,7 @@ from ._widgets import usd
 if TYPE_CHECKING:
     from ._app import ChatApp
 
-NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "undo", "compress", "usage", "tree"})
+NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "undo", "compress", "usage", "tree", "reload"})
 
 
 class SlashCommands:
@@ -82,6 +82,8 @@ class SlashCommands:
                 await self.usage(handle)
             case "tree":
                 await app.say(await handle.tree())
+            case "reload":
+                await app.say("\n".join(await handle.reload()))
 
     async def undo(self, handle: SessionHandle) -> None:
         """Take back the last exchange, show the session as stored, and put the message back to edit."""
