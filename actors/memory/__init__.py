@@ -8,13 +8,16 @@
 - :data:`SECRET_PATTERNS` — the one table of secret shapes: the threat scan flags them
   (:func:`find_secret`), the terminal tool hides them in output (:func:`redact_secrets`).
 - Prompt pieces, each built once per session by the caller, in a worker thread (they read
-  files): :func:`memory_snapshot`, :func:`skills_index`, :func:`context_files`.
+  files): :func:`memory_snapshot`, :func:`skills_index`, :func:`context_files`, and
+  :func:`soul_identity` (``HERMES_HOME/SOUL.md``, the identity that opens the prompt).
 
 Imports nothing from ``actors.agent``, ``actors.tools`` or ``actors.platforms``.
 """
 
 from ._context import CONTEXT_FILES as CONTEXT_FILES
 from ._context import context_files as context_files
+from ._soul import SOUL_FILE as SOUL_FILE
+from ._soul import soul_identity as soul_identity
 from ._errors import EntryAmbiguous as EntryAmbiguous
 from ._errors import EntryNotFound as EntryNotFound
 from ._errors import FileBusy as FileBusy
@@ -52,6 +55,7 @@ from ._threats import scan_text as scan_text
 
 __all__ = [
     "CONTEXT_FILES",
+    "SOUL_FILE",
     "EntryAmbiguous",
     "EntryNotFound",
     "FileBusy",
@@ -87,4 +91,5 @@ __all__ = [
     "redact_secrets",
     "scan_text",
     "skills_index",
+    "soul_identity",
 ]

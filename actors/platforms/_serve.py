@@ -37,6 +37,7 @@ from actors.agent._providers import primary_settings, with_chain
 from actors.agent._tokens import tools_size
 from actors.config import load_config
 from actors.credentials._settings import load_providers
+from actors.store import HermesImportError
 from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
@@ -135,7 +136,14 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     with SignalStop("hermes serve") as stop:
-        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
+        try:
+            runtime = build_agent_runtime(
+                store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),), announce=lambda line: print(f"hermes serve: {line}", flush=True)
+            )
+        except HermesImportError as exc:
+            listener.close()
+            print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
+            return 2
         stop.follow(runtime)
         try:
             runtime.start()
