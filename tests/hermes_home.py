@@ -221,7 +221,12 @@ def make_state_db(path: Path, ddl: str = MODERN) -> None:
                 (role, content, call_id, tool_calls, tool_name, 1735722001.0 + n, "stop" if role == "assistant" else None),
             )
         db.execute("INSERT INTO sessions (id, source, started_at, title) VALUES ('20250102_100000_d4e5f6', 'telegram', 1735812000.0, NULL)")
-        second = [("user", "old question about penguins"), ("assistant", "old answer about penguins"), ("user", "[summary] penguins"), ("assistant", "kept answer")]
+        second = [
+            ("user", "old question about penguins"),
+            ("assistant", "old answer about penguins"),
+            ("user", "[summary] penguins"),
+            ("assistant", "kept answer"),
+        ]
         for n, (role, content) in enumerate(second):
             db.execute(
                 "INSERT INTO messages (session_id, role, content, timestamp) VALUES ('20250102_100000_d4e5f6', ?, ?, ?)",

@@ -16,8 +16,6 @@ Imports nothing from ``actors.agent``, ``actors.tools`` or ``actors.platforms``.
 
 from ._context import CONTEXT_FILES as CONTEXT_FILES
 from ._context import context_files as context_files
-from ._soul import SOUL_FILE as SOUL_FILE
-from ._soul import soul_identity as soul_identity
 from ._errors import EntryAmbiguous as EntryAmbiguous
 from ._errors import EntryNotFound as EntryNotFound
 from ._errors import FileBusy as FileBusy
@@ -43,6 +41,8 @@ from ._secrets import redact_secrets as redact_secrets
 from ._skills import Skill as Skill
 from ._skills import SkillLibrary as SkillLibrary
 from ._skills import check_skill_name as check_skill_name
+from ._soul import SOUL_FILE as SOUL_FILE
+from ._soul import soul_identity as soul_identity
 from ._store import MEMORY_LIMIT as MEMORY_LIMIT
 from ._store import SEPARATOR as SEPARATOR
 from ._store import USER_LIMIT as USER_LIMIT
@@ -55,7 +55,6 @@ from ._threats import scan_text as scan_text
 
 __all__ = [
     "CONTEXT_FILES",
-    "SOUL_FILE",
     "EntryAmbiguous",
     "EntryNotFound",
     "FileBusy",
@@ -70,6 +69,7 @@ __all__ = [
     "SECRET_NAME",
     "SECRET_PATTERNS",
     "SEPARATOR",
+    "SOUL_FILE",
     "SecretFound",
     "SecretPattern",
     "Skill",

@@ -178,7 +178,9 @@ def hermes_import_state(db: Any) -> Check | None:
         row = db.execute(f"SELECT hermes_version, sessions, messages, backup FROM {MARKER_TABLE} ORDER BY imported_at DESC LIMIT 1").fetchone()
         if row is not None:
             version, sessions, messages, backup = row
-            return Check("hermes state.db", "ok", f"imported from Hermes schema v{version}: {sessions} session(s), {messages} message(s); the original is at {backup}")
+            return Check(
+                "hermes state.db", "ok", f"imported from Hermes schema v{version}: {sessions} session(s), {messages} message(s); the original is at {backup}"
+            )
     return None
 
 

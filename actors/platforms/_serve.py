@@ -138,7 +138,10 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     with SignalStop("hermes serve") as stop:
         try:
             runtime = build_agent_runtime(
-                store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),), announce=lambda line: print(f"hermes serve: {line}", flush=True)
+                store,
+                deps,
+                extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),),
+                announce=lambda line: print(f"hermes serve: {line}", flush=True),
             )
         except HermesImportError as exc:
             listener.close()

@@ -37,10 +37,10 @@ from ._writer import store_address as store_address
 
 __all__ = [
     "DEFAULT_BATCH_CAP",
-    "SCHEMA_VERSION",
-    "STORE_PATH",
     "HermesImportError",
     "ImportReport",
+    "SCHEMA_VERSION",
+    "STORE_PATH",
     "SchemaVersionError",
     "SettleReport",
     "StoreConnectionBroken",

@@ -94,7 +94,6 @@ CREATE TABLE messages (
 )
 
 
-
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS idx_sessions_source ON sessions(source);
 CREATE INDEX IF NOT EXISTS idx_sessions_parent ON sessions(parent_session_id);

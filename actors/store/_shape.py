@@ -17,7 +17,7 @@ def read_shape(db: apsw.Connection) -> StoreShape:
     for kind, name, _sql in rows:
         if kind != "table" or is_shadow(name, virtual):
             continue
-        info = db.execute("SELECT name, type, \"notnull\", dflt_value FROM pragma_table_info(?)", (name,))
+        info = db.execute('SELECT name, type, "notnull", dflt_value FROM pragma_table_info(?)', (name,))
         tables[name] = tuple(Column(name=str(n), type=str(t), notnull=bool(nn), default=None if d is None else str(d)) for n, t, nn, d in info)
     version = None
     if "schema_version" in tables:
