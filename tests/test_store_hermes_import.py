@@ -170,3 +170,33 @@ def test_the_import_then_this_build_migrates_to_its_version(tmp_path: Path) -> N
     open_writer(path).close()
     assert rows(path, "SELECT version FROM schema_version") == [(SCHEMA_VERSION,)]
     assert os.path.exists(f"{path}.hermes-backup-20260101T000000Z")
+
+
+def test_a_trigger_of_someone_elses_in_our_store_keeps_it_ours(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    db = open_writer(path)
+    db.execute("CREATE TRIGGER audit_messages AFTER INSERT ON messages BEGIN SELECT 1; END")
+    db.close()
+    assert shape_of(path) == ("ours", ())
+    assert import_hermes_store(path) is None
+
+
+def test_a_file_hermes_opened_again_after_the_import_is_imported_again_with_a_new_backup(tmp_path: Path) -> None:
+    path = tmp_path / "state.db"
+    make_state_db(path)
+    first = import_hermes_store(path, clock=lambda: NOW)
+    assert first is not None
+    # Hermes, started on the file again, puts its trigram index and trigger back.
+    db = apsw.Connection(str(path))
+    db.execute(
+        "CREATE VIRTUAL TABLE messages_fts_trigram USING fts5(content, content='messages', content_rowid='id', tokenize='trigram');"
+        "CREATE TRIGGER messages_fts_trigram_insert AFTER INSERT ON messages BEGIN "
+        "INSERT INTO messages_fts_trigram(rowid, content) VALUES (new.id, new.content); END;"
+    )
+    db.close()
+    assert shape_of(path)[0] == "hermes"
+    second = import_hermes_store(path, clock=lambda: NOW)
+    assert second is not None
+    assert second.backup == f"{first.backup}-2"
+    assert shape_of(path) == ("ours", ())
+    assert rows(path, "SELECT count(*) FROM hermes_import") == [(2,)]

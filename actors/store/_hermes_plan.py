@@ -15,7 +15,8 @@ wrote (any one is enough):
   ``tool_name`` and ``tool_calls`` too);
 - a column every one of our versions has, missing (Hermes before its v5 had no
   ``cache_read_tokens``, before v3 no ``title``);
-- a trigger our layout does not make (Hermes's trigram / display triggers).
+- one of Hermes's triggers (its trigram / CJK index and display-order triggers; a trigger of
+  another name is someone's own addition to our store, not a sign).
 
 A file this import already converted carries the ``hermes_import`` table: its leftover Hermes
 tables and columns are then ours to keep, and only the index and trigger signs count (Hermes
@@ -56,6 +57,9 @@ HERMES_TABLES = frozenset(
     }
 )
 """Tables Hermes makes and we never do (from Hermes's documented ``state.db`` layout)."""
+
+HERMES_TRIGGER_PREFIXES = ("messages_fts_trigram", "messages_fts_cjk", "messages_display_")
+"""Names of the triggers Hermes keeps its trigram / CJK indexes and display order with."""
 
 _ESSENTIAL = {
     "sessions": ("id", "source", "started_at"),
@@ -155,9 +159,10 @@ def _signs(found: StoreShape, ours: StoreShape) -> tuple[str, ...]:
     for table, column in (("sessions", "title"), ("sessions", "cache_read_tokens"), ("messages", "finish_reason"), ("messages", "reasoning")):
         if column not in found.columns(table):
             signs.append(f"no {table}.{column} (Hermes before its v5)")
-    foreign_triggers = sorted(found.triggers - ours.triggers)
-    if foreign_triggers:
-        signs.append(f"triggers we never make: {', '.join(foreign_triggers[:4])}{' ...' if len(foreign_triggers) > 4 else ''}")
+    # Only Hermes's trigger names count: a trigger someone added to our store stays theirs.
+    hermes_triggers = sorted(t for t in found.triggers - ours.triggers if t.startswith(HERMES_TRIGGER_PREFIXES))
+    if hermes_triggers:
+        signs.append(f"Hermes's triggers {', '.join(hermes_triggers[:4])}{' ...' if len(hermes_triggers) > 4 else ''}")
     return tuple(signs)
 
 
