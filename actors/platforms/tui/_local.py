@@ -41,7 +41,7 @@ from actors.agent import (
 from actors.agent._providers import primary_settings, with_chain
 from actors.credentials._report import pool_lines
 from actors.credentials._settings import load_providers
-from actors.store import STORE_PATH, StoreError, StoreReader
+from actors.store import STORE_PATH, HermesImportError, StoreError, StoreReader
 from protocols import (
     AnswerClarification,
     ApprovalChoice,
@@ -301,7 +301,10 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         approvals=approvals,
     )
     deps = with_chain(deps, chain)
-    return LocalSession.start(deps, store)
+    try:
+        return LocalSession.start(deps, store)
+    except HermesImportError as exc:  # a Hermes state.db that could not be imported: left as it was
+        raise SetupFailed(str(exc)) from None
 
 
 def _pool_statuses(runtime: Runtime, snapshot: TreeSnapshot) -> list[PoolStatus]:
