@@ -75,6 +75,8 @@ def test_a_hermes_home_is_served_as_it_is_with_its_sessions_soul_memories_and_sk
             assert record["title"] == "Quokka plan"
             old_messages = http.get(f"/sessions/{OLD}/messages").json()
             assert OLD_WORDS in json.dumps(old_messages)
+            health = http.get(url.removesuffix("/v1") + "/health/detailed").json()
+            assert health["hermes_import"]["hermes_version"] == 30 and health["hermes_import"]["backup"].endswith(backups[0])
 
         client = openai.OpenAI(base_url=url, api_key=KEY, max_retries=0, timeout=DEADLINE)
         # Resume the old session: the model sees Hermes's transcript and its stored prompt.
