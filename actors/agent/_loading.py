@@ -26,10 +26,21 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def build_system_prompt(model: str, platform_hint: str, today: datetime.date, context: str = "") -> str:
-    """The session's system prompt: built once, then stored and reused byte for byte."""
+DEFAULT_IDENTITY = "You are Hermes, an AI agent that helps by thinking step by step and using the tools you are given."
+
+
+def build_system_prompt(model: str, platform_hint: str, today: datetime.date, context: str = "", identity: str = "") -> str:
+    """The session's system prompt: built once, then stored and reused byte for byte.
+
+    ``identity`` (``HERMES_HOME/SOUL.md``) opens it in place of the default identity, as in
+    Hermes; a note in brackets (the file was blocked or unreadable) follows the default.
+    """
+    if identity.startswith("[") and identity.endswith("]") and "\n" not in identity:
+        opening = [DEFAULT_IDENTITY, identity]
+    else:
+        opening = [identity or DEFAULT_IDENTITY]
     lines = [
-        "You are Hermes, an AI agent that helps by thinking step by step and using the tools you are given.",
+        *opening,
         f"Today's date: {today.isoformat()}.",
         f"Model: {model}.",
     ]
@@ -42,13 +53,16 @@ def build_system_prompt(model: str, platform_hint: str, today: datetime.date, co
 
 def _prompt_context(home: Path, workdir: Path, memory: MemorySettings) -> str:
     """Memory snapshot, skills index and context files: read once, when a session is created."""
-    from actors.memory import context_files, memory_snapshot, skills_index
+    from actors.memory import CONTEXT_FILES, SOUL_FILE, context_files, memory_snapshot, skills_index
+    from actors.memory._soul import same_file
 
+    # HERMES_HOME/SOUL.md is the identity (``_identity``); not again as the workdir's context file.
+    names = tuple(n for n in CONTEXT_FILES if n != SOUL_FILE or not same_file(workdir / SOUL_FILE, home / SOUL_FILE))
     blocks = []
     builders: tuple[Callable[[], str], ...] = (
         functools.partial(memory_snapshot, home, memory),
         functools.partial(skills_index, home),
-        functools.partial(context_files, workdir),
+        functools.partial(context_files, workdir, names=names),
     )
     for build in builders:
         try:
@@ -61,8 +75,18 @@ def _prompt_context(home: Path, workdir: Path, memory: MemorySettings) -> str:
     return "\n\n".join(blocks)
 
 
-Found = tuple[SessionRecord | None, list[ChatMessage], str, list[TurnRecord]]
-"""The session's record, its transcript, the new-session prompt context, its turns."""
+def _identity(home: Path) -> str:
+    from actors.memory import soul_identity
+
+    try:
+        return soul_identity(home)
+    except OSError as exc:
+        log.warning("SOUL.md could not be read: %s", exc)
+        return ""
+
+
+Found = tuple[SessionRecord | None, list[ChatMessage], tuple[str, str], list[TurnRecord]]
+"""The session's record, its transcript, the new-session prompt (context, identity), its turns."""
 
 
 def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path, memory: MemorySettings) -> Found:
@@ -70,8 +94,8 @@ def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: 
         record = reader.get_session(session_id)
         messages = reader.load_messages(session_id)
         turns = reader.load_turns(session_id) if record is not None else []
-    context = _prompt_context(home, workdir, memory) if record is None else ""
-    return record, messages, context, turns
+    prompt = (_prompt_context(home, workdir, memory), _identity(home)) if record is None else ("", "")
+    return record, messages, prompt, turns
 
 
 async def load_with_retry(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path, memory: MemorySettings) -> Found:
@@ -86,12 +110,12 @@ async def load_with_retry(open_reader: Callable[[], Any], session_id: str, home:
             delay = min(0.5, delay * 2)
 
 
-def as_loaded(found: Found, new_prompt: Callable[[str], str], interrupted: Interrupted | None) -> Loaded:
-    """What the session interpreter is told a load found (``new_prompt(context)``: a new session's prompt)."""
-    record, messages, context, turns = found
+def as_loaded(found: Found, new_prompt: Callable[[str, str], str], interrupted: Interrupted | None) -> Loaded:
+    """What the session interpreter is told a load found (``new_prompt(context, identity)``: a new session's prompt)."""
+    record, messages, (context, identity), turns = found
     settled = (interrupted.turn_ids, interrupted.settled_calls) if interrupted is not None else None
     if record is None:
-        return Loaded(exists=False, prompt=new_prompt(context), interrupted=settled)
+        return Loaded(exists=False, prompt=new_prompt(context, identity), interrupted=settled)
     return Loaded(
         exists=True,
         prompt=record.system_prompt or "",

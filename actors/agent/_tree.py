@@ -5,12 +5,12 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from actors.credentials import PoolOptions, credential_specs
-from actors.store import StoreError, StoreReader, StoreWriter, settle_interrupted
+from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter, import_hermes_store, settle_interrupted
 from actors.store._owner import claim_store
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
@@ -67,17 +67,38 @@ def settle_store(store_file: str | Path, deps: SessionDeps) -> SessionDeps:
     return dataclasses.replace(deps, interrupted=report.sessions)
 
 
-def build_agent_runtime(store_file: str | Path, deps: SessionDeps, *, extra: Sequence[ChildSpec] = (), **options: Any) -> Runtime:
+def build_agent_runtime(
+    store_file: str | Path,
+    deps: SessionDeps,
+    *,
+    extra: Sequence[ChildSpec] = (),
+    announce: Callable[[str], None] | None = None,
+    **options: Any,
+) -> Runtime:
     """A runtime holding the store, the sessions and ``extra`` children (not started yet).
 
-    It claims the store file (``claim_store``) and, owning it, settles what a stopped process
-    left open (``settle_store``) before any session can run; another live runtime on the same
-    file keeps its turns. The claim and the model clients are released when the reactor stops.
+    It claims the store file (``claim_store``) and, owning it, imports a ``state.db`` Hermes
+    wrote (``import_hermes_store``: backup first, then in place; the line goes to the log and
+    to ``announce``) and settles what a stopped process left open (``settle_store``) before
+    any session can run; another live runtime on the same file keeps its turns. The claim and
+    the model clients are released when the reactor stops.
+
+    Raises:
+        HermesImportError: a Hermes ``state.db`` could not be imported (it is left as it was).
     """
     if deps.store_file is None:
         deps = dataclasses.replace(deps, store_file=Path(store_file))
     claim = claim_store(store_file)
     if claim is not None:
+        try:
+            report = import_hermes_store(store_file)
+        except HermesImportError:
+            claim.close()
+            raise
+        if report is not None:
+            log.warning("%s", report.line())
+            if announce is not None:
+                announce(report.line())
         deps = settle_store(store_file, deps)
     else:
         log.info("another hermes process serves %s: its open turns are its own, nothing settled", store_file)

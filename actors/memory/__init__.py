@@ -8,7 +8,8 @@
 - :data:`SECRET_PATTERNS` — the one table of secret shapes: the threat scan flags them
   (:func:`find_secret`), the terminal tool hides them in output (:func:`redact_secrets`).
 - Prompt pieces, each built once per session by the caller, in a worker thread (they read
-  files): :func:`memory_snapshot`, :func:`skills_index`, :func:`context_files`.
+  files): :func:`memory_snapshot`, :func:`skills_index`, :func:`context_files`, and
+  :func:`soul_identity` (``HERMES_HOME/SOUL.md``, the identity that opens the prompt).
 
 Imports nothing from ``actors.agent``, ``actors.tools`` or ``actors.platforms``.
 """
@@ -40,6 +41,8 @@ from ._secrets import redact_secrets as redact_secrets
 from ._skills import Skill as Skill
 from ._skills import SkillLibrary as SkillLibrary
 from ._skills import check_skill_name as check_skill_name
+from ._soul import SOUL_FILE as SOUL_FILE
+from ._soul import soul_identity as soul_identity
 from ._store import MEMORY_LIMIT as MEMORY_LIMIT
 from ._store import SEPARATOR as SEPARATOR
 from ._store import USER_LIMIT as USER_LIMIT
@@ -68,6 +71,7 @@ __all__ = [
     "SECRET_NAME",
     "SECRET_PATTERNS",
     "SEPARATOR",
+    "SOUL_FILE",
     "SecretFound",
     "SecretPattern",
     "Skill",
@@ -89,4 +93,5 @@ __all__ = [
     "redact_secrets",
     "scan_text",
     "skills_index",
+    "soul_identity",
 ]

@@ -114,7 +114,13 @@ async def health(ctx: ApiContext, request: Request, send: Send, params: dict[str
 
 
 async def health_detailed(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    from ._sessions_api import read_store
+
     snapshot = ctx.snapshot()
+    try:  # a Hermes state.db this server imported at start: when, from which version, the backup
+        hermes_import = await read_store(ctx, lambda reader: reader.hermes_import()) if ctx.store_file is not None else None
+    except HttpError:
+        hermes_import = None
     sessions = next((n for n in snapshot.root.children if n.path == "/sessions"), None)
     await send_json(
         send,
@@ -128,6 +134,7 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "reactor_lag_ms": snapshot.reactor_lag_ms,
             "tree": msgspec.json.decode(to_json(snapshot.root)),
             "credentials": [msgspec.json.decode(to_json(status)) for status in await pool_statuses(ctx, snapshot)],
+            "hermes_import": hermes_import,
         },
     )
 

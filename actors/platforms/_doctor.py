@@ -16,7 +16,7 @@ import shutil
 import stat
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import httpx
 
@@ -134,11 +134,16 @@ def _store(home: Path) -> Iterator[Check]:
         db.set_busy_timeout(2_000)
         problems = [str(row[0]) for row in db.execute("PRAGMA quick_check")]
         version = read_version(db)
+        hermes = hermes_import_state(db)
     except apsw.Error as exc:
         yield Check("store", "fail", f"{path} is not a readable SQLite database ({exc})", damaged)
         return
     finally:
         db.close()
+    if problems == ["ok"] and hermes is not None:
+        yield hermes
+        if hermes.status == "warn":
+            return  # Hermes's own version number says nothing about ours
     if problems != ["ok"]:
         yield Check("store", "fail", f"{path} is damaged: {'; '.join(problems[:3])}", damaged)
     elif version is None:
@@ -153,6 +158,30 @@ def _store(home: Path) -> Iterator[Check]:
         )
     else:
         yield Check("store", "ok", f"integrity ok, schema version {version}")
+
+
+def hermes_import_state(db: Any) -> Check | None:
+    """A check line for a store Hermes wrote: not imported yet (warn), or imported (ok), else None."""
+    from actors.store._hermes_plan import MARKER_TABLE
+    from actors.store._schema import _TABLES
+    from actors.store._shape import classify_file
+
+    verdict = classify_file(db, _TABLES)
+    if verdict.kind == "hermes":
+        return Check(
+            "hermes state.db",
+            "warn",
+            f"written by Hermes ({verdict.signs[0]}), not imported yet",
+            "start 'hermes serve' or 'hermes chat' once: it backs the file up (state.db.hermes-backup-<time>) and imports it in place",
+        )
+    if db.table_exists(None, MARKER_TABLE):
+        row = db.execute(f"SELECT hermes_version, sessions, messages, backup FROM {MARKER_TABLE} ORDER BY imported_at DESC LIMIT 1").fetchone()
+        if row is not None:
+            version, sessions, messages, backup = row
+            return Check(
+                "hermes state.db", "ok", f"imported from Hermes schema v{version}: {sessions} session(s), {messages} message(s); the original is at {backup}"
+            )
+    return None
 
 
 def _disk(home: Path) -> Check:

@@ -22,6 +22,7 @@ from pathlib import Path
 from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
 from actors.agent import ConfigError, HubRegistry, ModelClients, build_agent_runtime, hermes_home
 from actors.config import load_config
+from actors.store import HermesImportError
 from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
@@ -89,7 +90,17 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo)
     with SignalStop("hermes serve", reload=True) as stop:
-        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
+        try:
+            runtime = build_agent_runtime(
+                store,
+                deps,
+                extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),),
+                announce=lambda line: print(f"hermes serve: {line}", flush=True),
+            )
+        except HermesImportError as exc:
+            listener.close()
+            print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
+            return 2
         stop.follow(runtime)
         try:
             runtime.start()

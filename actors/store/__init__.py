@@ -7,6 +7,9 @@
 - :func:`fts5_query` — any user text to a safe FTS5 query.
 - :func:`settle_interrupted` — at a runtime's start, before the writer: fail the turns a
   stopped process left running and give their unanswered tool calls a result.
+- :func:`import_hermes_store` — at a runtime's start, with the store claimed: a ``state.db``
+  Hermes wrote (recognised by its shape) is backed up and converted in place
+  (:class:`ImportReport`, :class:`HermesImportError`).
 - :func:`open_writer` / :func:`open_reader` — the schema (Hermes's ``state.db`` layout),
   for tools and benchmarks that need a raw connection.
 
@@ -17,6 +20,9 @@ Imports nothing from ``actors.agent``, ``actors.tools``, ``actors.platforms`` or
 from ._errors import SchemaVersionError as SchemaVersionError
 from ._errors import StoreConnectionBroken as StoreConnectionBroken
 from ._errors import StoreError as StoreError
+from ._hermes_import import HermesImportError as HermesImportError
+from ._hermes_import import ImportReport as ImportReport
+from ._hermes_import import import_hermes_store as import_hermes_store
 from ._reader import StoreReader as StoreReader
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._schema import open_reader as open_reader
@@ -31,6 +37,8 @@ from ._writer import store_address as store_address
 
 __all__ = [
     "DEFAULT_BATCH_CAP",
+    "HermesImportError",
+    "ImportReport",
     "SCHEMA_VERSION",
     "STORE_PATH",
     "SchemaVersionError",
@@ -40,6 +48,7 @@ __all__ = [
     "StoreReader",
     "StoreWriter",
     "fts5_query",
+    "import_hermes_store",
     "open_reader",
     "open_writer",
     "settle_interrupted",

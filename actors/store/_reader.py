@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
+from typing import Any
 
 import apsw
 
@@ -157,6 +158,16 @@ class StoreReader:
             SearchHit(message_id=int(id_), session_id=sid, role=role, snippet=snippet or "", timestamp=float(ts), rank=float(rank))
             for id_, sid, role, ts, snippet, rank in rows
         ]
+
+    def hermes_import(self) -> dict[str, Any] | None:
+        """The newest import of a Hermes ``state.db`` into this file (``import_hermes_store``), or None."""
+        db = self._conn()
+        if not db.table_exists(None, "hermes_import"):
+            return None
+        row = db.execute("SELECT imported_at, hermes_version, backup, sessions, messages FROM hermes_import ORDER BY imported_at DESC LIMIT 1").fetchone()
+        if row is None:
+            return None
+        return dict(zip(("imported_at", "hermes_version", "backup", "sessions", "messages"), row, strict=True))
 
     def _conn(self) -> apsw.Connection:
         if self._db is None:

@@ -89,12 +89,22 @@ CREATE TABLE messages (
     reasoning_details TEXT
 );
 
-CREATE INDEX idx_sessions_source ON sessions(source);
-CREATE INDEX idx_sessions_parent ON sessions(parent_session_id);
-CREATE INDEX idx_sessions_started ON sessions(started_at DESC);
-CREATE UNIQUE INDEX idx_sessions_title_unique ON sessions(title) WHERE title IS NOT NULL;
-CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+"""
+    + "\n"
+)
 
+
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS idx_sessions_source ON sessions(source);
+CREATE INDEX IF NOT EXISTS idx_sessions_parent ON sessions(parent_session_id);
+CREATE INDEX IF NOT EXISTS idx_sessions_started ON sessions(started_at DESC);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_sessions_title_unique ON sessions(title) WHERE title IS NOT NULL;
+CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, timestamp);
+"""
+"""``IF NOT EXISTS``: a Hermes file being imported (``_hermes_import``) has some of them."""
+_TABLES += _INDEXES
+
+_FTS = """
 CREATE VIRTUAL TABLE messages_fts USING fts5(
     content,
     content=messages,
@@ -115,17 +125,17 @@ CREATE TRIGGER messages_fts_update AFTER UPDATE ON messages BEGIN
     INSERT INTO messages_fts(rowid, content) VALUES (new.id, new.content);
 END;
 """
-    + "\n"
-)
+"""The full-text index and the triggers that keep it in sync (also what a Hermes import rebuilds)."""
+_TABLES += _FTS
 
 _RESPONSES = """
-CREATE TABLE responses (
+CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
     created_at REAL NOT NULL,
     body TEXT NOT NULL
 );
-CREATE INDEX idx_responses_created ON responses(created_at);
+CREATE INDEX IF NOT EXISTS idx_responses_created ON responses(created_at);
 """
 _TABLES += _RESPONSES
 
@@ -269,6 +279,7 @@ def open_reader(path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> a
         raise StoreError(msg) from None
     try:
         db.set_busy_timeout(int(busy_timeout * 1000))
+        refuse_hermes_file(db, name)
         found = read_version(db)
         if found is None:
             msg = f"{name!r} is not a session store (no schema_version table); check the path"
@@ -291,6 +302,7 @@ def read_version(db: apsw.Connection) -> int | None:
 
 def _check_existing(db: apsw.Connection, name: str) -> int | None:
     """The file's version, if it is a store this build can open (empty counts as one)."""
+    refuse_hermes_file(db, name)
     found = read_version(db)
     if found is None:
         has_tables = db.execute("SELECT count(*) FROM sqlite_schema WHERE type = 'table'").fetchone()
@@ -311,6 +323,42 @@ def _ensure_schema(db: apsw.Connection, name: str) -> None:
     for version in range(found, SCHEMA_VERSION):
         MIGRATIONS[version](db)
         db.execute("UPDATE schema_version SET version = ?", (version + 1,))
+
+
+_NOT_HERMES: set[tuple[str, int, int]] = set()
+"""(path, inode, schema cookie) of files found not to be Hermes's: a reader opens in one pragma
+instead of reading the shape (1.7 ms) again."""
+
+
+def refuse_hermes_file(db: apsw.Connection, name: str) -> None:
+    """Raise if the file open in ``db`` was written by Hermes and not imported yet.
+
+    Its version number says nothing here (Hermes's numbers collide with ours): the shape
+    does (``_hermes_plan``). Opening it as ours would run the wrong migrations on it.
+
+    Raises:
+        SchemaVersionError: the file has Hermes's layout.
+    """
+    from ._shape import classify_file
+
+    try:  # SQLite's schema cookie changes with every change of tables, columns or triggers
+        key: tuple[str, int, int] | None = (name, os.stat(name).st_ino, int(db.pragma("schema_version")))
+    except (OSError, TypeError, ValueError):
+        key = None
+    if key is not None and key in _NOT_HERMES:
+        return
+    verdict = classify_file(db, _TABLES)
+    if verdict.kind != "hermes":
+        if key is not None:
+            if len(_NOT_HERMES) > 1_000:
+                _NOT_HERMES.clear()
+            _NOT_HERMES.add(key)
+        return
+    msg = (
+        f"{name!r} is a state.db written by Hermes ({verdict.signs[0]}), not imported yet; "
+        "start 'hermes serve' or 'hermes chat' on this home once: they back it up and import it in place"
+    )
+    raise SchemaVersionError(msg)
 
 
 def _version_message(name: str, found: int) -> str:

@@ -33,7 +33,7 @@ from actors.agent import (
     tell_session,
 )
 from actors.credentials._report import pool_lines
-from actors.store import STORE_PATH, StoreError, StoreReader
+from actors.store import STORE_PATH, HermesImportError, StoreError, StoreReader
 from protocols import (
     AnswerClarification,
     ApprovalChoice,
@@ -299,7 +299,11 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         raise SetupFailed(msg) from None
     store = home / "state.db"
     claim_group_ledger(home / "run" / "groups")  # what a killed hermes left running is stopped (logged)
-    return LocalSession.start(deps, store, Configured(home=home, env=env, settings=Running(loaded=loaded, deps=deps, platform=platform, yolo=yolo)))
+    configured = Configured(home=home, env=env, settings=Running(loaded=loaded, deps=deps, platform=platform, yolo=yolo))
+    try:
+        return LocalSession.start(deps, store, configured)
+    except HermesImportError as exc:  # a Hermes state.db that could not be imported: left as it was
+        raise SetupFailed(str(exc)) from None
 
 
 def _pool_statuses(runtime: Runtime, snapshot: TreeSnapshot) -> list[PoolStatus]:
