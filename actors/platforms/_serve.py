@@ -60,6 +60,18 @@ def _tools() -> dict[str, Any]:
     return tools_package.REGISTRY.specs(names)
 
 
+def _scheduler_spec(home: Path, store: Path, config: Any, deps: SessionDeps) -> ChildSpec:
+    """``/scheduler`` (issue 18): jobs run as sessions of this runtime."""
+    from actors.scheduler import scheduler_spec
+    from actors.scheduler._spec import scheduler_options
+
+    def publish(session_id: str, event: Any) -> None:
+        deps.hubs.get(session_id).publish(event)
+
+    options = scheduler_options(home, store, config, hubs=deps.hubs, tool_names=frozenset(deps.tools), publish=publish, max_iterations=deps.config.max_iterations)
+    return scheduler_spec(options)
+
+
 def _yes(value: object) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes", "on")
 
@@ -134,8 +146,9 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     if reaped:
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
+    scheduler = _scheduler_spec(home, store, loaded.config, deps)
     with SignalStop("hermes serve") as stop:
-        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
+        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), scheduler))
         stop.follow(runtime)
         try:
             runtime.start()

@@ -36,6 +36,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from actors import Actor, ActorPath, Address
 from actors._reactor import WaitHandle
 from protocols import StoreFailed, StoreStatistics, WaitFinished
@@ -225,9 +227,13 @@ class Scheduler(Actor[Any]):
         now = self.options.clock()
         self._loaded_at = now
         self.runs = dict(snapshot.runs)
-        self.last = dict(snapshot.last)
+        self.last = dict(snapshot.latest)
         for occurrence in snapshot.open:
             self.interrupted += 1
+            if self.last.get(occurrence.job_id) == occurrence:
+                self.last[occurrence.job_id] = msgspec.structs.replace(
+                    occurrence, status="interrupted", ended_at=now, detail="the server stopped during this run; it is not run again"
+                )
             self.store.tell(
                 SettleOccurrence(
                     job_id=occurrence.job_id,
@@ -240,7 +246,7 @@ class Scheduler(Actor[Any]):
                 )
             )
         for job in snapshot.jobs:
-            self._install(job, last_at=self.last[job.id].at if job.id in self.last else None)
+            self._install(job, last_at=snapshot.last[job.id].at if job.id in snapshot.last else None)
         if imported and not snapshot.jobs:
             for job in imported:
                 token = self._token()

@@ -87,6 +87,12 @@ def select_last_occurrences(db: apsw.Connection) -> dict[str, Occurrence]:
     return {occ.job_id: occ for occ in map(_occurrence, rows)}
 
 
+def select_latest_occurrences(db: apsw.Connection) -> dict[str, Occurrence]:
+    """Each job's latest occurrence of any kind (manual runs included), by claim time."""
+    rows = db.execute(f"SELECT {_COLUMNS} FROM cron_occurrences ORDER BY claimed_at, at")
+    return {occ.job_id: occ for occ in map(_occurrence, rows)}
+
+
 def select_open_occurrences(db: apsw.Connection) -> list[Occurrence]:
     """Occurrences claimed and never settled (their process died during the run)."""
     return [_occurrence(row) for row in db.execute(f"SELECT {_COLUMNS} FROM cron_occurrences WHERE status = 'claimed' ORDER BY at")]
@@ -111,6 +117,9 @@ class JobsSnapshot(msgspec.Struct, frozen=True, kw_only=True):
 
     jobs: list[Job]
     last: dict[str, Occurrence]
+    """Each job's latest scheduled occurrence (where its schedule resumes)."""
+    latest: dict[str, Occurrence]
+    """Each job's latest occurrence of any kind (what surfaces show)."""
     open: list[Occurrence]
     runs: dict[str, int]
 
@@ -124,7 +133,7 @@ def read_jobs(path: str | os.PathLike[str]) -> JobsSnapshot:
     """
     db = open_reader(path)
     try:
-        return JobsSnapshot(jobs=select_jobs(db), last=select_last_occurrences(db), open=select_open_occurrences(db), runs=select_run_counts(db))
+        return JobsSnapshot(jobs=select_jobs(db), last=select_last_occurrences(db), latest=select_latest_occurrences(db), open=select_open_occurrences(db), runs=select_run_counts(db))
     finally:
         db.close()
 
