@@ -68,7 +68,9 @@ def _scheduler_spec(home: Path, store: Path, config: Any, deps: SessionDeps) -> 
     def publish(session_id: str, event: Any) -> None:
         deps.hubs.get(session_id).publish(event)
 
-    options = scheduler_options(home, store, config, hubs=deps.hubs, tool_names=frozenset(deps.tools), publish=publish, max_iterations=deps.config.max_iterations)
+    options = scheduler_options(
+        home, store, config, hubs=deps.hubs, tool_names=frozenset(deps.tools), publish=publish, max_iterations=deps.config.max_iterations
+    )
     return scheduler_spec(options)
 
 

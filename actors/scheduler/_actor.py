@@ -34,7 +34,7 @@ import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -69,6 +69,7 @@ from ._schedule import Schedule, ScheduleError, describe, grace_seconds
 log = logging.getLogger(__name__)
 
 MAX_SLEEP = 3600.0
+JobState = Literal["scheduled", "paused", "finished", "running"]
 
 
 class SchedulerTick(Message, frozen=True, kw_only=True):
@@ -101,6 +102,7 @@ class SchedulerOptions:
     tool_names: frozenset[str] = frozenset()
     resolve_toolsets: object = None
     max_iterations: int = 90
+    default_model: str = ""
     senders: object = None
     clock: Callable[[], float] = time.time
     load_timeout: float = 60.0
@@ -163,6 +165,7 @@ class Scheduler(Actor[Any]):
             max_iterations=self.options.max_iterations,
             senders=senders,
             resolve_toolsets=self.options.resolve_toolsets,
+            default_model=self.options.default_model,
         )
         self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
 
@@ -427,13 +430,27 @@ class Scheduler(Actor[Any]):
         now = self.options.clock()
         self.store.tell(
             SettleOccurrence(
-                job_id=job_id, at=at, status=outcome.status, ended_at=now, detail=outcome.detail, delivered=outcome.delivered, token=self._token(), reply_to=self.actor_ref
+                job_id=job_id,
+                at=at,
+                status=outcome.status,
+                ended_at=now,
+                detail=outcome.detail,
+                delivered=outcome.delivered,
+                token=self._token(),
+                reply_to=self.actor_ref,
             )
         )
         last = self.last.get(job_id)
         if last is not None and last.at == at:
             self.last[job_id] = Occurrence(
-                job_id=job_id, at=at, status=outcome.status, session_id=sid, claimed_at=last.claimed_at, ended_at=now, detail=outcome.detail, delivered=outcome.delivered
+                job_id=job_id,
+                at=at,
+                status=outcome.status,
+                session_id=sid,
+                claimed_at=last.claimed_at,
+                ended_at=now,
+                detail=outcome.detail,
+                delivered=outcome.delivered,
             )
         log.info("job %s: occurrence %s %s (%s)", job_id, at, outcome.status, outcome.delivered or outcome.detail[:80])
         self._start_runs()
@@ -469,16 +486,16 @@ class Scheduler(Actor[Any]):
                     source = str(fields.pop("source", "") or "api")
                     if fields.get("id") is not None and str(fields["id"]) in self.jobs:
                         raise JobError(f"a job with id {fields['id']!r} exists already")
-                    job = create_job(
-                        fields, now=now, platforms=self.options.platforms, origin=origin, source=source, default_zone=self.options.default_zone
-                    )
+                    job = create_job(fields, now=now, platforms=self.options.platforms, origin=origin, source=source, default_zone=self.options.default_zone)
                     self._save(job, pending("create", job))
                 case "update":
                     job = apply_fields(self._job(request), request.fields, now=now, platforms=self.options.platforms, default_zone=self.options.default_zone)
                     self._save(job, pending("update", job))
                 case "pause" | "resume":
                     job = self._job(request)
-                    changed = apply_fields(job, {"enabled": request.action == "resume"}, now=now, platforms=self.options.platforms, default_zone=self.options.default_zone)
+                    changed = apply_fields(
+                        job, {"enabled": request.action == "resume"}, now=now, platforms=self.options.platforms, default_zone=self.options.default_zone
+                    )
                     self._save(changed, pending(request.action, changed))
                 case "remove":
                     job = self._job(request)
@@ -505,7 +522,7 @@ class Scheduler(Actor[Any]):
     def _view(self, job: Job, *, removed: bool = False) -> JobView:
         running = any(jid == job.id for jid, _, _ in self._running.values())
         nxt = None if removed else self.next_at.get(job.id)
-        state = "running" if running else "paused" if not job.enabled else "finished" if nxt is None else "scheduled"
+        state: JobState = "running" if running else "paused" if not job.enabled else "finished" if nxt is None else "scheduled"
         schedule = self.schedules.get(job.id)
         return JobView(
             job=job,

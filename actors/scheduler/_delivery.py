@@ -141,7 +141,7 @@ async def save_output(home: Path, job_id: str, job_name: str, at: float, text: s
 
     def write() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, header + text + "\n", new_mode=0o600)
+        write_atomic(path, (header + text + "\n").encode(), new_mode=0o600)
 
     await trio.to_thread.run_sync(write)
     return path

@@ -35,6 +35,8 @@ class RunEnv:
     senders: Senders = dataclasses.field(default_factory=Senders)
     resolve_toolsets: object = None
     """``actors.tools.resolve_toolsets`` (a job's toolsets to tool names); None: all tools."""
+    default_model: str = ""
+    """``cron.model``: the model of runs whose job names none (empty: the server's)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -83,8 +85,8 @@ async def _turn(env: RunEnv, job: Job, session_id: str, at: float) -> tuple[Occu
     hub.subscribe(reader, after_seq=hub.last_seq)
     ended = False
     try:
-        if job.model:
-            address.tell(SwitchModel(model=job.model))
+        if job.model or env.default_model:
+            address.tell(SwitchModel(model=job.model or env.default_model))
         address.tell(StartTurn(text=_prompt(job, at), turn_id=turn_id, policy="reject"))
         while True:
             event = await reader.get()

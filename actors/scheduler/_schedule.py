@@ -26,7 +26,21 @@ from cronsim import CronSim, CronSimError
 
 UTC = dt.UTC
 
-_UNITS = {"s": 1, "sec": 1, "second": 1, "m": 60, "min": 60, "minute": 60, "h": 3600, "hr": 3600, "hour": 3600, "d": 86400, "day": 86400, "w": 604800, "week": 604800}
+_UNITS = {
+    "s": 1,
+    "sec": 1,
+    "second": 1,
+    "m": 60,
+    "min": 60,
+    "minute": 60,
+    "h": 3600,
+    "hr": 3600,
+    "hour": 3600,
+    "d": 86400,
+    "day": 86400,
+    "w": 604800,
+    "week": 604800,
+}
 _DURATION = re.compile(r"^\s*(\d+)\s*([a-z]+?)s?\s*$")
 _EVERY = re.compile(r"^\s*every\s+(?:(\d+)\s*)?([a-z]+?)s?\s*$")
 
@@ -110,9 +124,7 @@ def parse_schedule(text: str, *, created: dt.datetime, zone: str = "") -> Schedu
         if at.tzinfo is None:
             at = at.replace(tzinfo=tz)
         return Once(at=at.astimezone(UTC))
-    raise ScheduleError(
-        f"{raw!r} is not a schedule; use a duration ('30m'), 'every 2h', a cron expression ('0 8 * * 1-5') or an ISO time ('2026-05-01T08:00')"
-    )
+    raise ScheduleError(f"{raw!r} is not a schedule; use a duration ('30m'), 'every 2h', a cron expression ('0 8 * * 1-5') or an ISO time ('2026-05-01T08:00')")
 
 
 def next_after(schedule: Schedule, after: dt.datetime) -> dt.datetime | None:

@@ -43,6 +43,7 @@ def scheduler_options(
         tool_names=tool_names,
         resolve_toolsets=tools_package.resolve_toolsets,
         max_iterations=max_iterations,
+        default_model=cron.model,
         senders=Senders(publish=publish, post=post_json),
     )
 

@@ -83,7 +83,9 @@ def select_jobs(db: apsw.Connection) -> list[Job]:
 
 def select_last_occurrences(db: apsw.Connection) -> dict[str, Occurrence]:
     """Each job's latest scheduled (not manual) occurrence, claimed or recorded."""
-    rows = db.execute(f"SELECT {_COLUMNS} FROM cron_occurrences o WHERE manual = 0 AND at = (SELECT max(at) FROM cron_occurrences WHERE job_id = o.job_id AND manual = 0)")
+    rows = db.execute(
+        f"SELECT {_COLUMNS} FROM cron_occurrences o WHERE manual = 0 AND at = (SELECT max(at) FROM cron_occurrences WHERE job_id = o.job_id AND manual = 0)"
+    )
     return {occ.job_id: occ for occ in map(_occurrence, rows)}
 
 
@@ -100,7 +102,7 @@ def select_open_occurrences(db: apsw.Connection) -> list[Occurrence]:
 
 def select_run_counts(db: apsw.Connection) -> dict[str, int]:
     """Runs started per job (claimed, whatever their end; missed ones do not count)."""
-    return {str(j): int(n) for j, n in db.execute("SELECT job_id, count(*) FROM cron_occurrences WHERE status != 'missed' GROUP BY job_id")}  # type: ignore[call-overload]
+    return {str(j): int(n) for j, n in db.execute("SELECT job_id, count(*) FROM cron_occurrences WHERE status != 'missed' GROUP BY job_id")}
 
 
 def select_occurrences(db: apsw.Connection, job_id: str | None = None, *, limit: int = 50) -> list[Occurrence]:
@@ -133,7 +135,13 @@ def read_jobs(path: str | os.PathLike[str]) -> JobsSnapshot:
     """
     db = open_reader(path)
     try:
-        return JobsSnapshot(jobs=select_jobs(db), last=select_last_occurrences(db), latest=select_latest_occurrences(db), open=select_open_occurrences(db), runs=select_run_counts(db))
+        return JobsSnapshot(
+            jobs=select_jobs(db),
+            last=select_last_occurrences(db),
+            latest=select_latest_occurrences(db),
+            open=select_open_occurrences(db),
+            runs=select_run_counts(db),
+        )
     finally:
         db.close()
 

@@ -88,7 +88,18 @@ log = logging.getLogger(__name__)
 FENCING = (CreateSession, AppendMessages, RemoveLastTurn)
 """A refusal of one of these fences the session (``ReopenWrites``)."""
 FENCING_NAMES = frozenset(c.__name__ for c in FENCING)
-Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | RemoveLastTurn | PutResponse | DeleteResponse | SavePoolState | JobStoreCommand
+Write = (
+    CreateSession
+    | AppendMessages
+    | EndSession
+    | UpdateSessionTotals
+    | DeleteSession
+    | RemoveLastTurn
+    | PutResponse
+    | DeleteResponse
+    | SavePoolState
+    | JobStoreCommand
+)
 W = TypeVar(
     "W",
     CreateSession,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import zoneinfo
 
 import pytest
@@ -50,7 +51,7 @@ def test_an_interval_counts_elapsed_time_so_every_day_moves_an_hour_on_the_local
     created = dt.datetime(2025, 10, 28, 9, tzinfo=NEW_YORK)
     fires = _fires("every 1d", created, dt.datetime(2025, 11, 26, 23, tzinfo=NEW_YORK), zone="America/New_York")
     assert len(fires) == 29
-    gaps = {(b - a).total_seconds() for a, b in zip(fires, fires[1:], strict=False)}
+    gaps = {(b - a).total_seconds() for a, b in itertools.pairwise(fires)}
     assert gaps == {86400.0}
     assert fires[0].astimezone(NEW_YORK).hour == 9 and fires[-1].astimezone(NEW_YORK).hour == 8
 
