@@ -62,7 +62,8 @@ async def ask_scheduler(ctx: ApiContext, action: JobAction, job_id: str = "", fi
     try:
         address = ctx.registry.lookup(SCHEDULER_PATH)
     except LookupError:
-        raise HttpError(503, "this server runs no scheduler; start it with 'hermes serve'", type="server_error", code="scheduler_unavailable") from None
+        # a server built without the scheduler has no jobs to show: the routes do not exist here
+        raise HttpError(404, "this server runs no scheduler; jobs live in 'hermes serve'", code="scheduler_unavailable") from None
     reader = TrioSubscriber(ctx.reactor)
     address.tell(JobRequest(action=action, job_id=job_id, fields=fields or {}, reply_to=reader))
     with trio.move_on_after(REPLY_TIMEOUT):
