@@ -147,6 +147,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     pruning.add_argument("--source", default=None, help="only sessions of this source")
     pruning.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     sessions.set_defaults(handler=_sessions)
+    _cron_parser(commands)
     _config_parser(commands)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
@@ -171,6 +172,38 @@ def _config_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]
     put.add_argument("key", metavar="KEY")
     put.add_argument("value", metavar="VALUE")
     config.set_defaults(handler=_config)
+
+
+def _cron_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cron = commands.add_parser("cron", help="scheduled jobs of a running 'hermes serve': list, add, edit, pause, resume, run, remove, status")
+    cron.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    cron.add_argument("--url", default=None, help="the server (default: api_server host and port from config.yaml)")
+    actions = cron.add_subparsers(dest="cron_action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="every job, its schedule, state and next run")
+    actions.add_parser("status", help="the scheduler: jobs, next run, last outcomes")
+    add = actions.add_parser("add", help="add a job: SCHEDULE ('30m', 'every 2h', '0 8 * * 1-5', an ISO time) and PROMPT")
+    add.add_argument("schedule")
+    add.add_argument("prompt")
+    edit = actions.add_parser("edit", help="change a job's fields")
+    edit.add_argument("job_id")
+    for action in (add, edit):
+        if action is edit:
+            action.add_argument("--schedule", default=None)
+            action.add_argument("--prompt", default=None)
+        action.add_argument("--name", default=None)
+        action.add_argument("--deliver", default=None, help="local, <platform>:<chat_id>, or a webhook URL")
+        action.add_argument("--timezone", default=None)
+        action.add_argument("--repeat", type=int, default=None)
+        action.add_argument("--model", default=None)
+    for name, text in (("pause", "pause a job"), ("resume", "resume a paused job"), ("run", "run a job now"), ("remove", "remove a job")):
+        actions.add_parser(name, help=text).add_argument("job_id")
+    cron.set_defaults(handler=_cron)
+
+
+def _cron(args: argparse.Namespace) -> int:
+    from actors.scheduler._cli import run_cron  # httpx and the config: only when used
+
+    return run_cron(args)
 
 
 def _config(args: argparse.Namespace) -> int:

@@ -125,5 +125,5 @@ def test_a_version_5_file_gets_an_empty_segments_table_and_loads_as_before(tmp_p
     with StoreReader(path) as reader:
         assert reader.load_messages("s1") == [user("kept")] and reader.load_segments("s1") == []
     db = apsw.Connection(str(path))
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(7,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(8,)]
     db.close()

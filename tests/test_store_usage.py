@@ -59,5 +59,5 @@ def test_a_version_6_file_gets_the_reasoning_details_column_and_a_file_that_has_
     with StoreReader(path) as reader:
         assert reader.load_messages("s1")[0].reasoning_details == DETAILS
     db = apsw.Connection(str(path))
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(7,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(8,)]
     db.close()

@@ -44,7 +44,7 @@ class DelegationLimits:
 class SessionOverrides:
     """How a child session differs from the runtime's defaults."""
 
-    parent_session_id: str
+    parent_session_id: str | None
     depth: int
     blocked_tools: frozenset[str] = BLOCKED_IN_CHILDREN
     max_iterations: int = CHILD_ITERATIONS

@@ -124,9 +124,14 @@ class HookEntry(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CronSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``cron:``, applied by the scheduler (``actors.scheduler``)."""
+
     catch_up_missed: bool = True
+    """An occurrence missed while the server was down fires at start if within its grace window (false: recorded missed)."""
     model: str = ""
+    """The model of job runs that name none (empty: the server's)."""
     max_parallel_jobs: int | None = None
+    """Job runs at once (None: 3); the others wait their turn."""
 
 
 class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):

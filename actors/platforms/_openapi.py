@@ -13,6 +13,18 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
     ("GET", "/v1/health"): ("Liveness (no auth).", None, "200"),
     ("GET", "/health/detailed"): ("The live actor tree, active sessions and turns, reactor lag.", None, "200"),
     ("GET", "/openapi.json"): ("This document (no auth).", None, "200"),
+    ("GET", "/api/jobs"): ("Scheduled jobs: each with its schedule, state, next run and last outcome.", None, "200"),
+    ("POST", "/api/jobs"): (
+        "Create a scheduled job (prompt, schedule; name, deliver, timezone, repeat, model, toolsets, skills, deadline).",
+        {"type": "object"},
+        "201",
+    ),
+    ("GET", "/api/jobs/{job_id}"): ("One scheduled job.", None, "200"),
+    ("PATCH", "/api/jobs/{job_id}"): ("Change a job's fields.", {"type": "object"}, "200"),
+    ("DELETE", "/api/jobs/{job_id}"): ("Remove a job (its occurrences stay as history).", None, "200"),
+    ("POST", "/api/jobs/{job_id}/pause"): ("Pause a job.", None, "200"),
+    ("POST", "/api/jobs/{job_id}/resume"): ("Resume a paused job (what fell due meanwhile is skipped).", None, "200"),
+    ("POST", "/api/jobs/{job_id}/run"): ("Run a job now (answered once its occurrence is claimed).", None, "202"),
     ("GET", "/v1/models"): ("The advertised models in OpenAI's list shape: the agent, and the plain model (no tools, nothing stored).", None, "200"),
     (
         "POST",

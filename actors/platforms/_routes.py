@@ -7,6 +7,7 @@ from ._asgi import Request, Send, send_json
 from ._attach import session_answer, session_cancel, session_events, session_turn
 from ._chat import chat_completions
 from ._compress_api import compress_session
+from ._jobs_api import create_job, delete_job, get_job, list_jobs, patch_job, pause_job, resume_job, run_job
 from ._openapi import openapi_document
 from ._responses import create_response, delete_response, get_response
 from ._runs import answer_approval, create_run, get_run, run_events, stop_run
@@ -56,4 +57,12 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("GET", "/v1/runs/{run_id}/events", run_events),
     ("POST", "/v1/runs/{run_id}/stop", stop_run),
     ("POST", "/v1/runs/{run_id}/approval", answer_approval),
+    ("GET", "/api/jobs", list_jobs),
+    ("POST", "/api/jobs", create_job),
+    ("GET", "/api/jobs/{job_id}", get_job),
+    ("PATCH", "/api/jobs/{job_id}", patch_job),
+    ("DELETE", "/api/jobs/{job_id}", delete_job),
+    ("POST", "/api/jobs/{job_id}/pause", pause_job),
+    ("POST", "/api/jobs/{job_id}/resume", resume_job),
+    ("POST", "/api/jobs/{job_id}/run", run_job),
 ]

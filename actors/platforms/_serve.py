@@ -18,10 +18,11 @@ import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
-from actors.agent import ConfigError, HubRegistry, ModelClients, build_agent_runtime, hermes_home
-from actors.config import load_config
+from actors.agent import ConfigError, HubRegistry, ModelClients, SessionDeps, build_agent_runtime, hermes_home
+from actors.config import HermesConfig, load_config
 from actors.store import HermesImportError
 from supervisor import ChildSpec, Supervisor
 
@@ -42,6 +43,20 @@ def _version() -> str:
 
 
 API_PLATFORM = Platform(name="api_server", source="api", hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.")
+
+
+def _scheduler_spec(home: Path, store: Path, config: HermesConfig, deps: SessionDeps) -> ChildSpec:
+    """``/scheduler`` (issue 18): jobs run as sessions of this runtime."""
+    from actors.scheduler import scheduler_spec
+    from actors.scheduler._spec import scheduler_options
+
+    def publish(session_id: str, event: Any) -> None:
+        deps.hubs.get(session_id).publish(event)
+
+    options = scheduler_options(
+        home, store, config, hubs=deps.hubs, tool_names=frozenset(deps.tools), publish=publish, max_iterations=deps.config.max_iterations
+    )
+    return scheduler_spec(options)
 
 
 def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False) -> int:
@@ -89,12 +104,13 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo)
+    scheduler = _scheduler_spec(home, store, loaded.config, deps)
     with SignalStop("hermes serve", reload=True) as stop:
         try:
             runtime = build_agent_runtime(
                 store,
                 deps,
-                extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),),
+                extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), scheduler),
                 announce=lambda line: print(f"hermes serve: {line}", flush=True),
             )
         except HermesImportError as exc:

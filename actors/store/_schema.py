@@ -18,6 +18,8 @@ read a file this store wrote:
 - ``segments``: one row per segment of a session after its first (ours): a compression's
   result starts one at its first message id, and loads read the newest segment only (the
   older messages stay, searchable), with the summary and the token counts before and after;
+- ``cron_jobs`` / ``cron_occurrences`` (ours, schema 8): scheduled jobs (one JSON record each) and
+  one row per occurrence claimed before it runs, or recorded missed (``actors.scheduler``);
 - ``schema_version``: one row, the version of this layout.
 
 Pragmas: WAL (readers never block the writer, nor it them), ``synchronous=NORMAL`` (a
@@ -39,9 +41,9 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``,
-5 ``credential_pools``, 6 ``segments``, 7 ``messages.reasoning_details``). Older files are migrated by ``MIGRATIONS``."""
+5 ``credential_pools``, 6 ``segments``, 7 ``messages.reasoning_details``, 8 ``cron_jobs`` and ``cron_occurrences``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -185,6 +187,30 @@ CREATE TABLE IF NOT EXISTS segments (
 _TABLES += _SEGMENTS
 
 
+_CRON = """
+CREATE TABLE IF NOT EXISTS cron_jobs (
+    id TEXT PRIMARY KEY,
+    job TEXT NOT NULL,
+    saved_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cron_occurrences (
+    job_id TEXT NOT NULL,
+    at REAL NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('claimed', 'completed', 'failed', 'silent', 'missed', 'interrupted')),
+    manual INTEGER NOT NULL DEFAULT 0,
+    session_id TEXT NOT NULL DEFAULT '',
+    claimed_at REAL NOT NULL,
+    ended_at REAL,
+    detail TEXT NOT NULL DEFAULT '',
+    delivered TEXT NOT NULL DEFAULT '',
+    PRIMARY KEY (job_id, at)
+);
+"""
+"""``job`` is the ``protocols._scheduler.Job`` as JSON. Invariant: one ``cron_occurrences`` row per
+(job, occurrence), inserted (committed) before its run starts: a second claim finds it."""
+_TABLES += _CRON
+
+
 def _add_responses(db: apsw.Connection) -> None:
     db.execute(_RESPONSES)
 
@@ -211,6 +237,10 @@ def _add_reasoning_details(db: apsw.Connection) -> None:
         db.execute("ALTER TABLE messages ADD COLUMN reasoning_details TEXT")
 
 
+def _add_cron(db: apsw.Connection) -> None:
+    db.execute(_CRON)
+
+
 MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {
     1: _add_responses,
     2: _add_images,
@@ -218,13 +248,15 @@ MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {
     4: _add_credential_pools,
     5: _add_segments,
     6: _add_reasoning_details,
+    7: _add_cron,
 }
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
 transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
 ``messages.images`` column (a JSON list of the image URLs a user sent); 3 → 4 the ``turns``
 table (empty: turns that ran before it are not known); 4 → 5 the ``credential_pools`` table
 (empty: pools start fresh); 5 → 6 the ``segments`` table (empty: no session was compressed); 6 → 7
-the ``messages.reasoning_details`` column (NULL: earlier replies kept none)."""
+the ``messages.reasoning_details`` column (NULL: earlier replies kept none); 7 → 8 the ``cron_jobs``
+and ``cron_occurrences`` tables (empty: a Hermes ``cron/jobs.json`` is imported by the scheduler)."""
 
 
 def open_writer(path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> apsw.Connection:

@@ -36,6 +36,13 @@ import apsw
 
 from protocols._base import Message
 from protocols._credentials import PoolStateSaved, SavePoolState
+from protocols._scheduler import (
+    ClaimOccurrence,
+    DeleteJob,
+    JobStoreCommand,
+    SaveJob,
+    SettleOccurrence,
+)
 from protocols._store import (
     AppendMessages,
     CreateSession,
@@ -61,6 +68,7 @@ from .._actor import Actor
 from .._address import ActorPath, Address, Registry
 from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
+from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
 from ._schema import Synchronous, open_writer
 from ._writes import (
     Rejected,
@@ -80,10 +88,36 @@ log = logging.getLogger(__name__)
 FENCING = (CreateSession, AppendMessages, RemoveLastTurn)
 """A refusal of one of these fences the session (``ReopenWrites``)."""
 FENCING_NAMES = frozenset(c.__name__ for c in FENCING)
-Write = CreateSession | AppendMessages | EndSession | UpdateSessionTotals | DeleteSession | RemoveLastTurn | PutResponse | DeleteResponse | SavePoolState
-W = TypeVar("W", CreateSession, AppendMessages, EndSession, UpdateSessionTotals, DeleteSession, RemoveLastTurn, PutResponse, DeleteResponse, SavePoolState)
-StoreWriterInbox = StoreCommand | SavePoolState
-"""What the writer takes: the session store's commands and the credential pools' saves."""
+Write = (
+    CreateSession
+    | AppendMessages
+    | EndSession
+    | UpdateSessionTotals
+    | DeleteSession
+    | RemoveLastTurn
+    | PutResponse
+    | DeleteResponse
+    | SavePoolState
+    | JobStoreCommand
+)
+W = TypeVar(
+    "W",
+    CreateSession,
+    AppendMessages,
+    EndSession,
+    UpdateSessionTotals,
+    DeleteSession,
+    RemoveLastTurn,
+    PutResponse,
+    DeleteResponse,
+    SavePoolState,
+    SaveJob,
+    DeleteJob,
+    ClaimOccurrence,
+    SettleOccurrence,
+)
+StoreWriterInbox = StoreCommand | SavePoolState | JobStoreCommand
+"""What the writer takes: the session store's commands, the credential pools' saves and the scheduler's jobs."""
 
 DEFAULT_BATCH_CAP = 512
 
@@ -186,6 +220,14 @@ class StoreWriter(Actor[StoreWriterInbox]):
                 self._write(message, delete_response)
             case SavePoolState():
                 self._write(message, save_pool_state)
+            case SaveJob():
+                self._write(message, save_job)
+            case DeleteJob():
+                self._write(message, delete_job)
+            case ClaimOccurrence():
+                self._write(message, claim_occurrence)
+            case SettleOccurrence():
+                self._write(message, settle_occurrence)
             case GetStoreStatistics(reply_to=reply_to):
                 self._flush()
                 result = self.statistics()

@@ -2,6 +2,7 @@
 
 # Importing a tool module registers its tools.
 from . import _clarify as _clarify
+from . import _cronjob as _cronjob
 from . import _delegate as _delegate
 from . import _execute as _execute
 from . import _files as _files

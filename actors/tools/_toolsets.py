@@ -24,7 +24,7 @@ class Toolset:
     includes: tuple[str, ...] = ()
 
 
-_CORE = ("file", "terminal", "todo", "memory", "skills", "session_search", "code_execution", "delegation")
+_CORE = ("file", "terminal", "todo", "memory", "skills", "session_search", "code_execution", "delegation", "cronjob")
 
 PRESETS: dict[str, Toolset] = {
     "hermes-cli": Toolset("hermes-cli", "Everything a person at a terminal uses, clarify included.", includes=(*_CORE, "clarify")),

@@ -377,9 +377,11 @@ BODY_ROUTES = {
     ("PATCH", "/v1/sessions/{session_id}"),
     ("POST", "/v1/runs"),
 }
-BODY_ROUTES |= {("POST", f"/v1/sessions/{{session_id}}/{name}") for name in ("turns", "cancel", "answer", "compress")} | {
-    ("POST", "/v1/runs/{run_id}/approval")
-}
+BODY_ROUTES |= (
+    {("POST", f"/v1/sessions/{{session_id}}/{name}") for name in ("turns", "cancel", "answer", "compress")}
+    | {("POST", "/v1/runs/{run_id}/approval")}
+    | {("POST", "/api/jobs"), ("PATCH", "/api/jobs/{job_id}")}
+)
 """The routes that read a body (the others answer without reading it)."""
 
 

@@ -1,0 +1,124 @@
+"""One run of a job: a fresh session ``cron:<job>:<occurrence>``, its answer, its delivery.
+
+Runs as a reactor wait the scheduler started (after the claim committed), under the job's
+deadline: the session's turn is cancelled when the deadline passes or the wait is cancelled,
+so a stuck run holds its slot until its deadline and no longer, and never delays another job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping
+from pathlib import Path
+
+import trio
+
+from actors import Address, Reactor, Registry
+from protocols import CancelTurn, SessionInbox, StartTurn, SwitchModel, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+from protocols._scheduler import Job, OccurrenceStatus
+
+from ._delivery import Senders, deliver, is_silent, parse_target, resolve, save_output
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunEnv:
+    """What every run of a scheduler needs from the runtime."""
+
+    registry: Registry
+    reactor: Reactor
+    hubs: object
+    """The ``HubRegistry`` of the sessions (``.get(session_id)`` gives a hub)."""
+    home: Path
+    tool_names: frozenset[str]
+    max_iterations: int = 90
+    senders: Senders = dataclasses.field(default_factory=Senders)
+    resolve_toolsets: object = None
+    """``actors.tools.resolve_toolsets`` (a job's toolsets to tool names); None: all tools."""
+    default_model: str = ""
+    """``cron.model``: the model of runs whose job names none (empty: the server's)."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RunOutcome:
+    status: OccurrenceStatus
+    detail: str
+    delivered: str
+
+
+def session_id_of(job_id: str, at: float, *, manual: bool) -> str:
+    """``cron:<job>:<occurrence>``: the occurrence as a UTC stamp (a manual run marked as such)."""
+    stamp = dt.datetime.fromtimestamp(at, dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"cron:{job_id}:{stamp}" + (f"-manual{int(at * 1000) % 1000:03d}" if manual else "")
+
+
+def _blocked(env: RunEnv, job: Job) -> frozenset[str]:
+    from actors.agent._delegation import BLOCKED_IN_CHILDREN
+
+    blocked = set(BLOCKED_IN_CHILDREN) | {"cronjob", "clarify"}  # nobody is there to answer; no job makes jobs
+    if job.toolsets and callable(env.resolve_toolsets):
+        allowed = set(env.resolve_toolsets(list(job.toolsets)))
+        blocked |= set(env.tool_names) - allowed
+    return frozenset(blocked)
+
+
+def _prompt(job: Job, at: float) -> str:
+    when = dt.datetime.fromtimestamp(at, dt.UTC).isoformat(timespec="seconds")
+    skills = f"\nUse these skills: {', '.join(job.skills)}." if job.skills else ""
+    return (
+        f"[Scheduled job {job.name!r} ({job.id}), occurrence {when}. Nobody is watching this run: do the task and give the result. "
+        f"If there is nothing worth reporting, answer exactly [SILENT].]{skills}\n\n{job.prompt}"
+    )
+
+
+async def _turn(env: RunEnv, job: Job, session_id: str, at: float) -> tuple[OccurrenceStatus, str]:
+    from actors.agent import SESSIONS_PATH
+    from actors.agent._delegation import SessionOverrides
+    from actors.agent._reader import TrioSubscriber
+    from supervisor import start_child
+
+    overrides = SessionOverrides(parent_session_id=None, depth=0, blocked_tools=_blocked(env, job), max_iterations=env.max_iterations, source="cron")
+    address: Address[SessionInbox] = start_child(env.registry, env.registry.lookup(SESSIONS_PATH), session_id, session_id, overrides)
+    hub = env.hubs.get(session_id)  # type: ignore[attr-defined]
+    turn_id = f"{session_id}.run"
+    reader = TrioSubscriber(env.reactor, turn_id=turn_id)
+    hub.subscribe(reader, after_seq=hub.last_seq)
+    ended = False
+    try:
+        if job.model or env.default_model:
+            address.tell(SwitchModel(model=job.model or env.default_model))
+        address.tell(StartTurn(text=_prompt(job, at), turn_id=turn_id, policy="reject"))
+        while True:
+            event = await reader.get()
+            if isinstance(event, TurnCompleted):
+                ended = True
+                return "completed", event.text
+            if isinstance(event, TurnFailed):
+                ended = True
+                return "failed", event.error
+            if isinstance(event, TurnCancelled | TurnRejected):
+                ended = True
+                return "failed", event.reason
+    finally:
+        hub.unsubscribe(reader)
+        if not ended:
+            address.tell(CancelTurn(turn_id=turn_id, reason="the job's deadline passed, or the scheduler stopped"))
+
+
+async def run_job(env: RunEnv, job: Job, at: float, session_id: str) -> RunOutcome:
+    """Run one occurrence to its end within ``job.deadline``; deliver a non-silent answer."""
+    with trio.move_on_after(job.deadline) as scope:
+        status, text = await _turn(env, job, session_id, at)
+    if scope.cancelled_caught:
+        return RunOutcome(status="failed", detail=f"the run passed its deadline of {job.deadline:g} s and was cancelled", delivered="")
+    if status != "completed":
+        return RunOutcome(status=status, detail=text[:500], delivered="")
+    if is_silent(text):
+        return RunOutcome(status="silent", detail="[SILENT]", delivered="not delivered: the answer was [SILENT]")
+    path = await save_output(env.home, job.id, job.name, at, text)
+    target = resolve(parse_target(job.deliver), job.origin)
+    payload: Mapping[str, object] = {"job_id": job.id, "job_name": job.name, "occurrence": at, "session_id": session_id, "answer": text}
+    with trio.move_on_after(120.0):  # delivery has its own deadline, past the run's
+        delivered = await deliver(target, env.senders, payload)
+        return RunOutcome(status="completed", detail=text[:200], delivered=f"{delivered}; saved {path}")
+    return RunOutcome(status="completed", detail=text[:200], delivered=f"failed: {target.describe()}: delivery took over 120 s; saved {path}")
