@@ -36,6 +36,7 @@ from actors.agent._config import read_config
 from actors.agent._providers import primary_settings, with_chain
 from actors.agent._tokens import tools_size
 from actors.config import load_config
+from actors.config._env import read_dotenv
 from actors.credentials._settings import load_providers
 from supervisor import ChildSpec, Supervisor
 
@@ -90,6 +91,16 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         return 2
     if _yes(section.get("access_log")):
         logging.getLogger("hermes.access").setLevel(logging.INFO)
+    hubs = HubRegistry()
+    try:  # the gateway's adapters (platforms: in config.yaml, tokens in .env)
+        from .gateway import load_gateway
+
+        gateway = load_gateway(loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs)
+    except ConfigError as exc:
+        print(f"hermes serve: {exc}", flush=True)
+        return 2
+    for line in gateway.notes:
+        print(f"hermes serve: {line}", file=sys.stderr, flush=True)
     clients = ModelClients()
     settings = ServerSettings(
         host=host,
@@ -108,7 +119,6 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     )
     store = home / "state.db"
     tools = _tools()
-    hubs = HubRegistry()
     deps = SessionDeps(
         hubs=hubs,
         open_reader=reader_opener(store),
@@ -135,7 +145,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     with SignalStop("hermes serve") as stop:
-        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
+        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options()),))
         stop.follow(runtime)
         try:
             runtime.start()
@@ -152,6 +162,14 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
             gc.freeze()
             url = f"http://{settings.host}:{bound}/v1"
             print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
+            for spec in gateway.specs:  # after the first line (tests read it first)
+                try:
+                    port = runtime.lookup(f"/platforms/{spec.id}").ask("port", timeout=10)
+                except (HermesError, TimeoutError) as exc:
+                    print(f"hermes serve: gateway: the {spec.id} adapter did not start ({exc}); it is retried with backoff", flush=True)
+                    continue
+                where = f" on http://{host}:{port}/webhooks/" if spec.id == "webhook" else ""
+                print(f"hermes serve: gateway: {spec.id} adapter started{where}", flush=True)
             if approvals.yolo:
                 print(
                     f"hermes serve: WARNING: approvals are off ({approvals.source}): dangerous commands run without asking anyone; "
