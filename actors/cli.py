@@ -218,7 +218,9 @@ def _sessions(args: argparse.Namespace) -> int:
 def _pairing(args: argparse.Namespace) -> int:
     from actors.platforms.gateway._pairing_cli import run_pairing
 
-    return run_pairing(args.pairing_action, home=args.home, platform=getattr(args, "platform", ""), value=getattr(args, "code", "") or getattr(args, "user_id", ""))
+    return run_pairing(
+        args.pairing_action, home=args.home, platform=getattr(args, "platform", ""), value=getattr(args, "code", "") or getattr(args, "user_id", "")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -145,7 +145,9 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     with SignalStop("hermes serve") as stop:
-        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options()),))
+        runtime = build_agent_runtime(
+            store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options()),)
+        )
         stop.follow(runtime)
         try:
             runtime.start()

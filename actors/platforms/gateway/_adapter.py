@@ -114,7 +114,9 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 self.approvals[message.session_id] = message
                 chat = self.chats.chats.get(message.session_id)
                 if chat is not None:
-                    self.execute([Reply(chat.message, f"Approval needed: {message.command}\n({'; '.join(message.reasons)})\nReply /approve or /deny.", final=False)])
+                    self.execute(
+                        [Reply(chat.message, f"Approval needed: {message.command}\n({'; '.join(message.reasons)})\nReply /approve or /deny.", final=False)]
+                    )
             case WaitFinished(tag="persist", status="ok", value=(log_, batch)):
                 for item in batch:
                     self.handle(item)
@@ -146,7 +148,11 @@ class GatewayAdapter(Actor[AdapterInbox]):
         self.counts["received"] += len(batch)
         keys = [self.dedup_key(m) for m in batch]
         fresh = set(self.seen.fresh(keys))
-        new = [m for m, k in zip(batch, keys, strict=True) if k in fresh and (fresh.discard(k) or True)]
+        new = []
+        for item, key in zip(batch, keys, strict=True):
+            if key in fresh:  # the first of the batch with this key
+                fresh.discard(key)
+                new.append(item)
         self.counts["duplicates"] += len(batch) - len(new)
         previous = self.seen
         updated = self.seen = previous.add(keys, offset=offset)
@@ -197,10 +203,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
             return
         self.counts["refused"] += 1
         if code is not None:
-            text = (
-                f"Hi! I don't know you yet. Your pairing code is {code}.\n"
-                f"Ask the owner of this bot to run: hermes pairing approve {self.platform} {code}"
-            )
+            text = f"Hi! I don't know you yet. Your pairing code is {code}.\nAsk the owner of this bot to run: hermes pairing approve {self.platform} {code}"
             self.execute([Reply(message, text, final=False)])
 
     def allowed(self, message: PlatformMessage) -> None:
@@ -214,8 +217,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
             if request is None:
                 self.execute([Reply(message, "Nothing is waiting for an approval.", final=False)])
                 return
-            choice = "once" if command == "/approve" else "deny"
-            self.tell_session(key_of(message), ResolveApproval(request_id=request.request_id, choice=choice))
+            self.tell_session(key_of(message), ResolveApproval(request_id=request.request_id, choice="once" if command == "/approve" else "deny"))
         else:
             self.chats, actions = self.chats.on_message(message)
             self.execute(actions)
@@ -235,7 +237,16 @@ class GatewayAdapter(Actor[AdapterInbox]):
                     context = self._context()
                     address = self.address
                     self.start_wait(
-                        follow_turn, context.registry, self.reactor, self.hubs, key_of(message), start, address.tell, TURN_DEADLINE, tag="turn", timeout=math.inf
+                        follow_turn,
+                        context.registry,
+                        self.reactor,
+                        self.hubs,
+                        key_of(message),
+                        start,
+                        address.tell,
+                        TURN_DEADLINE,
+                        tag="turn",
+                        timeout=math.inf,
                     )
                 case Reply(message=message, text=text, final=final):
                     pieces = chunk_text(text, self.limit, self.measure) if self.limit else [text]
@@ -287,4 +298,3 @@ class GatewayAdapter(Actor[AdapterInbox]):
         else:
             log.warning("gateway %s: a reply was given up (%s: %s)", self.platform, status, error)
             self.detail = f"a reply was given up: {error or status}"
-

@@ -74,9 +74,7 @@ class Chats:
         if chat is None:
             return self._with(key, Chat(running=turn_id_of(message), message=message)), [Start(message, turn_id_of(message), interrupt=False)]
         if self.mode == "interrupt":
-            return self._with(key, Chat(running=turn_id_of(message), message=message, queue=chat.queue)), [
-                Start(message, turn_id_of(message), interrupt=True)
-            ]
+            return self._with(key, Chat(running=turn_id_of(message), message=message, queue=chat.queue)), [Start(message, turn_id_of(message), interrupt=True)]
         if len(chat.queue) >= self.limit:
             text = f"Still working on your earlier message and {self.limit} more are waiting; this one was not taken. Send it again later, or /stop."
             return self, [Reply(message, text, final=False)]
@@ -105,7 +103,7 @@ class Chats:
         if self.mode == "steer":
             last = chat.queue[-1]
             joined = "\n\n".join(m.text for m in chat.queue)
-            nxt, rest = msgspec.structs.replace(last, text=joined), ()
+            nxt, rest = msgspec.structs.replace(last, text=joined), tuple[PlatformMessage, ...]()
         else:
             nxt, rest = chat.queue[0], chat.queue[1:]
         actions.append(Start(nxt, turn_id_of(nxt), interrupt=False))

@@ -27,8 +27,9 @@ class CallFailed(Exception):
 def retry_delay(failure: CallFailed, attempt: int) -> float | None:
     """Seconds before attempt ``attempt + 1`` (attempts count from 1), or None: give up."""
     if failure.status == 429:
-        return max(failure.retry_after if failure.retry_after is not None else BASE * 2 ** (attempt - 1), 0.0)
+        told = failure.retry_after
+        return max(float(told) if told is not None else BASE * 2.0 ** (attempt - 1), 0.0)
     if failure.status == 0 or failure.status >= 500:
-        delay = min(CAP, BASE * 2 ** (attempt - 1))
+        delay = min(CAP, BASE * 2.0 ** (attempt - 1))
         return delay * (0.75 + 0.25 * ((attempt * 7919) % 100) / 100)
     return None

@@ -116,4 +116,3 @@ class TelegramAdapter(GatewayAdapter):
                     retries += 1
                     await trio.sleep(delay)
         return retries
-

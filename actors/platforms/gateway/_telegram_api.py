@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from protocols import PlatformMessage
+from protocols import ChatType, PlatformMessage
 
 from ._retry import CallFailed
 
@@ -55,7 +55,7 @@ def to_message(update: dict[str, Any], bot_username: str, bot_id: str) -> Platfo
     if not isinstance(text, str) or "id" not in chat or "message_id" not in message:
         return None
     kind = chat.get("type", "private")
-    chat_type = "dm" if kind == "private" else ("channel" if kind == "channel" else "group")
+    chat_type: ChatType = "dm" if kind == "private" else ("channel" if kind == "channel" else "group")
     mention = f"@{bot_username}".lower() if bot_username else ""
     mentioned = bool(mention) and mention in text.lower()
     replied = message.get("reply_to_message") or {}

@@ -80,7 +80,9 @@ class WebhookApp:
         name = request.path.removeprefix("/webhooks/")
         route = self.routes.get(name) if request.path.startswith("/webhooks/") else None
         if route is None:
-            raise HttpError(404, f"no webhook route {request.path!r}; routes: {', '.join('/webhooks/' + r for r in sorted(self.routes)) or 'none'}", code="not_found")
+            raise HttpError(
+                404, f"no webhook route {request.path!r}; routes: {', '.join('/webhooks/' + r for r in sorted(self.routes)) or 'none'}", code="not_found"
+            )
         if request.method != "POST":
             raise HttpError(405, "webhooks take POST", code="method_not_allowed")
         body = await request.body(MAX_BODY)

@@ -118,7 +118,12 @@ class TelegramServer:
             self._next_message += 1
             self.sent.append(Sent(time.monotonic(), body, 200))
             self.cond.notify_all()
-            message = {"message_id": 10_000 + self._next_message, "date": int(time.time()), "chat": {"id": body["chat_id"], "type": "private"}, "text": body.get("text", "")}
+            message = {
+                "message_id": 10_000 + self._next_message,
+                "date": int(time.time()),
+                "chat": {"id": body["chat_id"], "type": "private"},
+                "text": body.get("text", ""),
+            }
             return 200, {"ok": True, "result": message}
 
     # -- the test's side --------------------------------------------------------------------
