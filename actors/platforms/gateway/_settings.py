@@ -94,7 +94,9 @@ def _extra(name: str, data: dict[str, Any], tp: type[Any]) -> Any:
         return msgspec.convert(data, tp, strict=False)
     except msgspec.ValidationError as exc:
         where = str(exc).rpartition(" - at `$")[2].rstrip("`")
-        raise ConfigError(f"config.yaml: platforms.{name}.extra{where}: {str(exc).partition(' - at')[0]}; fix it (see the README's gateway section)") from None
+        raise ConfigError(
+            f"config.yaml: platforms.{name}.extra{where}: {str(exc).partition(' - at')[0]}; fix it (the README's 'Chat platforms' section shows the layout)"
+        ) from None
 
 
 def _users(text: str) -> frozenset[str]:

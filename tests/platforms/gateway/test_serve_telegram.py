@@ -3,6 +3,7 @@ the test model server (echo mode: the answer to ``x`` is ``echo: x``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -13,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from actors.chaos import ModelServer
+from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from tests.conftest import DEADLINE
 from tests.platforms.gateway.telegram_server import TOKEN, TelegramServer
 from tests.platforms.serve_process import CLEARED, HERMES, launched
@@ -111,3 +112,19 @@ def test_an_update_delivered_again_after_a_restart_is_answered_once(tmp_path: Pa
     assert [s.text for s in replies] == ["echo: only once", "echo: after the restart"]
     assert sum(_model_saw(model, "only once") for _ in (0,)) == 1
     assert [r for r in model.requests if r.path == "/v1/chat/completions" and "only once" in str(r.body["messages"][-1])].__len__() == 1
+
+
+def test_a_dangerous_command_waits_for_approve_from_the_chat(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+    home = _home(tmp_path, model, telegram)
+    (home / "work").mkdir()
+    call = ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {home / 'work'}"}))
+    model.script([ToolCallsReply(calls=(call,)), TextReply(content="cleaned up")])
+    with launched(home) as (process, _):
+        telegram.push(ALLOWED, "clean the work folder")
+        (ask,) = telegram.wait_delivered(ALLOWED, 1)
+        assert ask.text.startswith("Approval needed: rm -rf") and "/approve" in ask.text, ask.text
+        telegram.push(ALLOWED, "/approve")
+        replies = telegram.wait_delivered(ALLOWED, 2)
+        _stop(process)
+    assert replies[1].text == "cleaned up"
+    assert not (home / "work").exists()  # it ran, after the approval
