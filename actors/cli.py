@@ -148,6 +148,17 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     pruning.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     sessions.set_defaults(handler=_sessions)
     _cron_parser(commands)
+    pairing = commands.add_parser("pairing", help="chat users who asked to talk to the agent: list, approve a code, revoke")
+    pairing.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    steps = pairing.add_subparsers(dest="pairing_action", metavar="ACTION", required=True)
+    steps.add_parser("list", help="codes waiting for approval, and the users approved")
+    approving = steps.add_parser("approve", help="let the user who holds CODE talk to the agent")
+    approving.add_argument("platform")
+    approving.add_argument("code")
+    revoking = steps.add_parser("revoke", help="take an approved user out again")
+    revoking.add_argument("platform")
+    revoking.add_argument("user_id")
+    pairing.set_defaults(handler=_pairing)
     _config_parser(commands)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
@@ -235,6 +246,14 @@ def _sessions(args: argparse.Namespace) -> int:
     from actors.platforms._sessions_cli import run_sessions
 
     return run_sessions(args)
+
+
+def _pairing(args: argparse.Namespace) -> int:
+    from actors.platforms.gateway._pairing_cli import run_pairing
+
+    return run_pairing(
+        args.pairing_action, home=args.home, platform=getattr(args, "platform", ""), value=getattr(args, "code", "") or getattr(args, "user_id", "")
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:

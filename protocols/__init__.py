@@ -29,6 +29,12 @@ from ._faults import ModelFaults as ModelFaults
 from ._faults import StoreFaults as StoreFaults
 from ._faults import ToolFaults as ToolFaults
 from ._faults import Workload as Workload
+from ._gateway import AdapterState as AdapterState
+from ._gateway import AdapterStatus as AdapterStatus
+from ._gateway import AdapterStatusRequest as AdapterStatusRequest
+from ._gateway import AdapterTimer as AdapterTimer
+from ._gateway import ChatType as ChatType
+from ._gateway import PlatformMessage as PlatformMessage
 from ._reactor import ProcessResult as ProcessResult
 from ._reactor import WaitFinished as WaitFinished
 from ._reactor import WaitStatus as WaitStatus
@@ -123,6 +129,10 @@ from ._transcript import Role as Role
 from ._transcript import ToolCall as ToolCall
 
 __all__ = [
+    "AdapterState",
+    "AdapterStatus",
+    "AdapterStatusRequest",
+    "AdapterTimer",
     "AnswerClarification",
     "AnySessionEvent",
     "AppendMessages",
@@ -132,6 +142,7 @@ __all__ = [
     "BusyPolicy",
     "CancelTurn",
     "ChatMessage",
+    "ChatType",
     "ChildExited",
     "ChildRestarted",
     "ChildStarted",
@@ -165,6 +176,7 @@ __all__ = [
     "NoKeyAvailable",
     "NodeSnapshot",
     "NodeState",
+    "PlatformMessage",
     "PoolInbox",
     "PoolSaveDue",
     "PoolSaveTimedOut",

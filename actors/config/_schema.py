@@ -2,8 +2,8 @@
 
 The sections this build reads are typed in detail (``_schema_model.py`` for the model and its
 providers, and here ``compression``, ``approvals``, ``api_server``, ``toolsets``, ``agent``,
-``terminal``, ``memory``, ``delegation``). Sections typed for validation but not applied yet
-(``platforms``, ``mcp_servers``, ``hooks``, ``cron``, ``timezone``; see
+``terminal``, ``memory``, ``delegation``, ``platforms``, ``cron``, ``timezone``). Sections typed for
+validation but not applied yet (``mcp_servers``, ``hooks``; see
 ``_known.NOT_APPLIED``) hold only a few of Hermes's keys, with Hermes's types, so that a value
 Hermes accepts is accepted here; they are reported as ignored when set. Defaults are what this
 build does when a key is unset (Hermes's own where the build has no equivalent).
@@ -103,9 +103,18 @@ class DelegationSection(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PlatformEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """``platforms.<name>:`` in Hermes's layout; the gateway (``actors/platforms/gateway``) reads
+    ``telegram`` and ``webhook`` and types their ``extra`` there (errors name the key)."""
+
     enabled: bool = False
     token: str = ""
+    """Usually left out: the token comes from ``.env`` (``TELEGRAM_BOT_TOKEN``)."""
+    api_key: str = ""
+    home_channel: str | int | dict[str, Any] | None = None
+    """Hermes's default delivery target (cron); read, not used by this build yet."""
+    reply_to_mode: str = ""
     extra: dict[str, Any] = {}
+    """The platform's own settings (``base_url``, ``allowed_users``, ``busy_policy``, ``routes``, ...)."""
 
 
 class McpServer(msgspec.Struct, frozen=True, kw_only=True):

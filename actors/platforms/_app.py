@@ -22,7 +22,7 @@ import trio
 from actors import HermesError, Reactor, Registry
 from actors.agent import SESSIONS_PATH, HubRegistry, tell_session
 from actors.agent._reader import TrioSubscriber
-from protocols import PoolStatus, PoolStatusRequest, SessionCommand, TreeSnapshot, to_json
+from protocols import AdapterStatus, AdapterStatusRequest, PoolStatus, PoolStatusRequest, SessionCommand, TreeSnapshot, to_json
 
 from ._access import REQUEST_ID_HEADER, AccessRecord, log_access, request_id_for, serve_request, served
 from ._asgi import HttpError, Receive, Request, Scope, Send, send_error, send_json
@@ -135,8 +135,31 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "tree": msgspec.json.decode(to_json(snapshot.root)),
             "credentials": [msgspec.json.decode(to_json(status)) for status in await pool_statuses(ctx, snapshot)],
             "hermes_import": hermes_import,
+            "platforms": [msgspec.json.decode(to_json(status)) for status in await adapter_statuses(ctx, snapshot)],
         },
     )
+
+
+async def adapter_statuses(ctx: ApiContext, snapshot: TreeSnapshot) -> list[AdapterStatus]:
+    """Every gateway adapter's status (``/platforms/<name>`` but the API server itself); one
+    that does not answer within a second (restarting) is shown as ``starting``."""
+    platforms = next((n for n in snapshot.root.children if n.path == "/platforms"), None)
+    statuses: list[AdapterStatus] = []
+    for node in platforms.children if platforms is not None else ():
+        if node.path == "/platforms/api":  # the API server itself
+            continue
+        reply_to = TrioSubscriber(ctx.reactor)
+        name = node.path.rsplit("/", 1)[-1]
+        try:
+            ctx.registry.lookup(node.path).tell(AdapterStatusRequest(reply_to=reply_to))
+        except (LookupError, HermesError):
+            statuses.append(AdapterStatus(platform=name, state="starting", detail="restarting"))
+            continue
+        status = None
+        with trio.move_on_after(POOL_STATUS_TIMEOUT):
+            status = await reply_to.get()
+        statuses.append(status if isinstance(status, AdapterStatus) else AdapterStatus(platform=name, state="starting", detail="no answer within 1 s"))
+    return statuses
 
 
 async def pool_statuses(ctx: ApiContext, snapshot: TreeSnapshot) -> list[PoolStatus]:

@@ -23,6 +23,7 @@ from typing import Any
 from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
 from actors.agent import ConfigError, HubRegistry, ModelClients, SessionDeps, build_agent_runtime, hermes_home
 from actors.config import HermesConfig, load_config
+from actors.config._env import read_dotenv
 from actors.store import HermesImportError
 from supervisor import ChildSpec, Supervisor
 
@@ -83,6 +84,15 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         return 2
     if section.access_log:
         logging.getLogger("hermes.access").setLevel(logging.INFO)
+    try:  # the gateway's adapters (platforms: in config.yaml, tokens in .env)
+        from .gateway import load_gateway
+
+        gateway = load_gateway(loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs)
+    except ConfigError as exc:
+        print(f"hermes serve: {exc}", flush=True)
+        return 2
+    for line in gateway.notes:
+        print(f"hermes serve: {line}", file=sys.stderr, flush=True)
     settings = ServerSettings(
         host=host,
         port=port,
@@ -105,14 +115,10 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo)
     scheduler = _scheduler_spec(home, store, loaded.config, deps)
+    platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
     with SignalStop("hermes serve", reload=True) as stop:
         try:
-            runtime = build_agent_runtime(
-                store,
-                deps,
-                extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), scheduler),
-                announce=lambda line: print(f"hermes serve: {line}", flush=True),
-            )
+            runtime = build_agent_runtime(store, deps, extra=(platforms, scheduler), announce=lambda line: print(f"hermes serve: {line}", flush=True))
         except HermesImportError as exc:
             listener.close()
             print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
@@ -133,6 +139,14 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
             gc.freeze()
             url = f"http://{settings.host}:{bound}/v1"
             print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
+            for spec in gateway.specs:  # after the first line (tests read it first)
+                try:
+                    port = runtime.lookup(f"/platforms/{spec.id}").ask("port", timeout=10)
+                except (HermesError, TimeoutError) as exc:
+                    print(f"hermes serve: gateway: the {spec.id} adapter did not start ({exc}); it is retried with backoff", flush=True)
+                    continue
+                where = f" on http://{host}:{port}/webhooks/" if spec.id == "webhook" else ""
+                print(f"hermes serve: gateway: {spec.id} adapter started{where}", flush=True)
             if approvals.yolo:
                 print(
                     f"hermes serve: WARNING: approvals are off ({approvals.source}): dangerous commands run without asking anyone; "

@@ -1,0 +1,113 @@
+"""The busy policy, pure: which turn each chat runs, what waits behind it, and which turn's end
+is answered.
+
+Per chat (session key) at most one turn is followed. A message that arrives while one runs:
+
+- ``interrupt``: starts at once; the session cancels the running turn, whose end is not answered.
+- ``queue``: waits in the gateway's queue (at most ``limit``, then it is refused with a notice);
+  each queued message is a turn of its own.
+- ``steer``: waits like ``queue``, but everything that waited is sent as one message when the
+  turn ends (the session core cannot yet add text to a running model call; this is the nearest
+  it allows).
+
+Invariant: a turn's end produces at most one :class:`Reply`, and only for the chat's current
+turn; a second end for the same turn id produces nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import msgspec
+
+from protocols import PlatformMessage
+
+from ._session_key import key_of, turn_id_of
+
+BusyMode = Literal["interrupt", "queue", "steer"]
+QUEUE_LIMIT = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Start:
+    message: PlatformMessage
+    turn_id: str
+    interrupt: bool
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    message: PlatformMessage
+    """The message answered (the chat, the thread, the id to reply to)."""
+    text: str
+    final: bool = True
+    """False for notices (queue full, stopped) that are not a turn's answer."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Cancel:
+    session_id: str
+    turn_id: str
+
+
+Action = Start | Reply | Cancel
+
+
+@dataclasses.dataclass(frozen=True)
+class Chat:
+    running: str
+    message: PlatformMessage
+    queue: tuple[PlatformMessage, ...] = ()
+    stopping: bool = False
+
+
+@dataclasses.dataclass(frozen=True)
+class Chats:
+    mode: BusyMode = "queue"
+    limit: int = QUEUE_LIMIT
+    chats: dict[str, Chat] = dataclasses.field(default_factory=dict)
+
+    def on_message(self, message: PlatformMessage) -> tuple[Chats, list[Action]]:
+        key = key_of(message)
+        chat = self.chats.get(key)
+        if chat is None:
+            return self._with(key, Chat(running=turn_id_of(message), message=message)), [Start(message, turn_id_of(message), interrupt=False)]
+        if self.mode == "interrupt":
+            return self._with(key, Chat(running=turn_id_of(message), message=message, queue=chat.queue)), [Start(message, turn_id_of(message), interrupt=True)]
+        if len(chat.queue) >= self.limit:
+            text = f"Still working on your earlier message and {self.limit} more are waiting; this one was not taken. Send it again later, or /stop."
+            return self, [Reply(message, text, final=False)]
+        return self._with(key, dataclasses.replace(chat, queue=(*chat.queue, message))), []
+
+    def on_stop(self, message: PlatformMessage) -> tuple[Chats, list[Action]]:
+        """``/stop``: cancel the chat's running turn (its end is answered "Stopped."), drop the queue."""
+        key = key_of(message)
+        chat = self.chats.get(key)
+        if chat is None:
+            return self, [Reply(message, "Nothing is running.", final=False)]
+        return self._with(key, dataclasses.replace(chat, queue=(), stopping=True)), [Cancel(key, chat.running)]
+
+    def on_end(self, session_id: str, turn_id: str, text: str, *, cancelled: bool = False) -> tuple[Chats, list[Action]]:
+        """A followed turn ended with ``text`` (its answer, or what went wrong)."""
+        chat = self.chats.get(session_id)
+        if chat is None or chat.running != turn_id:
+            return self, []  # superseded (interrupted) or already answered
+        actions: list[Action] = []
+        if not cancelled or chat.stopping:
+            actions.append(Reply(chat.message, "Stopped." if cancelled else text))
+        if not chat.queue:
+            chats = dict(self.chats)
+            del chats[session_id]
+            return dataclasses.replace(self, chats=chats), actions
+        if self.mode == "steer":
+            last = chat.queue[-1]
+            joined = "\n\n".join(m.text for m in chat.queue)
+            nxt, rest = msgspec.structs.replace(last, text=joined), tuple[PlatformMessage, ...]()
+        else:
+            nxt, rest = chat.queue[0], chat.queue[1:]
+        actions.append(Start(nxt, turn_id_of(nxt), interrupt=False))
+        return self._with(session_id, Chat(running=turn_id_of(nxt), message=nxt, queue=rest)), actions
+
+    def _with(self, key: str, chat: Chat) -> Chats:
+        return dataclasses.replace(self, chats={**self.chats, key: chat})

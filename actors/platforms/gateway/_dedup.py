@@ -1,0 +1,50 @@
+"""Inbound dedup, pure: the message ids a platform has delivered, bounded, oldest forgotten first.
+
+The adapter persists the log (with the platform's poll offset) before it starts the turns of a
+batch, so a message delivered again, also after a restart, is dropped.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable
+
+KEEP = 10_000
+"""Ids remembered per platform: far more than a platform redelivers after an outage."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SeenLog:
+    ids: tuple[str, ...] = ()
+    offset: int = 0
+    """The platform's poll position (Telegram: the next ``update_id``); 0 when it has none."""
+    version: int = 0
+    """Counts changes: a write of an older version never replaces a newer one."""
+
+    def seen(self, message_id: str) -> bool:
+        return message_id in self._set()
+
+    def _set(self) -> frozenset[str]:
+        cached = self.__dict__.get("_cache")
+        if cached is None or cached[0] is not self.ids:
+            cached = (self.ids, frozenset(self.ids))
+            object.__setattr__(self, "_cache", cached)
+        return cached[1]
+
+    def fresh(self, message_ids: Iterable[str]) -> list[str]:
+        """The ids not seen before, each once, in order."""
+        known = set(self._set())
+        out = []
+        for message_id in message_ids:
+            if message_id not in known:
+                known.add(message_id)
+                out.append(message_id)
+        return out
+
+    def add(self, message_ids: Iterable[str], *, offset: int | None = None) -> SeenLog:
+        new = self.fresh(message_ids)
+        moved = offset is not None and offset != self.offset
+        if not new and not moved:
+            return self
+        ids = (*self.ids, *new)[-KEEP:]
+        return SeenLog(ids=ids, offset=self.offset if offset is None else offset, version=self.version + 1)
