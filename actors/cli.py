@@ -117,6 +117,7 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     serve.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
     serve.add_argument("--yolo", action="store_true", help="run dangerous commands without asking (the hardline blocklist still applies)")
+    serve.add_argument("--accept-hooks", action="store_true", help="allow every shell hook of config.yaml without asking (recorded in shell-hooks-allowlist.json)")
     serve.set_defaults(handler=_serve)
     doctor = commands.add_parser("doctor", help="check the home, its config, the store, the model endpoint and every key; each problem with its fix")
     doctor.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
@@ -182,7 +183,7 @@ def _config(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from actors.platforms._serve import run_serve
 
-    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo)
+    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo, accept_hooks=args.accept_hooks)
 
 
 def _doctor(args: argparse.Namespace) -> int:

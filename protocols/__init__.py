@@ -54,6 +54,7 @@ from ._session import SessionCommand as SessionCommand
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionInbox as SessionInbox
 from ._session import SessionReady as SessionReady
+from ._session import HookSkipped as HookSkipped
 from ._session import SessionRecovered as SessionRecovered
 from ._session import StartTurn as StartTurn
 from ._session import Subscribe as Subscribe
@@ -147,6 +148,7 @@ __all__ = [
     "ExitKind",
     "FaultPlan",
     "GetStoreStatistics",
+    "HookSkipped",
     "InjectCrash",
     "KeyCondition",
     "KeyFaults",

@@ -70,6 +70,8 @@ class ApiContext:
     """The configured model that plain completions are forwarded to."""
     clients: ModelClients | None = None
     """The reactor's model HTTP clients (shared with the sessions)."""
+    hook_statistics: Callable[[], dict[str, Any]] | None = None
+    """The hooks' counters (plugins: calls, faults, restarts; shell hooks); None: no hooks."""
 
     def tell(self, session_id: str, message: SessionCommand) -> None:
         tell_session(self.registry, self.registry.lookup(SESSIONS_PATH), session_id, message)
@@ -128,6 +130,7 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "reactor_lag_ms": snapshot.reactor_lag_ms,
             "tree": msgspec.json.decode(to_json(snapshot.root)),
             "credentials": [msgspec.json.decode(to_json(status)) for status in await pool_statuses(ctx, snapshot)],
+            "hooks": ctx.hook_statistics() if ctx.hook_statistics is not None else None,
         },
     )
 

@@ -37,6 +37,7 @@ from actors.agent._providers import primary_settings, with_chain
 from actors.agent._tokens import tools_size
 from actors.config import load_config
 from actors.credentials._settings import load_providers
+from actors.hooks import build_hooks, hooks_spec
 from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
@@ -64,7 +65,9 @@ def _yes(value: object) -> bool:
     return str(value).strip().lower() in ("true", "1", "yes", "on")
 
 
-def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False) -> int:
+def run_serve(
+    *, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False, accept_hooks: bool = False
+) -> int:
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     try:
@@ -79,6 +82,9 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         print(f"hermes serve: {exc}", flush=True)
         return 2
     for line in loaded.warning_lines():  # once, at start: keys that have no effect
+        print(f"hermes serve: {line}", file=sys.stderr, flush=True)
+    hooks, hook_lines = build_hooks(home, loaded.config.hooks, env=env, accept=accept_hooks, auto_accept=loaded.config.hooks_auto_accept)
+    for line in hook_lines:
         print(f"hermes serve: {line}", file=sys.stderr, flush=True)
     origins = frozenset(section.get("cors_origins") or ())
     host = host or str(section.get("host") or "127.0.0.1")
@@ -105,6 +111,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         upstream=model,
         clients=clients,
         listener=listener,
+        hook_statistics=hooks.statistics if hooks is not None else None,
     )
     store = home / "state.db"
     tools = _tools()
@@ -127,6 +134,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         home=home,
         store_file=store,
         approvals=approvals,
+        hooks=hooks,
     )
     deps = with_chain(deps, chain)
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
@@ -135,10 +143,14 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     with SignalStop("hermes serve") as stop:
-        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
+        hooks_tree = (hooks_spec(),) if hooks is not None else ()
+        runtime = build_agent_runtime(store, deps, extra=(*hooks_tree, ChildSpec(id="platforms", actor=Supervisor, args=((api,),))))
         stop.follow(runtime)
         try:
             runtime.start()
+            if hooks is not None:
+                hooks.bind(runtime.registry, runtime.reactor)
+                hooks.fire_soon("gateway:startup", {"platforms": ["api"]})
             server = runtime.lookup(API_SERVER_PATH)
             try:
                 bound = server.ask("port", timeout=10)
