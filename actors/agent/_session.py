@@ -186,7 +186,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 return await call_model(self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options)
 
             where = {"session_id": self.session_id, "turn_id": effect.turn_id, "model": model, "platform": self.deps.source, "publish": self.hub.publish}
-            return self.start_wait(hooked_model, hooks, request, messages, self.turn_hooks, **where, tag="model", timeout=effect.timeout)
+            hooked = functools.partial(hooked_model, hooks, request, messages, self.turn_hooks, **where)
+            return self.start_wait(hooked, tag="model", timeout=effect.timeout)
         return self.start_wait(call, tag="model", timeout=effect.timeout)
 
     def start_tool(self, effect: RunTool, turn_id: str) -> WaitHandle:
