@@ -45,6 +45,7 @@ from ._session import ClientTool as ClientTool
 from ._session import CompressContext as CompressContext
 from ._session import ContextCompressed as ContextCompressed
 from ._session import EnsureSession as EnsureSession
+from ._session import HookSkipped as HookSkipped
 from ._session import ModelFallback as ModelFallback
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ModelSwitched as ModelSwitched
@@ -54,7 +55,6 @@ from ._session import SessionCommand as SessionCommand
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionInbox as SessionInbox
 from ._session import SessionReady as SessionReady
-from ._session import HookSkipped as HookSkipped
 from ._session import SessionRecovered as SessionRecovered
 from ._session import StartTurn as StartTurn
 from ._session import Subscribe as Subscribe

@@ -30,7 +30,7 @@ Call = Callable[[Sequence[ChatMessage]], Awaitable[ModelReply | ModelFailure]]
 async def hooked_tool(hooks: Hooks, run: Run, name: str, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
     """Run one tool call with its hooks: pre (may block), the tool, post, transform."""
     sid = context.session_id
-    where = {"session_id": sid, "cwd": str(context.workspace.cwd), "tool_name": name, "tool_input": arguments, "publish": context.publish}
+    where: dict[str, Any] = {"session_id": sid, "cwd": str(context.workspace.cwd), "tool_name": name, "tool_input": arguments, "publish": context.publish}
     base = {"tool_name": name, "args": dict(arguments), "task_id": sid, "session_id": sid, "tool_call_id": context.call_id}
     if hooks.wants("pre_tool_call", name):
         blocked = first_block(await hooks.call("pre_tool_call", base, stop_at_block=True, **where))
@@ -76,7 +76,7 @@ async def hooked_model(
     hooks: Hooks, call: Call, messages: Sequence[ChatMessage], memo: TurnHooks, *, session_id: str, turn_id: str, model: str, platform: str, publish: Any
 ) -> ModelReply | ModelFailure:
     """One model call of a turn with its hooks (the turn's first call runs the turn's)."""
-    where = {"session_id": session_id, "publish": publish}
+    where: dict[str, Any] = {"session_id": session_id, "publish": publish}
     index = _user_index(messages)
     user_message = messages[index].content or "" if index >= 0 else ""
     if memo.turn_id != turn_id:
@@ -88,7 +88,14 @@ async def hooked_model(
             hooks.fire_soon("session:start", {"platform": platform, "user_id": "", "session_id": session_id, "session_key": session_id})
         if hooks.wants("pre_llm_call"):
             history = [m.to_openai() for m in messages]
-            kwargs = {"session_id": session_id, "user_message": user_message, "conversation_history": history, "is_first_turn": first, "model": model, "platform": platform}
+            kwargs = {
+                "session_id": session_id,
+                "user_message": user_message,
+                "conversation_history": history,
+                "is_first_turn": first,
+                "model": model,
+                "platform": platform,
+            }
             memo.context = joined_context(await hooks.call("pre_llm_call", kwargs, **where))
     elif messages and messages[-1].role == "tool":
         steps = [m for m in messages[index + 1 :] if m.role == "assistant"]

@@ -183,9 +183,17 @@ class SessionActor(Actor[SessionInbox | Timer]):
             messages = effect.messages
 
             async def request(sent: Any) -> Any:
-                return await call_model(self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options)
+                return await call_model(
+                    self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
+                )
 
-            where = {"session_id": self.session_id, "turn_id": effect.turn_id, "model": model, "platform": self.deps.source, "publish": self.hub.publish}
+            where: dict[str, Any] = {
+                "session_id": self.session_id,
+                "turn_id": effect.turn_id,
+                "model": model,
+                "platform": self.deps.source,
+                "publish": self.hub.publish,
+            }
             hooked = functools.partial(hooked_model, hooks, request, messages, self.turn_hooks, **where)
             return self.start_wait(hooked, tag="model", timeout=effect.timeout)
         return self.start_wait(call, tag="model", timeout=effect.timeout)
@@ -239,13 +247,24 @@ class SessionActor(Actor[SessionInbox | Timer]):
             transcript = self.host.state.transcript if self.host.state is not None else ()
             user = next((m.content or "" for m in reversed(transcript) if m.role == "user"), "")
             history = [m.to_openai() for m in transcript] if hooks.wants("post_llm_call") else []
-            answered = {"session_id": sid, "user_message": user, "assistant_response": event.text, "conversation_history": history, "model": model, "platform": platform}
+            answered = {
+                "session_id": sid,
+                "user_message": user,
+                "assistant_response": event.text,
+                "conversation_history": history,
+                "model": model,
+                "platform": platform,
+            }
             hooks.fire_soon("post_llm_call", answered, session_id=sid)
             hooks.fire_soon("agent:end", {"platform": platform, "user_id": "", "session_id": sid, "message": user, "response": event.text}, session_id=sid)
 
     def command_hook(self, message: SwitchModel | UndoTurn | CompressContext) -> None:
         assert self.deps.hooks is not None
-        name, args = {SwitchModel: ("model", getattr(message, "model", "")), UndoTurn: ("undo", ""), CompressContext: ("compress", getattr(message, "focus", ""))}[type(message)]
+        name, args = {
+            SwitchModel: ("model", getattr(message, "model", "")),
+            UndoTurn: ("undo", ""),
+            CompressContext: ("compress", getattr(message, "focus", "")),
+        }[type(message)]
         context = {"platform": self.deps.source, "user_id": "", "session_id": self.session_id, "command": name, "args": args}
         self.deps.hooks.fire_soon(f"command:{name}", context, session_id=self.session_id)
 

@@ -54,7 +54,7 @@ class HookActor(Actor[InvokeHook]):
         if not callbacks:
             message.reply_to.tell(HookAnswered(plugin=name, call=message.call, subscribed=False))
             return None
-        values = []
+        values: list[Any] = []
         for callback in callbacks:
             try:
                 value = callback(message.event, message.kwargs)

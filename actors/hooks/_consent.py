@@ -77,7 +77,9 @@ def load_approvals(home: Path) -> list[Approval]:
     for item in data.get("approvals", []) if isinstance(data, dict) else []:
         if isinstance(item, dict) and isinstance(item.get("event"), str) and isinstance(item.get("command"), str):
             mtime = item.get("script_mtime")
-            approvals.append(Approval(item["event"], item["command"], float(item.get("approved_at") or 0), float(mtime) if isinstance(mtime, int | float) else None))
+            approvals.append(
+                Approval(item["event"], item["command"], float(item.get("approved_at") or 0), float(mtime) if isinstance(mtime, int | float) else None)
+            )
     return approvals
 
 
@@ -106,9 +108,7 @@ def revoke(home: Path, command: str) -> int:
     return len(approvals) - len(kept)
 
 
-def admit(
-    hooks: list[ShellHook], home: Path, *, bypass: bool, tty: bool, ask: Callable[[ShellHook], bool] | None = None
-) -> tuple[list[ShellHook], list[str]]:
+def admit(hooks: list[ShellHook], home: Path, *, bypass: bool, tty: bool, ask: Callable[[ShellHook], bool] | None = None) -> tuple[list[ShellHook], list[str]]:
     """The hooks that may run, and one line for each that may not (and why).
 
     A bypass or a yes on the terminal is recorded, so the next start does not ask again.
@@ -147,5 +147,3 @@ def drift(approval: Approval | None, hook: ShellHook) -> str | None:
     if abs(now - approval.script_mtime) > 1e-6:
         return f"the script changed since it was allowed ({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(now))}): read it, then allow it again"
     return None
-
-

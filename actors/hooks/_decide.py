@@ -84,7 +84,7 @@ def shell_answer(stdout: bytes) -> tuple[Any, str | None]:
         return None, None
     try:
         value = json.loads(text)
-    except ValueError as exc:
+    except json.JSONDecodeError as exc:
         return None, f"its output is not JSON ({exc.msg} at character {exc.pos}): {text[:120]!r}"
     if not isinstance(value, dict):
         return None, f"its output is JSON but not an object: {text[:120]!r}"

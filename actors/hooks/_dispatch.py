@@ -232,7 +232,15 @@ class Hooks:
         return answers
 
     async def _call_shell(
-        self, event: str, kwargs: dict[str, Any], session_id: str, cwd: str, tool_name: str | None, tool_input: Any, publish: Publish | None, stop_at_block: bool
+        self,
+        event: str,
+        kwargs: dict[str, Any],
+        session_id: str,
+        cwd: str,
+        tool_name: str | None,
+        tool_input: Any,
+        publish: Publish | None,
+        stop_at_block: bool,
     ) -> list[Answer]:
         answers: list[Answer] = []
         body: bytes | None = None

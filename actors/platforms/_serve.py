@@ -66,7 +66,14 @@ def _yes(value: object) -> bool:
 
 
 def run_serve(
-    *, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False, accept_hooks: bool = False
+    *,
+    host: str | None,
+    port: int | None,
+    home: Path | None,
+    drain_timeout: float,
+    env: Mapping[str, str] | None = None,
+    yolo: bool = False,
+    accept_hooks: bool = False,
 ) -> int:
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)

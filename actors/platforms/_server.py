@@ -12,8 +12,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import hypercorn.config

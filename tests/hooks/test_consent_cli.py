@@ -18,7 +18,9 @@ CONFIG = 'hooks:\n  pre_tool_call:\n    - matcher: "terminal"\n      command: "{
 def _hermes(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HERMES_HOME": str(home)}
     env.pop("HERMES_ACCEPT_HOOKS", None)
-    return subprocess.run([sys.executable, "-m", "actors.cli", "hooks", *args], capture_output=True, text=True, env=env, timeout=DEADLINE, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "actors.cli", "hooks", *args], capture_output=True, text=True, env=env, timeout=DEADLINE, stdin=subprocess.DEVNULL
+    )
 
 
 def test_a_new_shell_hook_stays_unregistered_without_a_terminal_until_accepted_and_doctor_sees_the_script_change(tmp_path: Path) -> None:

@@ -40,7 +40,7 @@ else
 fi
 """
 
-PLUGIN = '''
+PLUGIN = """
 import os, re
 
 POLICY = "Never execute commands that delete files without explicit user confirmation."
@@ -64,7 +64,7 @@ def register(ctx):
     ctx.register_hook("pre_llm_call", guardrails)
     ctx.register_hook("transform_tool_result", redact_secrets)
     ctx.register_hook("transform_llm_output", spongebob)
-'''
+"""
 
 CONFIG_HOOKS = """hooks:
   pre_tool_call:
@@ -113,7 +113,9 @@ def test_the_seeds_shell_hooks_and_plugin_examples_run_unchanged_through_hermes_
         env = {k: v for k, v in os.environ.items() if k not in ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL")}
         env.update(HOME=str(user_home), HERMES_HOME=str(user_home / ".hermes"), SPONGEBOB_MODE="on")
         argv = [sys.executable, "-m", "actors.cli", "serve", "--port", "0", "--accept-hooks"]
-        process = subprocess.Popen(argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        process = subprocess.Popen(
+            argv, cwd=work, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+        )
         try:
             assert process.stdout is not None
             first = process.stdout.readline()

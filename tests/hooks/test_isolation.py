@@ -18,8 +18,7 @@ from tests.conftest import DEADLINE
 PLUGINS = {
     "a-good": 'def register(ctx):\n    ctx.register_hook("pre_llm_call", lambda **kw: {"context": "from a"})\n'
     '    ctx.register_hook("pre_tool_call", lambda tool_name, **kw: {"action": "block", "message": "a says no"} if tool_name == "terminal" else None)\n',
-    "b-raises": "COUNT = 0\ndef boom(**kw):\n    raise RuntimeError('plugin bug')\n"
-    'def register(ctx):\n    ctx.register_hook("pre_llm_call", boom)\n',
+    "b-raises": "COUNT = 0\ndef boom(**kw):\n    raise RuntimeError('plugin bug')\ndef register(ctx):\n    ctx.register_hook(\"pre_llm_call\", boom)\n",
     "c-hangs": "import threading\nRELEASE = threading.Event()\nCALLS = []\n"
     "def hang(**kw):\n    CALLS.append(1)\n    if len(CALLS) == 1:\n        RELEASE.wait(30)\n    return 'after the hang'\n"
     'def register(ctx):\n    ctx.register_hook("pre_llm_call", hang)\n',
