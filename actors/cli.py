@@ -117,7 +117,23 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     serve.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
     serve.add_argument("--yolo", action="store_true", help="run dangerous commands without asking (the hardline blocklist still applies)")
+    serve.add_argument(
+        "--accept-hooks", action="store_true", help="allow every shell hook of config.yaml without asking (recorded in shell-hooks-allowlist.json)"
+    )
     serve.set_defaults(handler=_serve)
+    hooks = commands.add_parser("hooks", help="the shell hooks of config.yaml, plugins and gateway hooks: list, test, doctor")
+    hook_actions = hooks.add_subparsers(dest="hooks_action", metavar="ACTION", required=True)
+    for name, text in (
+        ("list", "every configured hook and whether it is allowed"),
+        ("doctor", "check each shell hook: script, consent, edits since consent, a dry run"),
+    ):
+        hook_actions.add_parser(name, help=text).add_argument("--home", type=Path, default=None, help="HERMES_HOME")
+    hook_test = hook_actions.add_parser("test", help="run the shell hooks of EVENT on a synthetic payload and print what they answer")
+    hook_test.add_argument("event")
+    hook_test.add_argument("--for-tool", default=None, help="the tool name the payload names (for matchers)")
+    hook_test.add_argument("--payload-file", type=Path, default=None, help="JSON with tool_input and extra to send")
+    hook_test.add_argument("--home", type=Path, default=None, help="HERMES_HOME")
+    hooks.set_defaults(handler=_hooks)
     doctor = commands.add_parser("doctor", help="check the home, its config, the store, the model endpoint and every key; each problem with its fix")
     doctor.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     doctor.add_argument("--offline", action="store_true", help="skip the checks that call the model endpoint and the keys")
@@ -226,7 +242,19 @@ def _config(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from actors.platforms._serve import run_serve
 
-    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo)
+    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo, accept_hooks=args.accept_hooks)
+
+
+def _hooks(args: argparse.Namespace) -> int:
+    from actors.hooks._cli import run_hooks_cli  # the config loader and trio: only when used
+
+    return run_hooks_cli(
+        args.hooks_action,
+        home=args.home,
+        event=getattr(args, "event", ""),
+        tool=getattr(args, "for_tool", None),
+        payload_file=getattr(args, "payload_file", None),
+    )
 
 
 def _doctor(args: argparse.Namespace) -> int:

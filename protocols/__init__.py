@@ -51,6 +51,7 @@ from ._session import ClientTool as ClientTool
 from ._session import CompressContext as CompressContext
 from ._session import ContextCompressed as ContextCompressed
 from ._session import EnsureSession as EnsureSession
+from ._session import HookSkipped as HookSkipped
 from ._session import ModelFallback as ModelFallback
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ModelSwitched as ModelSwitched
@@ -160,6 +161,7 @@ __all__ = [
     "ExitKind",
     "FaultPlan",
     "GetStoreStatistics",
+    "HookSkipped",
     "InjectCrash",
     "KeyCondition",
     "KeyFaults",

@@ -334,6 +334,18 @@ class SessionRecovered(SessionEvent, frozen=True, kw_only=True):
     resumed: bool
 
 
+class HookSkipped(SessionEvent, frozen=True, kw_only=True):
+    """A hook failed and was skipped for this call (the turn went on without it)."""
+
+    hook: str
+    """The plugin's name, or the shell hook's command."""
+    event: str
+    """The hook event (``pre_tool_call``, ...)."""
+    reason: str
+    """``raised``, ``timeout``, ``flood``, ``bad_output``, ``exit`` or ``busy``."""
+    detail: str = ""
+
+
 AnySessionEvent = (
     TurnStarted
     | UserMessageSaved
@@ -353,6 +365,7 @@ AnySessionEvent = (
     | TurnFailed
     | TurnCancelled
     | SessionRecovered
+    | HookSkipped
 )
 """The union a client decodes a session stream with."""
 

@@ -21,12 +21,28 @@ import msgspec
 from actors import Actor, HermesError, WaitHandle
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
-from protocols._session import AnswerClarification, RefreshSettings, ResolveApproval, SessionEvent, SessionInbox, Subscribe, TurnCompleted, Unsubscribe
+from protocols._session import (
+    AnswerClarification,
+    CompressContext,
+    RefreshSettings,
+    ResolveApproval,
+    SessionEvent,
+    SessionInbox,
+    Subscribe,
+    SwitchModel,
+    TurnCancelled,
+    TurnCompleted,
+    TurnFailed,
+    TurnStarted,
+    UndoTurn,
+    Unsubscribe,
+)
 from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
 
 from ._approvals import ApprovalGate
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
+from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._model import ModelSettings, call_model
@@ -65,6 +81,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             parent_session_id=overrides.parent_session_id if overrides is not None else None,
         )
         self.host = SessionHost(host, self)
+        self.turn_hooks = TurnHooks()
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -83,6 +100,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
 
     def receive(self, message: SessionInbox | Timer) -> Any:
+        if self.deps.hooks is not None and isinstance(message, SwitchModel | UndoTurn | CompressContext):
+            self.command_hook(message)
         match message:
             case Subscribe(subscriber=subscriber, after_seq=after_seq, observer=observer):
                 return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
@@ -115,6 +134,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         return as_loaded(finished.value, prompt, interrupted)
 
     def terminated(self, kind: str) -> None:
+        if self.deps.hooks is not None:
+            self.deps.hooks.fire_soon("on_session_finalize", {"session_id": self.session_id, "platform": self.deps.source}, session_id=self.session_id)
         if kind == "normal":
             self.hub.release()  # passivated: keep the numbering, not the events
         # Whatever tools left running (background commands) ends with the session.
@@ -161,6 +182,24 @@ class SessionActor(Actor[SessionInbox | Timer]):
         settings = self.providers.settings(effect.provider, model, key.api_key)
         call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=effect.turn_id)
         call = functools.partial(call, session_id=self.session_id, options=effect.options)
+        hooks = self.deps.hooks
+        if hooks is not None and effect.token.step == "model":
+            messages = effect.messages
+
+            async def request(sent: Any) -> Any:
+                return await call_model(
+                    self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
+                )
+
+            where: dict[str, Any] = {
+                "session_id": self.session_id,
+                "turn_id": effect.turn_id,
+                "model": model,
+                "platform": self.deps.source,
+                "publish": self.hub.publish,
+            }
+            hooked = functools.partial(hooked_model, hooks, request, messages, self.turn_hooks, **where)
+            return self.start_wait(hooked, tag="model", timeout=effect.timeout)
         return self.start_wait(call, tag="model", timeout=effect.timeout)
 
     def start_tool(self, effect: RunTool, turn_id: str) -> WaitHandle:
@@ -177,7 +216,10 @@ class SessionActor(Actor[SessionInbox | Timer]):
             tools=deps.tools,
             settings=deps.tool_settings,
         )
-        return self.start_wait(deps.tools[effect.name].run, effect.arguments, context, tag="tool", timeout=effect.timeout)
+        run = deps.tools[effect.name].run
+        if deps.hooks is not None:
+            return self.start_wait(hooked_tool, deps.hooks, run, effect.name, effect.arguments, context, tag="tool", timeout=effect.timeout)
+        return self.start_wait(run, effect.arguments, context, tag="tool", timeout=effect.timeout)
 
     def after(self, delay: float, message: Timer) -> WaitHandle:
         return self.send_after(delay, message)
@@ -192,6 +234,44 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 event, cost_usd=model.cost(event.input_tokens, event.output_tokens, event.cache_read_tokens, event.cache_write_tokens)
             )
         self.hub.publish(event)
+        if self.deps.hooks is not None and type(event) in (TurnStarted, TurnCompleted, TurnFailed, TurnCancelled):
+            self.turn_hook(event)
+
+    # -- hooks that observe (answers ignored; they run in the background) -------------------------
+
+    def turn_hook(self, event: SessionEvent) -> None:
+        hooks, sid, platform, model = self.deps.hooks, self.session_id, self.deps.source, self.host.model
+        assert hooks is not None
+        if isinstance(event, TurnStarted):
+            hooks.fire_soon("agent:start", {"platform": platform, "user_id": "", "session_id": sid, "message": event.text}, session_id=sid)
+            return
+        completed = isinstance(event, TurnCompleted)
+        ended = {"session_id": sid, "completed": completed, "interrupted": isinstance(event, TurnCancelled), "model": model, "platform": platform}
+        hooks.fire_soon("on_session_end", ended, session_id=sid)
+        if isinstance(event, TurnCompleted) and event.text:
+            transcript = self.host.state.transcript if self.host.state is not None else ()
+            user = next((m.content or "" for m in reversed(transcript) if m.role == "user"), "")
+            history = [m.to_openai() for m in transcript] if hooks.wants("post_llm_call") else []
+            answered = {
+                "session_id": sid,
+                "user_message": user,
+                "assistant_response": event.text,
+                "conversation_history": history,
+                "model": model,
+                "platform": platform,
+            }
+            hooks.fire_soon("post_llm_call", answered, session_id=sid)
+            hooks.fire_soon("agent:end", {"platform": platform, "user_id": "", "session_id": sid, "message": user, "response": event.text}, session_id=sid)
+
+    def command_hook(self, message: SwitchModel | UndoTurn | CompressContext) -> None:
+        assert self.deps.hooks is not None
+        name, args = {
+            SwitchModel: ("model", getattr(message, "model", "")),
+            UndoTurn: ("undo", ""),
+            CompressContext: ("compress", getattr(message, "focus", "")),
+        }[type(message)]
+        context = {"platform": self.deps.source, "user_id": "", "session_id": self.session_id, "command": name, "args": args}
+        self.deps.hooks.fire_soon(f"command:{name}", context, session_id=self.session_id)
 
     def reload(self, why: str) -> None:
         raise StoreDiverged(f"session {self.session_id}: {why}; reloading from the store")

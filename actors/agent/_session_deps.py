@@ -18,6 +18,8 @@ from ._model import ModelClients, ModelSettings
 from ._tools import ToolSettings, ToolSpec
 
 if TYPE_CHECKING:
+    from actors.hooks import Hooks
+
     from ._delegation import SessionOverrides
 
 RecoveryPolicy = Literal["resume", "fail"]
@@ -65,6 +67,8 @@ class SessionDeps:
     """Session id -> what settling the store at this runtime's start did to it: the turns a
     stopped process left running (now failed, reason ``interrupted``) and how many of their
     tool calls got a result (``actors.store.settle_interrupted``)."""
+    hooks: Hooks | None = None
+    """Plugin, gateway and shell hooks (``actors.hooks``); None: no hook, no cost."""
 
 
 def child_deps(deps: SessionDeps, overrides: SessionOverrides) -> SessionDeps:

@@ -75,7 +75,7 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
 }
 """Hermes's keys inside a section this build types, by the section's struct, that the build does not type."""
 
-NOT_APPLIED = frozenset({"mcp_servers", "hooks"})
+NOT_APPLIED = frozenset({"mcp_servers"})
 """Top-level sections typed (a wrong value is an error) but not read by the runtime yet: reported as ignored when set."""
 
 _SECRET_NAME = re.compile(r"(^|_)(api_key|key|token|secret|password|access_token)$", re.IGNORECASE)

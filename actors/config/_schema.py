@@ -2,8 +2,8 @@
 
 The sections this build reads are typed in detail (``_schema_model.py`` for the model and its
 providers, and here ``compression``, ``approvals``, ``api_server``, ``toolsets``, ``agent``,
-``terminal``, ``memory``, ``delegation``, ``platforms``, ``cron``, ``timezone``). Sections typed for
-validation but not applied yet (``mcp_servers``, ``hooks``; see
+``terminal``, ``memory``, ``delegation``, ``platforms``, ``cron``, ``timezone``, ``hooks``). Sections typed for
+validation but not applied yet (``mcp_servers``; see
 ``_known.NOT_APPLIED``) hold only a few of Hermes's keys, with Hermes's types, so that a value
 Hermes accepts is accepted here; they are reported as ignored when set. Defaults are what this
 build does when a key is unset (Hermes's own where the build has no equivalent).
@@ -173,5 +173,8 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     platforms: dict[str, PlatformEntry] = {}
     mcp_servers: dict[str, McpServer] = {}
     hooks: dict[str, list[HookEntry]] = {}
+    """Shell hooks per event (``actors.hooks``): each entry's command runs without a shell."""
+    hooks_auto_accept: bool = False
+    """Allow every shell hook without asking (as ``--accept-hooks``)."""
     cron: CronSection = CronSection()
     timezone: str = ""

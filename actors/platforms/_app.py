@@ -70,6 +70,8 @@ class ApiContext:
     """The configured model that plain completions are forwarded to."""
     clients: ModelClients | None = None
     """The reactor's model HTTP clients (shared with the sessions)."""
+    hook_statistics: Callable[[], dict[str, Any]] | None = None
+    """The hooks' counters (plugins: calls, faults, restarts; shell hooks); None: no hooks."""
 
     def tell(self, session_id: str, message: SessionCommand) -> None:
         tell_session(self.registry, self.registry.lookup(SESSIONS_PATH), session_id, message)
@@ -136,6 +138,7 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "credentials": [msgspec.json.decode(to_json(status)) for status in await pool_statuses(ctx, snapshot)],
             "hermes_import": hermes_import,
             "platforms": [msgspec.json.decode(to_json(status)) for status in await adapter_statuses(ctx, snapshot)],
+            "hooks": ctx.hook_statistics() if ctx.hook_statistics is not None else None,
         },
     )
 

@@ -20,6 +20,7 @@ from actors.agent._session_settings import SessionSettings, session_settings
 from actors.agent._tokens import tools_size
 from actors.config import LoadedConfig
 from actors.credentials._settings import load_providers
+from actors.hooks import Hooks
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -43,6 +44,7 @@ def configured_deps(
     yolo: bool = False,
     hubs: HubRegistry | None = None,
     clients: ModelClients | None = None,
+    hooks: Hooks | None = None,
 ) -> SessionDeps:
     """The sessions' shared dependencies for ``platform``; raise :class:`ConfigError` saying what to fix."""
     chain = load_providers(home, env=env)
@@ -77,6 +79,7 @@ def configured_deps(
         approvals=approvals,
         tool_settings=settings.tools,
         delegation=settings.delegation,
+        hooks=hooks,
     )
     return with_chain(deps, chain)
 

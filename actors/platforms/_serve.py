@@ -24,6 +24,7 @@ from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
 from actors.agent import ConfigError, HubRegistry, ModelClients, SessionDeps, build_agent_runtime, hermes_home
 from actors.config import HermesConfig, load_config
 from actors.config._env import read_dotenv
+from actors.hooks import build_hooks, hooks_spec
 from actors.store import HermesImportError
 from supervisor import ChildSpec, Supervisor
 
@@ -60,18 +61,28 @@ def _scheduler_spec(home: Path, store: Path, config: HermesConfig, deps: Session
     return scheduler_spec(options)
 
 
-def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str] | None = None, yolo: bool = False) -> int:
+def run_serve(
+    *,
+    host: str | None,
+    port: int | None,
+    home: Path | None,
+    drain_timeout: float,
+    env: Mapping[str, str] | None = None,
+    yolo: bool = False,
+    accept_hooks: bool = False,
+) -> int:
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     hubs, clients = HubRegistry(), ModelClients()
     try:
         loaded = load_config(home, env)
-        deps = configured_deps(home, env, loaded, API_PLATFORM, yolo=yolo, hubs=hubs, clients=clients)
+        hooks, hook_lines = build_hooks(home, loaded.config.hooks, env=env, accept=accept_hooks, auto_accept=loaded.config.hooks_auto_accept)
+        deps = configured_deps(home, env, loaded, API_PLATFORM, yolo=yolo, hubs=hubs, clients=clients, hooks=hooks)
         key, created = load_or_create_key(home, env)
     except (ConfigError, KeyError_) as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
-    for line in loaded.warning_lines():  # once, at start: keys that have no effect
+    for line in [*loaded.warning_lines(), *hook_lines]:  # once, at start: keys that have no effect, hooks
         print(f"hermes serve: {line}", file=sys.stderr, flush=True)
     section = loaded.config.api_server
     model, approvals, store = deps.model, deps.approvals, home / "state.db"
@@ -107,6 +118,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         upstream=model,
         clients=clients,
         listener=listener,
+        hook_statistics=hooks.statistics if hooks is not None else None,
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     reaped = claim_group_ledger(home / "run" / "groups")
@@ -116,9 +128,12 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo)
     scheduler = _scheduler_spec(home, store, loaded.config, deps)
     platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
+    hooks_tree = (hooks_spec(),) if hooks is not None else ()
     with SignalStop("hermes serve", reload=True) as stop:
         try:
-            runtime = build_agent_runtime(store, deps, extra=(platforms, scheduler), announce=lambda line: print(f"hermes serve: {line}", flush=True))
+            runtime = build_agent_runtime(
+                store, deps, extra=(*hooks_tree, platforms, scheduler), announce=lambda line: print(f"hermes serve: {line}", flush=True)
+            )
         except HermesImportError as exc:
             listener.close()
             print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
@@ -126,6 +141,9 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         stop.follow(runtime)
         try:
             runtime.start()
+            if hooks is not None:
+                hooks.bind(runtime.registry, runtime.reactor)
+                hooks.fire_soon("gateway:startup", {"platforms": ["api"]})
             server = runtime.lookup(API_SERVER_PATH)
             try:
                 bound = server.ask("port", timeout=10)

@@ -1,0 +1,329 @@
+"""``Hooks``: the one dispatcher of plugin, gateway and shell hooks (it runs in the reactor).
+
+A call goes to every plugin subscribed to the event at once (each in its own actor), waits
+for their answers up to the call's deadline, then runs the matching shell hooks one after
+the other. The answers come back in dispatch order (plugins alphabetically, then shell hooks
+in config order) for the pure rules of ``_decide``. A plugin that raises, misses the deadline
+or floods is skipped for that call, reported (log, the session's event stream as
+``HookSkipped``, ``statistics()`` for /health/detailed) and replaced by a fresh actor.
+
+Invariant: a hook costs a call at most its deadline; no hook failure fails the call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import trio
+
+from actors import Address, HermesError, Registry
+from actors._reactor import Reactor
+from protocols._hooks import HookAnswered, InvokeHook
+from protocols._session import HookSkipped
+from protocols._supervision import TerminateChild
+from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, start_child
+
+from ._actor import HookActor
+from ._decide import Answer, first_block, oversized
+from ._names import gateway_matches
+from ._shell import ShellHook, payload, run_shell_hook
+from ._unit import UnitSource
+
+log = logging.getLogger("hermes.hooks")
+
+HOOKS_PATH = "/hooks"
+PLUGIN_DEADLINE = 10.0
+"""Seconds a plugin's callbacks may take for one call before they are skipped (and the plugin replaced)."""
+MAX_IN_FLIGHT = 32
+"""Calls one plugin may have unanswered; past that it is skipped as busy (a flood of calls)."""
+
+Publish = Callable[[Any], object]
+
+
+def hooks_spec() -> ChildSpec:
+    """The ``/hooks`` supervisor: a dynamic one, the dispatcher starts each hook's actor."""
+    template = ChildSpec(id="hook", actor=HookActor, restart=Restart.TRANSIENT, shutdown=1.0)
+    return ChildSpec(id="hooks", actor=DynamicSupervisor, args=(template,), kwargs={"intensity": Intensity(max_restarts=100, within=10.0)})
+
+
+@dataclasses.dataclass
+class _Slot:
+    source: UnitSource
+    generation: int = 0
+    address: Address[Any] | None = None
+    events: frozenset[str] | None = None
+    """What it registered; None until its actor has loaded it."""
+    load_error: str | None = None
+    in_flight: int = 0
+    calls: int = 0
+    faults: int = 0
+    restarts: int = 0
+    last_fault: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.source.name
+
+    def child_id(self) -> str:
+        return f"{self.name.replace('/', '_')}.{self.generation}"
+
+
+def _subscribed(slot: _Slot, event: str) -> bool:
+    """Whether ``slot`` takes ``event`` (before its load: every event of its kind)."""
+    gateway = slot.source.kind == "gateway"
+    if slot.events is None:
+        return gateway == (":" in event)
+    if gateway:
+        return any(gateway_matches(pattern, event) for pattern in slot.events)
+    return event in slot.events
+
+
+class _Gather:
+    """Answers told from the hook actors' threads, collected in the reactor."""
+
+    def __init__(self, reactor: Reactor, expected: int) -> None:
+        self.reactor = reactor
+        self.expected = expected
+        self.answers: dict[str, HookAnswered] = {}
+        self.done = trio.Event()
+
+    def tell(self, answer: HookAnswered) -> None:
+        try:
+            self.reactor.call_soon(self._push, answer)
+        except HermesError:
+            pass  # the reactor stopped: nobody waits any more
+
+    def _push(self, answer: HookAnswered) -> None:
+        self.answers[answer.plugin] = answer
+        if len(self.answers) >= self.expected:
+            self.done.set()
+
+
+class Hooks:
+    """Every hook of a runtime. ``bind`` it to the running runtime, then ``call`` from the reactor."""
+
+    def __init__(
+        self,
+        plugins: list[UnitSource],
+        shell: list[ShellHook],
+        *,
+        deadline: float = PLUGIN_DEADLINE,
+        env: Mapping[str, str] | None = None,
+        problems: list[str] | None = None,
+    ) -> None:
+        self.slots = [_Slot(source) for source in plugins]
+        self.shell = shell
+        self.deadline = deadline
+        self.env = dict(os.environ if env is None else env)
+        self.problems = list(problems or ())
+        self.shell_stats: dict[str, dict[str, Any]] = {f"{h.event}: {h.command}": {"calls": 0, "faults": 0, "last_fault": ""} for h in shell}
+        self.registry: Registry | None = None
+        self.reactor: Reactor | None = None
+        self.ready = trio.Event()
+        self.calls = 0
+
+    # -- lifecycle (from the thread that started the runtime) --------------------------------
+
+    def bind(self, registry: Registry, reactor: Reactor) -> None:
+        """Start every hook's actor under ``/hooks`` (the runtime must hold ``hooks_spec()``)."""
+        self.registry, self.reactor = registry, reactor
+        for slot in self.slots:
+            self._start(slot)
+        reactor.call_soon(self.ready.set)
+
+    def _start(self, slot: _Slot) -> None:
+        assert self.registry is not None
+        supervisor = self.registry.lookup(HOOKS_PATH)
+        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded)
+
+    def _loaded(self, name: str, generation: int, events: frozenset[str] | None, warnings: tuple[str, ...], error: str | None) -> None:
+        """From a hook actor's thread: what its load gave."""
+        if self.reactor is not None:
+            try:
+                self.reactor.call_soon(self._note_loaded, name, generation, events, error)
+            except HermesError:
+                pass
+
+    def _note_loaded(self, name: str, generation: int, events: frozenset[str] | None, error: str | None) -> None:
+        for slot in self.slots:
+            if slot.name == name and slot.generation == generation:
+                slot.events, slot.load_error = events, error
+
+    # -- what is subscribed ----------------------------------------------------------------------
+
+    @property
+    def empty(self) -> bool:
+        return not self.slots and not self.shell
+
+    def wants(self, event: str, tool_name: str | None = None) -> bool:
+        """Whether anything may answer ``event`` (cheap: called on every tool and model call)."""
+        if any(_subscribed(slot, event) for slot in self.slots):
+            return True
+        return any(h.event == event and (h.matcher is None or (tool_name is not None and h.matcher.fullmatch(tool_name))) for h in self.shell)
+
+    # -- calling -------------------------------------------------------------------------------------
+
+    async def call(
+        self,
+        event: str,
+        kwargs: dict[str, Any],
+        *,
+        session_id: str = "",
+        cwd: str = "",
+        tool_name: str | None = None,
+        tool_input: Any = None,
+        publish: Publish | None = None,
+        stop_at_block: bool = False,
+        shell: bool = True,
+    ) -> list[Answer]:
+        """Every subscribed hook's answers to ``event``, in dispatch order (in the reactor)."""
+        answers = await self._call_plugins(event, kwargs, publish)
+        if shell and not (stop_at_block and first_block(answers) is not None):
+            answers += await self._call_shell(event, kwargs, session_id, cwd, tool_name, tool_input, publish, stop_at_block)
+        return answers
+
+    async def _call_plugins(self, event: str, kwargs: dict[str, Any], publish: Publish | None) -> list[Answer]:
+        assert self.reactor is not None or not self.slots
+        if not self.slots:
+            return []
+        with trio.move_on_after(self.deadline):
+            await self.ready.wait()
+        targets = [s for s in self.slots if s.address is not None and _subscribed(s, event)]
+        if not targets:
+            return []
+        assert self.reactor is not None
+        self.calls += 1
+        gather = _Gather(self.reactor, 0)
+        sent: list[_Slot] = []
+        for slot in targets:
+            if slot.in_flight >= MAX_IN_FLIGHT:
+                self._fault(slot, event, "busy", f"{slot.in_flight} calls unanswered", publish, replace=False)
+                continue
+            assert slot.address is not None
+            slot.in_flight += 1
+            slot.calls += 1
+            sent.append(slot)
+            try:
+                slot.address.tell(InvokeHook(event=event, kwargs=kwargs, reply_to=gather, call=self.calls))
+            except HermesError:
+                slot.in_flight -= 1
+        gather.expected = len(sent)
+        if not sent:
+            return []
+        with trio.move_on_after(self.deadline):
+            await gather.done.wait()
+        answers: list[Answer] = []
+        for slot in sent:  # alphabetical: the slots are sorted by name
+            slot.in_flight -= 1
+            answer = gather.answers.get(slot.name)
+            if answer is None:
+                self._fault(slot, event, "timeout", f"no answer within {self.deadline:g} s", publish)
+            elif answer.error is not None:
+                self._fault(slot, event, "raised", answer.error, publish)
+            elif any(oversized(v) for v in answer.values):
+                self._fault(slot, event, "flood", "an answer past the size limit", publish)
+            else:
+                answers += [Answer(slot.name, value) for value in answer.values]
+        return answers
+
+    async def _call_shell(
+        self,
+        event: str,
+        kwargs: dict[str, Any],
+        session_id: str,
+        cwd: str,
+        tool_name: str | None,
+        tool_input: Any,
+        publish: Publish | None,
+        stop_at_block: bool,
+    ) -> list[Answer]:
+        answers: list[Answer] = []
+        body: bytes | None = None
+        for hook in self.shell:
+            if hook.event != event or (hook.matcher is not None and (tool_name is None or not hook.matcher.fullmatch(tool_name))):
+                continue
+            if body is None:
+                body = payload(event, kwargs, session_id=session_id, cwd=cwd, tool_name=tool_name, tool_input=tool_input)
+            stats = self.shell_stats[f"{hook.event}: {hook.command}"]
+            stats["calls"] += 1
+            outcome = await run_shell_hook(hook, body, cwd=cwd or None, env=self.env)
+            if outcome.problem is not None:
+                stats["faults"] += 1
+                stats["last_fault"] = f"{outcome.reason}: {outcome.problem}"
+                log.warning("shell hook %s %r skipped: %s", event, hook.command, outcome.problem)
+                if publish is not None:
+                    publish(HookSkipped(hook=hook.command, event=event, reason=outcome.reason, detail=outcome.problem[:300]))
+                continue
+            if outcome.value is not None:
+                answers.append(Answer(hook.command, outcome.value))
+                if stop_at_block and first_block(answers[-1:]) is not None:
+                    break
+        return answers
+
+    def fire_soon(self, event: str, kwargs: dict[str, Any], **where: Any) -> None:
+        """Call ``event``'s hooks in the background, answers ignored (from any thread)."""
+        if self.reactor is None or not self.wants(event, where.get("tool_name")):
+            return
+        try:
+            self.reactor.call_soon(trio.lowlevel.spawn_system_task, self._fire, event, kwargs, where)
+        except HermesError:
+            pass  # stopping: an observer's event is dropped
+
+    async def _fire(self, event: str, kwargs: dict[str, Any], where: dict[str, Any]) -> None:
+        try:
+            await self.call(event, kwargs, **where)
+        except Exception:  # an exception in a system task would end the reactor
+            log.exception("hook %s failed", event)
+
+    # -- faults ------------------------------------------------------------------------------------------
+
+    def _fault(self, slot: _Slot, event: str, reason: str, detail: str, publish: Publish | None, *, replace: bool = True) -> None:
+        slot.faults += 1
+        slot.last_fault = f"{event} {reason}: {detail}"[:300]
+        log.warning("plugin %s skipped for %s (%s): %s", slot.name, event, reason, detail)
+        if publish is not None:
+            publish(HookSkipped(hook=slot.name, event=event, reason=reason, detail=detail[:300]))
+        if replace:
+            self._replace(slot)
+
+    def _replace(self, slot: _Slot) -> None:
+        """A fresh actor (and a fresh import) for ``slot``; the old one is stopped or abandoned."""
+        if self.registry is None:
+            return
+        try:
+            self.registry.lookup(HOOKS_PATH).tell(TerminateChild(child_id=slot.child_id()))
+        except (LookupError, HermesError):
+            return  # the tree is stopping
+        slot.generation += 1
+        slot.restarts += 1
+        slot.in_flight = 0
+        try:
+            self._start(slot)
+        except (LookupError, HermesError):
+            slot.address = None
+
+    def statistics(self) -> dict[str, Any]:
+        """For /health/detailed and ``hermes hooks``."""
+        return {
+            "plugins": [
+                {
+                    "name": s.name,
+                    "kind": s.source.kind,
+                    "events": sorted(s.events) if s.events is not None else None,
+                    "load_error": s.load_error,
+                    "calls": s.calls,
+                    "faults": s.faults,
+                    "restarts": s.restarts,
+                    "last_fault": s.last_fault,
+                }
+                for s in self.slots
+            ],
+            "shell": [{"hook": key, **value} for key, value in self.shell_stats.items()],
+            "problems": self.problems,
+            "at": time.time(),
+        }

@@ -1,0 +1,91 @@
+"""Added latency of hooks per tool call: the pre_tool_call dispatch of 5 in-process no-op
+plugin hooks (each in its own actor; goal <= 20 us each) and of 1 shell hook (goal <= 15 ms,
+spawn included), against a call with no hook, all in one run. Medians; --json for one object
+per line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import queue
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from actors.hooks import Hooks, hooks_spec
+from actors.hooks._plugins import discover
+from actors.hooks._shell import shell_hooks
+from actors.hooks._unit import UnitSource
+from supervisor import Runtime
+
+
+def _measure(runtime: Runtime, hooks: Hooks | None, rounds: int) -> list[float]:
+    out: queue.Queue[list[float]] = queue.Queue()
+
+    async def run() -> None:
+        times = []
+        for _ in range(rounds):
+            started = time.perf_counter()
+            if hooks is not None and hooks.wants("pre_tool_call", "terminal"):
+                await hooks.call(
+                    "pre_tool_call", {"tool_name": "terminal", "args": {"command": "ls"}, "task_id": "s"}, tool_name="terminal", stop_at_block=True
+                )
+            times.append(time.perf_counter() - started)
+        out.put(times)
+
+    runtime.reactor.call_soon(trio.lowlevel.spawn_system_task, run)
+    return out.get(timeout=600)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--rounds", type=int, default=2000)
+    parser.add_argument("--shell-rounds", type=int, default=50)
+    args = parser.parse_args()
+    print(json.dumps({"python": sys.version.split()[0], "platform": platform.platform(), "trio": trio.__version__}), flush=True)
+    with tempfile.TemporaryDirectory() as folder:
+        home = Path(folder)
+        for n in range(5):
+            plugin = home / "plugins" / f"noop{n}"
+            plugin.mkdir(parents=True)
+            (plugin / "plugin.yaml").write_text(f"name: noop{n}\n")
+            (plugin / "__init__.py").write_text('def register(ctx):\n    ctx.register_hook("pre_tool_call", lambda **kw: None)\n')
+        manifests, _ = discover(home)
+        plugins = Hooks([UnitSource("plugin", m) for m in manifests], [], env={})
+        shell, _ = shell_hooks({"pre_tool_call": [{"command": "true", "matcher": "terminal"}]})
+        one_shell = Hooks([], shell, env={})
+        runtime = Runtime([hooks_spec()]).start()
+        try:
+            plugins.bind(runtime.registry, runtime.reactor)
+            one_shell.bind(runtime.registry, runtime.reactor)
+            _measure(runtime, plugins, 200)  # warm up: imports done, events known
+            base = statistics.median(_measure(runtime, None, args.rounds))
+            five = statistics.median(_measure(runtime, plugins, args.rounds))
+            spawn = statistics.median(_measure(runtime, one_shell, args.shell_rounds))
+        finally:
+            runtime.stop(timeout=10)
+    rows: list[dict[str, Any]] = [
+        {"case": "no_hooks", "median_us": round(base * 1e6, 2)},
+        {
+            "case": "5_plugin_noops",
+            "median_us": round(five * 1e6, 2),
+            "added_us_each": round((five - base) * 1e6 / 5, 2),
+            "goal_us_each": 20,
+            "ratio": round(five / base, 1) if base else None,
+        },
+        {"case": "1_shell_hook", "median_ms": round(spawn * 1e3, 2), "added_ms": round((spawn - base) * 1e3, 2), "goal_ms": 15},
+    ]
+    for row in rows:
+        print(json.dumps(row) if args.json else "  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
