@@ -29,6 +29,11 @@ from ._faults import ModelFaults as ModelFaults
 from ._faults import StoreFaults as StoreFaults
 from ._faults import ToolFaults as ToolFaults
 from ._faults import Workload as Workload
+from ._mcp import McpLinkUp as McpLinkUp
+from ._mcp import McpServerInbox as McpServerInbox
+from ._mcp import McpToolInfo as McpToolInfo
+from ._mcp import McpToolsListed as McpToolsListed
+from ._mcp import ReconnectMcp as ReconnectMcp
 from ._reactor import ProcessResult as ProcessResult
 from ._reactor import WaitFinished as WaitFinished
 from ._reactor import WaitStatus as WaitStatus
@@ -60,6 +65,7 @@ from ._session import Subscribe as Subscribe
 from ._session import SwitchModel as SwitchModel
 from ._session import TextDelta as TextDelta
 from ._session import ToolFinished as ToolFinished
+from ._session import ToolProgress as ToolProgress
 from ._session import ToolStarted as ToolStarted
 from ._session import TurnCancelled as TurnCancelled
 from ._session import TurnCompleted as TurnCompleted
@@ -153,6 +159,10 @@ __all__ = [
     "KeyLeased",
     "KeyStatus",
     "LeaseKey",
+    "McpLinkUp",
+    "McpServerInbox",
+    "McpToolInfo",
+    "McpToolsListed",
     "Message",
     "MessageFaults",
     "MessagesPersisted",
@@ -172,6 +182,7 @@ __all__ = [
     "ProcessResult",
     "PutResponse",
     "ReasoningDelta",
+    "ReconnectMcp",
     "ReloadPool",
     "RemoveLastTurn",
     "ReopenWrites",
@@ -216,6 +227,7 @@ __all__ = [
     "ToolCall",
     "ToolFaults",
     "ToolFinished",
+    "ToolProgress",
     "ToolStarted",
     "TreeSnapshot",
     "TurnCancelled",

@@ -56,13 +56,15 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
         "codex_gpt55_autoraise codex_gpt55_autoraise_notice codex_app_server_auto codex_responses_native "
         "codex_responses_compact_threshold in_place model_thresholds idle_compact_after_seconds"
     ),
+    "McpServer": _words("auth sampling oauth client_id client_secret scope"),
+    "McpToolFilter": _words("resources prompts"),
     "ApprovalsSection": _words(
         "cron_mode single_query_mode unattended_mode smart_policy denial_breaker_threshold mcp_reload_confirm destructive_slash_confirm"
     ),
 }
 """Hermes's keys inside a section this build types, by the section's struct, that the build does not type."""
 
-NOT_APPLIED = frozenset({"toolsets", "agent", "terminal", "memory", "delegation", "platforms", "mcp_servers", "hooks", "cron", "timezone"})
+NOT_APPLIED = frozenset({"toolsets", "agent", "terminal", "memory", "delegation", "platforms", "hooks", "cron", "timezone"})
 """Top-level sections typed (a wrong value is an error) but not read by the runtime yet: reported as ignored when set."""
 
 _SECRET_NAME = re.compile(r"(^|_)(api_key|key|token|secret|password|access_token)$", re.IGNORECASE)

@@ -1,9 +1,9 @@
 """config.yaml as one typed value: :class:`HermesConfig`, in Hermes's layout and names.
 
 The sections this build reads are typed in detail (``_schema_model.py`` for the model and its
-providers, and here ``compression``, ``approvals``, ``api_server``). Sections typed for
+providers, and here ``compression``, ``approvals``, ``api_server``, ``mcp_servers``). Sections typed for
 validation but not applied yet (``toolsets``, ``agent``, ``terminal``, ``memory``,
-``delegation``, ``platforms``, ``mcp_servers``, ``hooks``, ``cron``, ``timezone``; see
+``delegation``, ``platforms``, ``hooks``, ``cron``, ``timezone``; see
 ``_known.NOT_APPLIED``) hold only a few of Hermes's keys, with Hermes's types, so that a value
 Hermes accepts is accepted here; they are reported as ignored when set. Defaults are what this
 build does when a key is unset (Hermes's own where the build has no equivalent).
@@ -86,12 +86,30 @@ class PlatformEntry(msgspec.Struct, frozen=True, kw_only=True):
     extra: dict[str, Any] = {}
 
 
+class McpToolFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """``mcp_servers.<name>.tools``: which of a server's tools the agent sees."""
+
+    include: list[str] = []
+    """Only these tools (the server's own names); empty: all of them."""
+    exclude: list[str] = []
+    """Never these tools (applied after ``include``)."""
+
+
 class McpServer(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry of ``mcp_servers:``: a stdio server (``command``) or a streamable HTTP one (``url``)."""
+
     command: str = ""
     args: list[str] = []
     env: dict[str, str] = {}
+    """Variables added to the server's environment (``${NAME}`` is expanded from .env and the environment)."""
+    cwd: str = ""
     url: str = ""
     headers: dict[str, str] = {}
+    timeout: Seconds = 120.0
+    """Seconds a tool call may take; then it is cancelled (a stdio server is restarted)."""
+    connect_timeout: Seconds = 60.0
+    """Seconds to start (or reach) the server and list its tools."""
+    tools: McpToolFilter = McpToolFilter()
     enabled: bool = True
 
 

@@ -12,7 +12,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -70,6 +70,8 @@ class ApiContext:
     """The configured model that plain completions are forwarded to."""
     clients: ModelClients | None = None
     """The reactor's model HTTP clients (shared with the sessions)."""
+    health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
+    """More keys of /health/detailed (``mcp``), each read per request."""
 
     def tell(self, session_id: str, message: SessionCommand) -> None:
         tell_session(self.registry, self.registry.lookup(SESSIONS_PATH), session_id, message)
@@ -128,6 +130,7 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "reactor_lag_ms": snapshot.reactor_lag_ms,
             "tree": msgspec.json.decode(to_json(snapshot.root)),
             "credentials": [msgspec.json.decode(to_json(status)) for status in await pool_statuses(ctx, snapshot)],
+            **{key: read() for key, read in ctx.health_sections.items()},
         },
     )
 

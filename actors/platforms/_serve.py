@@ -9,6 +9,7 @@ second signal exits at once (:class:`actors.SignalStop`, shared with ``hermes ru
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import importlib.metadata
 import logging
@@ -107,7 +108,14 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         listener=listener,
     )
     store = home / "state.db"
-    tools = _tools()
+    tools: Mapping[str, Any] = _tools()
+    traits: Mapping[str, Any] = {name: spec.traits for name, spec in tools.items()}
+    mcp = None
+    if any(server.enabled for server in loaded.config.mcp_servers.values()):
+        from ._serve_mcp import with_mcp  # the mcp SDK loads only where servers are configured
+
+        tools, traits, mcp = with_mcp(tools, loaded.config.mcp_servers)
+        settings = dataclasses.replace(settings, health_sections={"mcp": mcp.catalog.statuses})
     hubs = HubRegistry()
     deps = SessionDeps(
         hubs=hubs,
@@ -116,7 +124,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
         clients=clients,
         tools=tools,
         config=MachineConfig(
-            traits={name: spec.traits for name, spec in tools.items()},
+            traits=traits,
             compression=compression.settings,
             context_length=compression.context_length,
             summary_model=compression.summary_model,
@@ -130,12 +138,13 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     )
     deps = with_chain(deps, chain)
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
+    extra = (ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), *((mcp.tree,) if mcp is not None else ()))
     reaped = claim_group_ledger(home / "run" / "groups")
     if reaped:
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     with SignalStop("hermes serve") as stop:
-        runtime = build_agent_runtime(store, deps, extra=(ChildSpec(id="platforms", actor=Supervisor, args=((api,),)),))
+        runtime = build_agent_runtime(store, deps, extra=extra)
         stop.follow(runtime)
         try:
             runtime.start()
@@ -150,6 +159,8 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
             # the collector's way (a full collection over it stalled every thread for ~100 ms).
             gc.collect()
             gc.freeze()
+            if mcp is not None:  # before announcing: each server up, or its failure said
+                mcp.wait_started()
             url = f"http://{settings.host}:{bound}/v1"
             print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
             if approvals.yolo:
@@ -160,6 +171,9 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
                 )
             if created:
                 print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
+            if mcp is not None:
+                for line in mcp.lines():
+                    print(f"hermes serve: {line}", flush=True)
             print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
 
             stop.wait()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -62,6 +63,8 @@ class ServerSettings:
     """The model HTTP clients that plain completions use (the sessions' pool)."""
     listener: Listener | None = None
     """A socket bound before the runtime started, for the first incarnation."""
+    health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
+    """More keys of /health/detailed, each a reader called per request (``mcp``: the MCP servers)."""
 
 
 async def _serve(app: App, fd: int) -> None:
@@ -107,6 +110,7 @@ class ApiServer(Actor[ApiServerInbox]):
             plain_model_name=(settings.plain_model_name or f"{settings.model_name}-plain") if settings.upstream is not None else None,
             upstream=settings.upstream,
             clients=settings.clients,
+            health_sections=settings.health_sections,
         )
         self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
         log.info("API server listening on %s:%d", self.settings.host, self.port)

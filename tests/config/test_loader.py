@@ -56,7 +56,7 @@ def test_a_hermes_config_in_its_layout_loads_with_every_key_applied_or_reported_
     assert unaccounted == []
     ignored = {w.path for w in loaded.warnings}
     assert {"browser", "display", "compression.target_ratio", "approvals.cron_mode", "model.api_mode", "custom_providers[0].rate_limit_delay"} <= ignored
-    assert {"agent", "terminal", "memory", "delegation", "toolsets", "mcp_servers", "cron", "timezone", "platforms", "hooks"} <= ignored
+    assert {"agent", "terminal", "memory", "delegation", "toolsets", "cron", "timezone", "platforms", "hooks"} <= ignored
     assert "compression" not in ignored and "compression.threshold" not in ignored
     assert len(loaded.warning_lines()) == 1  # all ignored keys said once, on one line
 
