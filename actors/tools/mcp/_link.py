@@ -159,6 +159,11 @@ async def run_link(settings: McpSettings, link: Link, report: Callable[[Message]
                         tools = await list_tools(session)
                 except trio.TooSlowError:
                     raise McpLinkBroken(f"no answer to initialize and tools/list within connect_timeout ({settings.connect_timeout:g} s)") from None
+                except McpError as exc:
+                    if exc.error.code == CONNECTION_CLOSED:  # the transport saw the end first: its reason is better
+                        with trio.move_on_after(CLOSE_GRACE):
+                            await link.broken.wait()
+                    raise
                 link.session = session
                 server = f"{init.serverInfo.name} {init.serverInfo.version}".strip()
                 report(McpLinkUp(attempt=link.attempt, server=server, tools=tools))
@@ -192,10 +197,16 @@ async def call_tool(link: Link | None, settings: McpSettings, tool: str, exposed
     if link is None or session is None or link.down:
         return restarting(settings.name, link.down if link is not None else "")
 
-    async def progress(done: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         context.publish(
             ToolProgress(
-                session_id=context.session_id, turn_id=context.turn_id, call_id=context.call_id, name=exposed, progress=done, total=total, message=message or ""
+                session_id=context.session_id,
+                turn_id=context.turn_id,
+                call_id=context.call_id,
+                name=exposed,
+                progress=progress,
+                total=total,
+                message=message or "",
             )
         )
 
@@ -206,7 +217,7 @@ async def call_tool(link: Link | None, settings: McpSettings, tool: str, exposed
     try:
         with trio.move_on_after(settings.timeout):
             with broken:
-                result = await session.call_tool(tool, arguments, progress_callback=progress)
+                result = await session.call_tool(tool, arguments, progress_callback=on_progress)
                 content, ok = result_text(result)
                 return ToolOutput(content=content, ok=ok)
     except McpError as exc:

@@ -29,7 +29,7 @@ import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.types import ToolAnnotations
 
-server = FastMCP("demo")
+server = FastMCP("demo", log_level="WARNING")
 _cancelled = anyio.Event()
 
 
