@@ -3,6 +3,7 @@ that never starts, a chat completion whose model calls their tools, /health/deta
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from tests.platforms.serve_process import HERMES, launched
 from tests.tools.mcp.kit import DEMO, http_demo
 
 KEY = "hk-mcp-test-0123456789abcdef"
+PREFIX = ": hermes.tool.progress "
 
 
 def _home(tmp_path: Path, model: ModelServer, web_url: str) -> Path:
@@ -66,6 +68,18 @@ def test_serve_offers_mcp_tools_runs_them_in_a_chat_completion_and_reports_the_s
                 reply = http.post("/v1/chat/completions", json=body).json()
                 assert reply["choices"][0]["message"]["content"] == "42 and 7"
                 health = http.get("/health/detailed").json()
+                count = (ScriptedCall(name="mcp_demo_count", arguments='{"n": 2}'),)
+                model_server.script([ToolCallsReply(calls=count), TextReply(content="counted")], session="mcp-progress")
+                streamed = {**body, "stream": True}
+                progress_headers = {"X-Hermes-Session-Id": "mcp-progress", "X-Hermes-Tool-Progress": "true"}
+                with http.stream("POST", "/v1/chat/completions", json=streamed, headers=progress_headers) as response:
+                    comments = [json.loads(line.removeprefix(PREFIX)) for line in response.iter_lines() if line.startswith(PREFIX)]
+            assert [(c["status"], c.get("progress"), c.get("message")) for c in comments] == [
+                ("started", None, None),
+                ("progress", 1, "step 1"),
+                ("progress", 2, "step 2"),
+                ("completed", None, None),
+            ]
             second = [r for r in model_server.requests if r.session == "mcp-serve"][1]
             assert [m["content"] for m in second.body["messages"] if m["role"] == "tool"] == ["42", "7"]
             offered = {t["function"]["name"] for t in second.body["tools"]}
