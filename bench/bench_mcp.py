@@ -41,7 +41,7 @@ from mcp.client.stdio import stdio_client
 
 from actors import Actor
 from actors.agent import ToolContext, Workspace
-from actors.config._schema import McpServer
+from actors.config import McpServer
 from actors.tools.mcp import McpCatalog, live_tools, mcp_settings, mcp_tree
 from protocols import Message, WaitFinished
 from supervisor import ChildSpec, Runtime

@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from actors.config._schema import McpServer
+from actors.config import McpServer
 from actors.tools.mcp import McpCatalog, live_tools, mcp_settings, mcp_tree
 from supervisor import ChildSpec
 

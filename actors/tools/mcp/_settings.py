@@ -6,7 +6,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Literal
 
-from actors.config._schema import McpServer
+from actors.config import McpServer
 
 Transport = Literal["stdio", "http"]
 

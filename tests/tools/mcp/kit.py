@@ -17,7 +17,7 @@ import msgspec
 
 from actors.agent import HubRegistry, MachineConfig, ModelClients, ModelSettings, SessionDeps, reader_opener, session_address, start_agent_runtime
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
-from actors.config._schema import McpServer
+from actors.config import McpServer
 from actors.tools.mcp import McpCatalog, live_tools, mcp_settings, mcp_tree
 from protocols import TERMINAL_EVENTS
 from protocols._session import CancelTurn, StartTurn, Subscribe

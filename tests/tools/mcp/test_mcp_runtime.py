@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from actors.chaos import ModelServer
-from actors.config._schema import McpServer, McpToolFilter
+from actors.config import McpServer, McpToolFilter
 from protocols import ToolFinished, ToolProgress, ToolStarted, TurnCancelled, TurnCompleted
 from tests.conftest import DEADLINE
 from tests.tools.mcp.kit import DEMO, McpKit, http_demo, start_mcp_kit, stdio_server, until_end
