@@ -48,9 +48,10 @@ async def count(n: int, ctx: Context) -> str:  # type: ignore[type-arg]
 
 
 @server.tool()
-async def wait_cancel() -> str:
-    """Block until the client cancels the call."""
+async def wait_cancel(ctx: Context) -> str:  # type: ignore[type-arg]
+    """Say so (a progress notification), then block until the client cancels the call."""
     try:
+        await ctx.report_progress(0, None, "waiting")
         await anyio.sleep_forever()
     finally:
         _cancelled.set()

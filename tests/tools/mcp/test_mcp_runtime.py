@@ -60,7 +60,7 @@ def test_progress_notifications_become_tool_progress_events_in_order(kit: McpKit
 
 def test_cancelling_the_turn_ends_the_call_at_once_and_tells_the_server(kit: McpKit) -> None:
     probe = kit.start("s-cancel", [("mcp_demo_wait_cancel", {})])
-    probe.get_matching(lambda e: isinstance(e, ToolStarted))
+    probe.get_matching(lambda e: isinstance(e, ToolProgress))  # the server is running the call
     kit.cancel("s-cancel")
     events = until_end(probe)
     assert isinstance(events[-1], TurnCancelled)
