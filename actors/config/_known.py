@@ -56,7 +56,8 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
         "codex_gpt55_autoraise codex_gpt55_autoraise_notice codex_app_server_auto codex_responses_native "
         "codex_responses_compact_threshold in_place model_thresholds idle_compact_after_seconds"
     ),
-    "McpServer": _words("auth sampling oauth client_id client_secret scope"),
+    "McpServer": _words("auth oauth client_id client_secret scope"),
+    "McpSampling": _words("max_rpm allowed_models max_tool_rounds log_level"),
     "McpToolFilter": _words("resources prompts"),
     "ApprovalsSection": _words(
         "cron_mode single_query_mode unattended_mode smart_policy denial_breaker_threshold mcp_reload_confirm destructive_slash_confirm"

@@ -95,6 +95,19 @@ class McpToolFilter(msgspec.Struct, frozen=True, kw_only=True):
     """Never these tools (applied after ``include``)."""
 
 
+class McpSampling(msgspec.Struct, frozen=True, kw_only=True):
+    """``mcp_servers.<name>.sampling``: may the server ask our model for a completion (``sampling/createMessage``)."""
+
+    enabled: bool = False
+    """Off unless set: a server's request is refused, and the capability is not offered."""
+    model: str = ""
+    """The model to answer with (at the configured endpoint); empty: the configured model."""
+    max_tokens_cap: Annotated[int, msgspec.Meta(gt=0)] = 4096
+    """The most tokens a request may ask for (a larger ``maxTokens`` is lowered to this)."""
+    timeout: Seconds = 30.0
+    """Seconds a completion may take; then the server gets an error."""
+
+
 class McpServer(msgspec.Struct, frozen=True, kw_only=True):
     """One entry of ``mcp_servers:``: a stdio server (``command``) or a streamable HTTP one (``url``)."""
 
@@ -110,6 +123,7 @@ class McpServer(msgspec.Struct, frozen=True, kw_only=True):
     connect_timeout: Seconds = 60.0
     """Seconds to start (or reach) the server and list its tools."""
     tools: McpToolFilter = McpToolFilter()
+    sampling: McpSampling = McpSampling()
     enabled: bool = True
 
 

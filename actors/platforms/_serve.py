@@ -114,7 +114,7 @@ def run_serve(*, host: str | None, port: int | None, home: Path | None, drain_ti
     if any(server.enabled for server in loaded.config.mcp_servers.values()):
         from ._serve_mcp import with_mcp  # the mcp SDK loads only where servers are configured
 
-        tools, traits, mcp = with_mcp(tools, loaded.config.mcp_servers)
+        tools, traits, mcp = with_mcp(tools, loaded.config.mcp_servers, model)
         settings = dataclasses.replace(settings, health_sections={"mcp": mcp.catalog.statuses})
     hubs = HubRegistry()
     deps = SessionDeps(

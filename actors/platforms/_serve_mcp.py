@@ -6,8 +6,9 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
+from actors.agent import ModelSettings
 from actors.config import McpServer
-from actors.tools.mcp import McpCatalog, live_tools, mcp_settings, mcp_tree
+from actors.tools.mcp import McpCatalog, SamplingTarget, live_tools, mcp_settings, mcp_tree
 from supervisor import ChildSpec
 
 START_WAIT_CAP = 30.0
@@ -37,7 +38,9 @@ class ServeMcp:
         return found
 
 
-def with_mcp(tools: Mapping[str, Any], servers: Mapping[str, McpServer]) -> tuple[Mapping[str, Any], Mapping[str, Any], ServeMcp]:
-    """The sessions' tools and traits over the servers' catalog, and what serve starts and shows."""
-    table, catalog = live_tools(tools, mcp_settings(servers))
+def with_mcp(tools: Mapping[str, Any], servers: Mapping[str, McpServer], model: ModelSettings) -> tuple[Mapping[str, Any], Mapping[str, Any], ServeMcp]:
+    """The sessions' tools and traits over the servers' catalog, and what serve starts and shows
+    (servers allowed to sample are answered by ``model``)."""
+    target = SamplingTarget(base_url=model.base_url, api_key=model.api_key, model=model.model, headers=dict(model.extra_headers))
+    table, catalog = live_tools(tools, mcp_settings(servers), target)
     return table, table.traits(), ServeMcp(catalog=catalog, tree=mcp_tree(catalog))

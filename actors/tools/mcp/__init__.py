@@ -8,6 +8,7 @@ from ._catalog import LiveTools as LiveTools
 from ._catalog import McpCatalog as McpCatalog
 from ._link import McpLinkBroken as McpLinkBroken
 from ._naming import tool_name as tool_name
+from ._sampling import SamplingTarget as SamplingTarget
 from ._settings import McpSettings as McpSettings
 from ._settings import mcp_settings as mcp_settings
 from ._tree import live_tools as live_tools
@@ -19,6 +20,7 @@ __all__ = [
     "McpLinkBroken",
     "McpServerActor",
     "McpSettings",
+    "SamplingTarget",
     "live_tools",
     "mcp_settings",
     "mcp_tree",

@@ -21,6 +21,7 @@ from protocols import McpLinkUp, McpServerInbox, McpToolsListed, ReconnectMcp, W
 from ._catalog import McpCatalog
 from ._link import Link, run_link
 from ._link_state import LinkState, link_down, link_up, opening, tools_listed
+from ._sampling import sampler_for
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +45,8 @@ class McpServerActor(Actor[McpServerInbox]):
         link = Link(self.name, self.state.attempt)
         self.catalog.attach(self.name, link)
         self.catalog.publish(self.name, self.state)
-        self.start_wait(run_link, self.settings, link, self.address.tell, tag="link", timeout=math.inf)
+        sampler = sampler_for(self.settings, self.catalog.sampling)
+        self.start_wait(run_link, self.settings, link, self.address.tell, sampler, tag="link", timeout=math.inf)
 
     def receive(self, message: McpServerInbox) -> Any:
         match message:

@@ -19,6 +19,7 @@ from actors.agent import ToolContext, ToolOutput, ToolSpec, ToolTraits
 from ._link import Link, call_tool
 from ._link_state import LinkState, invalid
 from ._naming import chosen, describe, tool_name, traits
+from ._sampling import SamplingTarget
 from ._settings import McpSettings
 
 
@@ -48,10 +49,12 @@ class ServerEntry:
 class McpCatalog:
     """Every configured MCP server's state and offered tools."""
 
-    def __init__(self, servers: Sequence[McpSettings]) -> None:
+    def __init__(self, servers: Sequence[McpSettings], sampling: SamplingTarget | None = None) -> None:
         self._entries: dict[str, ServerEntry] = {s.name: ServerEntry(settings=s, state=invalid(s.problem) if s.problem else LinkState()) for s in servers}
         self._tools: dict[str, ToolSpec] = {}
         self._retired: dict[str, str] = {}
+        self.sampling = sampling
+        """Where servers allowed to sample send their requests (None: no model to offer)."""
         self.version = 0
         """Grows with every change of the tool table."""
         self._changed = threading.Condition()

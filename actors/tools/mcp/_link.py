@@ -23,6 +23,7 @@ import trio
 from mcp import ClientSession, McpError, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.context import RequestContext
 from mcp.types import CONNECTION_CLOSED
 
 from actors import HermesError
@@ -30,6 +31,7 @@ from actors.agent import ToolContext, ToolOutput
 from protocols import McpLinkUp, McpToolInfo, McpToolsListed, Message, ToolProgress
 
 from ._results import result_text
+from ._sampling import Sampler
 from ._settings import McpSettings
 from ._stdio import Streams, open_stdio
 
@@ -131,13 +133,19 @@ async def _transport(settings: McpSettings, link: Link) -> AsyncIterator[Streams
         yield read, write
 
 
-async def run_link(settings: McpSettings, link: Link, report: Callable[[Message], object]) -> None:
+async def run_link(settings: McpSettings, link: Link, report: Callable[[Message], object], sampler: Sampler | None = None) -> None:
     """Open the link, report its tools, re-list them when they change, until it breaks.
 
     Raises:
         McpLinkBroken: always, in the end (a link has no normal end), with the reason.
     """
     changed_send, changed_receive = trio.open_memory_channel[None](1)
+
+    async def on_sampling(
+        context: RequestContext[ClientSession, Any], params: types.CreateMessageRequestParams
+    ) -> types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData:
+        assert sampler is not None
+        return await sampler(params)
 
     async def on_message(message: Any) -> None:  # called by the SDK's reader: must not wait
         if isinstance(message, types.ServerNotification) and isinstance(message.root, types.ToolListChangedNotification):
@@ -151,7 +159,9 @@ async def run_link(settings: McpSettings, link: Link, report: Callable[[Message]
             link._scope = scope
             async with (
                 _transport(settings, link) as (read, write),
-                ClientSession(read, write, message_handler=on_message, client_info=CLIENT) as session,
+                ClientSession(
+                    read, write, message_handler=on_message, client_info=CLIENT, sampling_callback=on_sampling if sampler is not None else None
+                ) as session,
             ):
                 try:
                     with trio.fail_after(settings.connect_timeout):

@@ -28,6 +28,11 @@ class McpSettings:
     """Seconds to start or reach the server, initialise and list its tools."""
     include: frozenset[str] = frozenset()
     exclude: frozenset[str] = frozenset()
+    sampling_enabled: bool = False
+    """The server may ask our model for completions (``sampling.enabled``)."""
+    sampling_model: str = ""
+    sampling_cap: int = 4096
+    sampling_timeout: float = 30.0
     problem: str = ""
     """Why this entry cannot run (no command and no url, or both); empty when it can."""
 
@@ -65,6 +70,10 @@ def mcp_settings(servers: Mapping[str, McpServer]) -> list[McpSettings]:
                 connect_timeout=entry.connect_timeout,
                 include=frozenset(entry.tools.include),
                 exclude=frozenset(entry.tools.exclude),
+                sampling_enabled=entry.sampling.enabled,
+                sampling_model=entry.sampling.model,
+                sampling_cap=entry.sampling.max_tokens_cap,
+                sampling_timeout=entry.sampling.timeout,
                 problem=problem,
             )
         )

@@ -9,6 +9,7 @@ from supervisor import ChildSpec, Intensity, Supervisor
 
 from ._actor import McpServerActor
 from ._catalog import LiveTools, McpCatalog
+from ._sampling import SamplingTarget
 from ._settings import McpSettings
 
 
@@ -23,7 +24,7 @@ def mcp_tree(catalog: McpCatalog) -> ChildSpec:
     return ChildSpec(id="tools", actor=Supervisor, args=((mcp,),))
 
 
-def live_tools(builtin: Mapping[str, ToolSpec], servers: Sequence[McpSettings]) -> tuple[LiveTools, McpCatalog]:
-    """A session's tools over a new catalog of ``servers``."""
-    catalog = McpCatalog(servers)
+def live_tools(builtin: Mapping[str, ToolSpec], servers: Sequence[McpSettings], sampling: SamplingTarget | None = None) -> tuple[LiveTools, McpCatalog]:
+    """A session's tools over a new catalog of ``servers`` (``sampling``: the model that answers servers allowed to sample)."""
+    catalog = McpCatalog(servers, sampling)
     return LiveTools(builtin, catalog), catalog

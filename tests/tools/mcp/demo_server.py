@@ -9,7 +9,7 @@
 Tools: ``add`` (read-only), ``count`` (progress), ``wait_cancel`` (blocks until cancelled) and
 ``cancelled`` (waits until a ``wait_cancel`` was cancelled), ``hang`` (blocks the whole server),
 ``die`` (kills its own process mid-call), ``grow`` (adds a tool and says the list changed),
-``pid``.
+``ask`` (sampling: asks the client's model), ``pid``.
 """
 
 from __future__ import annotations
@@ -78,6 +78,20 @@ def die() -> str:
     """Kill this server in the middle of the call."""
     os.kill(os.getpid(), signal.SIGKILL)
     return "never"
+
+
+@server.tool()
+async def ask(question: str, ctx: Context) -> str:  # type: ignore[type-arg]
+    """Ask the client's model (sampling) and return its answer."""
+    from mcp.shared.exceptions import McpError
+    from mcp.types import SamplingMessage, TextContent
+
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=question))
+    try:
+        result = await ctx.session.create_message([message], max_tokens=50_000, system_prompt="Answer briefly.")
+    except McpError as exc:
+        return f"sampling refused: {exc.error.message}"
+    return f"the model ({result.model}) said: {result.content.text}"  # type: ignore[union-attr]
 
 
 @server.tool()

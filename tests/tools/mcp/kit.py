@@ -18,7 +18,7 @@ import msgspec
 from actors.agent import HubRegistry, MachineConfig, ModelClients, ModelSettings, SessionDeps, reader_opener, session_address, start_agent_runtime
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.config import McpServer
-from actors.tools.mcp import McpCatalog, live_tools, mcp_settings, mcp_tree
+from actors.tools.mcp import McpCatalog, SamplingTarget, live_tools, mcp_settings, mcp_tree
 from protocols import TERMINAL_EVENTS
 from protocols._session import CancelTurn, StartTurn, Subscribe
 from supervisor import Runtime
@@ -102,7 +102,8 @@ def until_end(probe: Probe) -> list[Any]:
 
 
 def start_mcp_kit(home: Path, model: ModelServer, servers: Mapping[str, McpServer]) -> McpKit:
-    tools, catalog = live_tools({}, mcp_settings(servers))
+    target = SamplingTarget(base_url=model.base_url, api_key="test-key", model="test-model")
+    tools, catalog = live_tools({}, mcp_settings(servers), target)
     store = home / "state.db"
     deps = SessionDeps(
         hubs=HubRegistry(),

@@ -21,7 +21,7 @@ mcp_servers:
     env: {GITHUB_TOKEN: "${GH}"}
     timeout: 30
     tools: {include: [list_issues], resources: false}
-    sampling: {enabled: true}
+    sampling: {enabled: true, max_rpm: 10}
   remote:
     url: https://mcp.example.com/mcp
     headers: {Authorization: "Bearer ${GH}"}
@@ -47,7 +47,7 @@ def test_mcp_servers_are_typed_in_hermes_layout_applied_and_their_unknown_keys_r
     assert remote.transport == "http" and remote.headers == {"Authorization": "Bearer tok"} and remote.connect_timeout == 5
     warnings = {(w.kind, w.path, w.suggestion) for w in loaded.warnings}
     assert ("unknown", "mcp_servers.remote.comand", "command") in warnings
-    assert {("ignored", "mcp_servers.github.sampling", ""), ("ignored", "mcp_servers.github.tools.resources", "")} <= warnings
+    assert {("ignored", "mcp_servers.github.sampling.max_rpm", ""), ("ignored", "mcp_servers.github.tools.resources", "")} <= warnings
     assert not any(w.path == "mcp_servers" for w in loaded.warnings)
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.chaos import ModelServer
-from actors.config import McpServer, McpToolFilter
+from actors.chaos import ModelServer, TextReply
+from actors.config import McpSampling, McpServer, McpToolFilter
 from protocols import ToolFinished, ToolProgress, ToolStarted, TurnCancelled, TurnCompleted
 from tests.conftest import DEADLINE
 from tests.tools.mcp.kit import DEMO, McpKit, http_demo, start_mcp_kit, stdio_server, until_end
@@ -144,6 +144,23 @@ def test_a_server_that_never_starts_says_why_and_the_others_work(tmp_path: Path,
         assert both["state"] == "invalid" and "not both" in both["error"]
         assert not any(name.startswith(("mcp_broken_", "mcp_missing_")) for name in kit.catalog.tools())
         assert finished(kit.turn("s-ok", [("mcp_demo_add", {"a": 5, "b": 5})]))[0].preview == "10"
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_sampling_is_answered_by_the_model_only_for_a_server_whose_config_allows_it(tmp_path: Path, model_server: ModelServer) -> None:
+    servers = {"asks": stdio_server(sampling=McpSampling(enabled=True, model="sampler", max_tokens_cap=100)), "plain": stdio_server()}
+    kit = start_mcp_kit(tmp_path, model_server, servers)
+    try:
+        kit.ready("asks"), kit.ready("plain")
+        model_server.script([TextReply(content="Paris.")], model="sampler")
+        events = kit.turn("s-sample", [("mcp_asks_ask", {"question": "Capital of France?"}), ("mcp_plain_ask", {"question": "Capital of Spain?"})])
+        allowed, refused = finished(events)
+        assert allowed.preview == "the model (sampler) said: Paris."
+        assert refused.preview.startswith("sampling refused")
+        [request] = [r for r in model_server.requests if r.body and r.body.get("model") == "sampler"]
+        assert request.body["max_tokens"] == 100 and request.body["stream"] is False
+        assert request.body["messages"] == [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Capital of France?"}]
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
 
