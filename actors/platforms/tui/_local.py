@@ -19,7 +19,7 @@ import os
 import queue
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from actors.agent import (
     tell_session,
 )
 from actors.agent._providers import primary_settings, with_chain
+from actors.config import load_config
 from actors.credentials._report import pool_lines
 from actors.credentials._settings import load_providers
 from actors.store import STORE_PATH, StoreError, StoreReader
@@ -61,7 +62,7 @@ from protocols import (
     TreeSnapshot,
     UndoTurn,
 )
-from supervisor import Runtime
+from supervisor import ChildSpec, Runtime
 
 from ._handle import EventSink, RequestRefused, SetupFailed
 
@@ -130,11 +131,11 @@ class LocalSession:
         self._attachments: list[_LocalAttachment] = []
 
     @classmethod
-    def start(cls, deps: SessionDeps, store_file: Path) -> LocalSession:
-        """Start a runtime holding the store (``store_file``) and the sessions built from ``deps``."""
+    def start(cls, deps: SessionDeps, store_file: Path, extra: Sequence[ChildSpec] = ()) -> LocalSession:
+        """Start a runtime holding the store (``store_file``), the sessions built from ``deps`` and ``extra`` children."""
         if deps.store_file is None:
             deps = dataclasses.replace(deps, store_file=store_file)
-        runtime = build_agent_runtime(store_file, deps)
+        runtime = build_agent_runtime(store_file, deps, extra=extra)
         runtime.start()
         return cls(runtime, deps, store_file)
 
@@ -277,6 +278,7 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         chain = load_providers(home, env=env)
         model = primary_settings(chain, home, env)
         approvals = load_approval_settings(home, env=env, yolo=yolo)
+        servers = load_config(home, env).config.mcp_servers
     except ConfigError as exc:
         raise SetupFailed(str(exc)) from None
     try:
@@ -286,14 +288,20 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         raise SetupFailed(msg) from None
     store = home / "state.db"
     claim_group_ledger(home / "run" / "groups")  # what a killed hermes left running is stopped (logged)
-    tools = cli_tools()
+    tools: Mapping[str, Any] = cli_tools()
+    traits: Mapping[str, Any] = {name: spec.traits for name, spec in tools.items()}
+    mcp = None
+    if any(server.enabled for server in servers.values()):
+        from actors.platforms._serve_mcp import with_mcp  # the mcp SDK loads only where servers are configured
+
+        tools, traits, mcp = with_mcp(tools, servers, model)
     deps = SessionDeps(
         hubs=HubRegistry(),
         open_reader=reader_opener(store),
         model=model,
         clients=ModelClients(),
         tools=tools,
-        config=MachineConfig(traits={name: spec.traits for name, spec in tools.items()}),
+        config=MachineConfig(traits=traits),
         source="cli",
         platform_hint=PLATFORM_HINT,
         home=home,
@@ -301,7 +309,10 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         approvals=approvals,
     )
     deps = with_chain(deps, chain)
-    return LocalSession.start(deps, store)
+    session = LocalSession.start(deps, store, (mcp.tree,) if mcp is not None else ())
+    if mcp is not None:  # the first turn sees the servers' tools (each up, or failed once)
+        mcp.wait_started()
+    return session
 
 
 def _pool_statuses(runtime: Runtime, snapshot: TreeSnapshot) -> list[PoolStatus]:

@@ -133,6 +133,7 @@ def test_a_server_that_never_starts_says_why_and_the_others_work(tmp_path: Path,
         "broken": McpServer(command=sys.executable, args=[DEMO, "fail"]),
         "missing": McpServer(command=str(tmp_path / "no-such-server")),
         "both": McpServer(command="x", url="http://127.0.0.1:1/mcp"),
+        "silent": McpServer(command="sleep", args=["3600"], connect_timeout=0.5),
         "demo": stdio_server(),
     }
     kit = start_mcp_kit(tmp_path, model_server, servers)
@@ -142,6 +143,8 @@ def test_a_server_that_never_starts_says_why_and_the_others_work(tmp_path: Path,
         assert broken["state"] == "failed" and "status 3" in broken["error"] and "DEMO_TOKEN is not set" in broken["error"] and broken["tools"] == []
         assert missing["state"] == "failed" and "not found" in missing["error"]
         assert both["state"] == "invalid" and "not both" in both["error"]
+        silent = kit.settled("silent")
+        assert silent["state"] == "failed" and silent["error"] == "no answer to initialize and tools/list within connect_timeout (0.5 s)"
         assert not any(name.startswith(("mcp_broken_", "mcp_missing_")) for name in kit.catalog.tools())
         assert finished(kit.turn("s-ok", [("mcp_demo_add", {"a": 5, "b": 5})]))[0].preview == "10"
     finally:

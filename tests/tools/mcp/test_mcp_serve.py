@@ -4,6 +4,7 @@ that never starts, a chat completion whose model calls their tools, /health/deta
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -97,3 +98,18 @@ def test_serve_offers_mcp_tools_runs_them_in_a_chat_completion_and_reports_the_s
         assert tested.returncode == 0 and "MCP server web is up (demo" in tested.stdout and "mcp_web_add" in tested.stdout and "read-only" in tested.stdout
     failed = subprocess.run([*HERMES, "mcp", "test", "broken", "--home", str(home)], capture_output=True, text=True, timeout=DEADLINE)
     assert failed.returncode == 1 and "MCP server broken failed: the server exited with status 3" in failed.stdout and "Traceback" not in failed.stderr
+
+
+def test_hermes_chat_starts_the_mcp_servers_and_its_model_calls_their_tools(tmp_path: Path, model_server: ModelServer) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(
+        f"model:\n  default: test-model\n  base_url: {model_server.base_url}\n  api_key: k\n"
+        f"mcp_servers:\n  demo:\n    command: {sys.executable}\n    args: [{DEMO}, stdio]\n"
+    )
+    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="mcp_demo_add", arguments='{"a": 1, "b": 2}'),)), TextReply(content="three")])
+    env = {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL")} | {"HERMES_HOME": str(home)}
+    out = subprocess.run([*HERMES, "chat", "-q", "add"], env=env, capture_output=True, text=True, timeout=DEADLINE * 3, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0 and out.stdout == "three\n", out.stderr
+    [_, second] = model_server.requests
+    assert second.body["messages"][-1]["content"] == "3"
