@@ -32,6 +32,7 @@ from ._faults import Workload as Workload
 from ._mcp import McpLinkUp as McpLinkUp
 from ._mcp import McpServerInbox as McpServerInbox
 from ._mcp import McpToolInfo as McpToolInfo
+from ._mcp import McpToolKind as McpToolKind
 from ._mcp import McpToolsListed as McpToolsListed
 from ._mcp import ReconnectMcp as ReconnectMcp
 from ._reactor import ProcessResult as ProcessResult
@@ -162,6 +163,7 @@ __all__ = [
     "McpLinkUp",
     "McpServerInbox",
     "McpToolInfo",
+    "McpToolKind",
     "McpToolsListed",
     "Message",
     "MessageFaults",

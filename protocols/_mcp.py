@@ -8,10 +8,12 @@ waits its backoff (:class:`ReconnectMcp`, its own timer) and opens the next link
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from ._base import Message
 from ._reactor import WaitFinished
+
+McpToolKind = Literal["tool", "list_resources", "read_resource", "list_prompts", "get_prompt"]
 
 
 class McpToolInfo(Message, frozen=True, kw_only=True):
@@ -24,6 +26,8 @@ class McpToolInfo(Message, frozen=True, kw_only=True):
     """The JSON schema of the arguments object, as the server sent it."""
     read_only: bool = False
     """The server marked it read-only (``annotations.readOnlyHint``): it may run beside others."""
+    kind: McpToolKind = "tool"
+    """``tool``: the server's own tool; the others are ours, over its resources or prompts."""
 
 
 class McpLinkUp(Message, frozen=True, kw_only=True):

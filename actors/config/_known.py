@@ -58,7 +58,6 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
     ),
     "McpServer": _words("auth oauth client_id client_secret scope"),
     "McpSampling": _words("max_rpm allowed_models max_tool_rounds log_level"),
-    "McpToolFilter": _words("resources prompts"),
     "ApprovalsSection": _words(
         "cron_mode single_query_mode unattended_mode smart_policy denial_breaker_threshold mcp_reload_confirm destructive_slash_confirm"
     ),

@@ -93,6 +93,10 @@ class McpToolFilter(msgspec.Struct, frozen=True, kw_only=True):
     """Only these tools (the server's own names); empty: all of them."""
     exclude: list[str] = []
     """Never these tools (applied after ``include``)."""
+    resources: bool = True
+    """Offer ``list_resources`` / ``read_resource`` where the server has resources."""
+    prompts: bool = True
+    """Offer ``list_prompts`` / ``get_prompt`` where the server has prompts."""
 
 
 class McpSampling(msgspec.Struct, frozen=True, kw_only=True):

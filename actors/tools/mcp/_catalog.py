@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from actors.agent import ToolContext, ToolOutput, ToolSpec, ToolTraits
+from protocols import McpToolInfo, McpToolKind
 
 from ._link import Link, call_tool
 from ._link_state import LinkState, invalid
@@ -92,7 +93,7 @@ class McpCatalog:
         entry = self._entries[name]
         settings = entry.settings
         infos = chosen(state.tools, settings.include, settings.exclude) if state.phase in ("ready", "restarting") else ()
-        specs = {tool_name(name, t.name): self._spec(settings, t.name, describe(name, t), t.input_schema, traits(t)) for t in infos}
+        specs = {tool_name(name, t.name): self._spec(settings, t, describe(name, t)) for t in infos}
         self._update(name, dataclasses.replace(entry, state=state, offered=tuple(specs)))
         if _signature(specs) != _signature({n: self._tools[n] for n in entry.offered}):
             tools = {n: s for n, s in self._tools.items() if n not in entry.offered}
@@ -103,14 +104,14 @@ class McpCatalog:
             self.version += 1
         self._notify()
 
-    def _spec(self, settings: McpSettings, tool: str, description: str, schema: Mapping[str, Any], tool_traits: ToolTraits) -> ToolSpec:
-        exposed = tool_name(settings.name, tool)
-        run = functools.partial(self._run, settings.name, tool, exposed)
-        return ToolSpec(name=exposed, description=description, parameters=schema, run=run, traits=tool_traits)
+    def _spec(self, settings: McpSettings, tool: McpToolInfo, description: str) -> ToolSpec:
+        exposed = tool_name(settings.name, tool.name)
+        run = functools.partial(self._run, settings.name, tool.name, exposed, tool.kind)
+        return ToolSpec(name=exposed, description=description, parameters=tool.input_schema, run=run, traits=traits(tool))
 
-    async def _run(self, server: str, tool: str, exposed: str, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+    async def _run(self, server: str, tool: str, exposed: str, kind: McpToolKind, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
         entry = self._entries[server]
-        return await call_tool(entry.link, entry.settings, tool, exposed, arguments, context)
+        return await call_tool(entry.link, entry.settings, tool, exposed, arguments, context, kind)
 
     def _update(self, name: str, entry: ServerEntry) -> None:
         entries = dict(self._entries)

@@ -24,16 +24,19 @@ from mcp import ClientSession, McpError, types
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.context import RequestContext
+from mcp.shared.session import ProgressFnT
 from mcp.types import CONNECTION_CLOSED
+from pydantic import AnyUrl
 
 from actors import HermesError
 from actors.agent import ToolContext, ToolOutput
-from protocols import McpLinkUp, McpToolInfo, McpToolsListed, Message, ToolProgress
+from protocols import McpLinkUp, McpToolInfo, McpToolKind, McpToolsListed, Message, ToolProgress
 
 from ._results import result_text
 from ._sampling import Sampler
 from ._settings import McpSettings
 from ._stdio import Streams, open_stdio
+from ._utilities import prompt_text, prompts_text, resource_text, resources_text, utilities
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,7 @@ class Link:
         self.server = server
         self.attempt = attempt
         self.session: ClientSession | None = None
+        self.capabilities: types.ServerCapabilities | None = None
         self.down = ""
         """Why the link broke; empty while it is opening or up."""
         self.broken = trio.Event()
@@ -174,7 +178,9 @@ async def run_link(settings: McpSettings, link: Link, report: Callable[[Message]
                         with trio.move_on_after(CLOSE_GRACE):
                             await link.broken.wait()
                     raise
+                tools += utilities(init.capabilities, settings, tools)
                 link.session = session
+                link.capabilities = init.capabilities
                 server = f"{init.serverInfo.name} {init.serverInfo.version}".strip()
                 report(McpLinkUp(attempt=link.attempt, server=server, tools=tools))
                 async for _ in changed_receive:
@@ -183,6 +189,7 @@ async def run_link(settings: McpSettings, link: Link, report: Callable[[Message]
                             tools = await list_tools(session)
                     except trio.TooSlowError:
                         raise McpLinkBroken(f"no answer to tools/list within {settings.connect_timeout:g} s") from None
+                    tools += utilities(init.capabilities, settings, tools)
                     report(McpToolsListed(attempt=link.attempt, tools=tools))
     except Exception as exc:
         link.break_link(describe(exc))
@@ -201,7 +208,25 @@ async def _notify_cancelled(session: ClientSession, request_id: int, reason: str
             log.debug("could not send notifications/cancelled: %s", describe(exc))
 
 
-async def call_tool(link: Link | None, settings: McpSettings, tool: str, exposed: str, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+async def _call(session: ClientSession, kind: McpToolKind, tool: str, arguments: dict[str, Any], on_progress: ProgressFnT) -> tuple[str, bool]:
+    """One call of the server: its own tool, or one of ours over its resources or prompts."""
+    match kind:
+        case "tool":
+            return result_text(await session.call_tool(tool, arguments, progress_callback=on_progress))
+        case "list_resources":
+            return resources_text(await session.list_resources()), True
+        case "read_resource":
+            return resource_text(await session.read_resource(AnyUrl(str(arguments.get("uri", ""))))), True
+        case "list_prompts":
+            return prompts_text(await session.list_prompts()), True
+        case "get_prompt":
+            values = arguments.get("arguments") or {}
+            return prompt_text(await session.get_prompt(str(arguments.get("name", "")), {str(k): str(v) for k, v in dict(values).items()})), True
+
+
+async def call_tool(
+    link: Link | None, settings: McpSettings, tool: str, exposed: str, arguments: dict[str, Any], context: ToolContext, kind: McpToolKind = "tool"
+) -> ToolOutput:
     """Call ``tool`` on the server: per-call timeout, progress as events, cancel told to the server."""
     session = link.session if link is not None else None
     if link is None or session is None or link.down:
@@ -227,8 +252,7 @@ async def call_tool(link: Link | None, settings: McpSettings, tool: str, exposed
     try:
         with trio.move_on_after(settings.timeout):
             with broken:
-                result = await session.call_tool(tool, arguments, progress_callback=on_progress)
-                content, ok = result_text(result)
+                content, ok = await _call(session, kind, tool, arguments, on_progress)
                 return ToolOutput(content=content, ok=ok)
     except McpError as exc:
         if exc.error.code == CONNECTION_CLOSED:  # the transport saw the end first: the link says why

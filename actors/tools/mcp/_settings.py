@@ -28,6 +28,9 @@ class McpSettings:
     """Seconds to start or reach the server, initialise and list its tools."""
     include: frozenset[str] = frozenset()
     exclude: frozenset[str] = frozenset()
+    resources: bool = True
+    """Offer the server's resources as tools (``tools.resources``)."""
+    prompts: bool = True
     sampling_enabled: bool = False
     """The server may ask our model for completions (``sampling.enabled``)."""
     sampling_model: str = ""
@@ -70,6 +73,8 @@ def mcp_settings(servers: Mapping[str, McpServer]) -> list[McpSettings]:
                 connect_timeout=entry.connect_timeout,
                 include=frozenset(entry.tools.include),
                 exclude=frozenset(entry.tools.exclude),
+                resources=entry.tools.resources,
+                prompts=entry.tools.prompts,
                 sampling_enabled=entry.sampling.enabled,
                 sampling_model=entry.sampling.model,
                 sampling_cap=entry.sampling.max_tokens_cap,

@@ -9,7 +9,8 @@
 Tools: ``add`` (read-only), ``count`` (progress), ``wait_cancel`` (blocks until cancelled) and
 ``cancelled`` (waits until a ``wait_cancel`` was cancelled), ``hang`` (blocks the whole server),
 ``die`` (kills its own process mid-call), ``grow`` (adds a tool and says the list changed),
-``ask`` (sampling: asks the client's model), ``pid``.
+``ask`` (sampling: asks the client's model), ``pid``; the resource ``demo://greeting`` and the
+prompt ``review``.
 """
 
 from __future__ import annotations
@@ -92,6 +93,16 @@ async def ask(question: str, ctx: Context) -> str:  # type: ignore[type-arg]
     except McpError as exc:
         return f"sampling refused: {exc.error.message}"
     return f"the model ({result.model}) said: {result.content.text}"  # type: ignore[union-attr]
+
+
+@server.resource("demo://greeting", name="greeting", description="A friendly greeting.")
+def greeting() -> str:
+    return "hello from a resource"
+
+
+@server.prompt(description="Ask for a review of some code.")
+def review(code: str) -> str:
+    return f"Please review: {code}"
 
 
 @server.tool()

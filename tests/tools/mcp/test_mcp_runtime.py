@@ -80,6 +80,25 @@ def test_a_tools_list_changed_notification_offers_the_new_tool_to_the_next_model
     assert "mcp_demo_extra" in {t["function"]["name"] for t in request.body["tools"]}
 
 
+def test_resources_and_prompts_are_offered_as_read_only_tools(kit: McpKit) -> None:
+    calls = [
+        ("mcp_demo_list_resources", {}),
+        ("mcp_demo_read_resource", {"uri": "demo://greeting"}),
+        ("mcp_demo_list_prompts", {}),
+        ("mcp_demo_get_prompt", {"name": "review", "arguments": {"code": "x = 1"}}),
+    ]
+    results = [f.preview for f in finished(kit.turn("s-resources", calls))]
+    assert sorted(results) == sorted(
+        [
+            "demo://greeting — greeting: A friendly greeting.",
+            "hello from a resource",
+            "review(code): Ask for a review of some code.",
+            "user: Please review: x = 1",
+        ]
+    )
+    assert all(kit.catalog.tools()[name].traits.read_only for name, _ in calls)
+
+
 def _pid_alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat", "rb") as stat:
