@@ -170,21 +170,20 @@ def test_a_server_that_never_starts_says_why_and_the_others_work(tmp_path: Path,
         assert kit.runtime.stop(timeout=DEADLINE)
 
 
-def test_sampling_is_answered_by_the_model_only_for_a_server_whose_config_allows_it(tmp_path: Path, model_server: ModelServer) -> None:
-    servers = {"asks": stdio_server(sampling=McpSampling(enabled=True, model="sampler", max_tokens_cap=100)), "plain": stdio_server()}
-    kit = start_mcp_kit(tmp_path, model_server, servers)
+def test_sampling_is_answered_by_the_model_only_for_a_server_whose_config_allows_it(kit: McpKit, tmp_path: Path, model_server: ModelServer) -> None:
+    [refused] = finished(kit.turn("s-refused", [("mcp_demo_ask", {"question": "Capital of Spain?"})]))  # demo: sampling not enabled
+    assert refused.preview.startswith("sampling refused")
+    asking = start_mcp_kit(tmp_path, model_server, {"asks": stdio_server(sampling=McpSampling(enabled=True, model="sampler", max_tokens_cap=100))})
     try:
-        kit.ready("asks"), kit.ready("plain")
+        asking.ready("asks")
         model_server.script([TextReply(content="Paris.")], model="sampler")
-        events = kit.turn("s-sample", [("mcp_asks_ask", {"question": "Capital of France?"}), ("mcp_plain_ask", {"question": "Capital of Spain?"})])
-        allowed, refused = finished(events)
+        [allowed] = finished(asking.turn("s-sample", [("mcp_asks_ask", {"question": "Capital of France?"})]))
         assert allowed.preview == "the model (sampler) said: Paris."
-        assert refused.preview.startswith("sampling refused")
         [request] = [r for r in model_server.requests if r.body and r.body.get("model") == "sampler"]
         assert request.body["max_tokens"] == 100 and request.body["stream"] is False
         assert request.body["messages"] == [{"role": "system", "content": "Answer briefly."}, {"role": "user", "content": "Capital of France?"}]
     finally:
-        assert kit.runtime.stop(timeout=DEADLINE)
+        assert asking.runtime.stop(timeout=DEADLINE)
 
 
 def test_a_streamable_http_server_serves_calls_and_progress(tmp_path: Path, model_server: ModelServer) -> None:
