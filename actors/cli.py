@@ -175,6 +175,13 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     revoking.add_argument("platform")
     revoking.add_argument("user_id")
     pairing.set_defaults(handler=_pairing)
+    mcp = commands.add_parser("mcp", help="the MCP servers of config.yaml: list them, or test one (connect and list its tools)")
+    mcp_home = argparse.ArgumentParser(add_help=False)
+    mcp_home.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    mcp_actions = mcp.add_subparsers(dest="mcp_action", metavar="ACTION", required=True)
+    mcp_actions.add_parser("list", parents=[mcp_home], help="the configured servers")
+    mcp_actions.add_parser("test", parents=[mcp_home], help="start or reach one server and list its tools").add_argument("name")
+    mcp.set_defaults(handler=_mcp)
     _config_parser(commands)
     if full:
         from actors.platforms.tui._cli import add_parsers  # imports the platforms package: only when used
@@ -282,6 +289,12 @@ def _pairing(args: argparse.Namespace) -> int:
     return run_pairing(
         args.pairing_action, home=args.home, platform=getattr(args, "platform", ""), value=getattr(args, "code", "") or getattr(args, "user_id", "")
     )
+
+
+def _mcp(args: argparse.Namespace) -> int:
+    from actors.tools.mcp._cli import run_mcp  # the mcp SDK: only when used
+
+    return run_mcp(args.mcp_action, home=args.home, name=getattr(args, "name", ""))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,6 +35,12 @@ from ._gateway import AdapterStatusRequest as AdapterStatusRequest
 from ._gateway import AdapterTimer as AdapterTimer
 from ._gateway import ChatType as ChatType
 from ._gateway import PlatformMessage as PlatformMessage
+from ._mcp import McpLinkUp as McpLinkUp
+from ._mcp import McpServerInbox as McpServerInbox
+from ._mcp import McpToolInfo as McpToolInfo
+from ._mcp import McpToolKind as McpToolKind
+from ._mcp import McpToolsListed as McpToolsListed
+from ._mcp import ReconnectMcp as ReconnectMcp
 from ._reactor import ProcessResult as ProcessResult
 from ._reactor import WaitFinished as WaitFinished
 from ._reactor import WaitStatus as WaitStatus
@@ -68,6 +74,7 @@ from ._session import Subscribe as Subscribe
 from ._session import SwitchModel as SwitchModel
 from ._session import TextDelta as TextDelta
 from ._session import ToolFinished as ToolFinished
+from ._session import ToolProgress as ToolProgress
 from ._session import ToolStarted as ToolStarted
 from ._session import TurnCancelled as TurnCancelled
 from ._session import TurnCompleted as TurnCompleted
@@ -168,6 +175,11 @@ __all__ = [
     "KeyLeased",
     "KeyStatus",
     "LeaseKey",
+    "McpLinkUp",
+    "McpServerInbox",
+    "McpToolInfo",
+    "McpToolKind",
+    "McpToolsListed",
     "Message",
     "MessageFaults",
     "MessagesPersisted",
@@ -188,6 +200,7 @@ __all__ = [
     "ProcessResult",
     "PutResponse",
     "ReasoningDelta",
+    "ReconnectMcp",
     "RefreshSettings",
     "ReloadPool",
     "RemoveLastTurn",
@@ -234,6 +247,7 @@ __all__ = [
     "ToolCall",
     "ToolFaults",
     "ToolFinished",
+    "ToolProgress",
     "ToolStarted",
     "TreeSnapshot",
     "TurnCancelled",

@@ -273,6 +273,16 @@ class ToolFinished(SessionEvent, frozen=True, kw_only=True):
     """The first few hundred characters of the result."""
 
 
+class ToolProgress(SessionEvent, frozen=True, kw_only=True):
+    """A running tool reported progress (an MCP server's ``notifications/progress``)."""
+
+    call_id: str
+    name: str
+    progress: float
+    total: float | None = None
+    message: str = ""
+
+
 class ApprovalRequested(SessionEvent, frozen=True, kw_only=True):
     """A tool wants to do something dangerous; the turn waits for ``ResolveApproval``."""
 
@@ -357,6 +367,7 @@ AnySessionEvent = (
     | ModelFallback
     | ContextCompressed
     | ToolStarted
+    | ToolProgress
     | ToolFinished
     | ApprovalRequested
     | ApprovalResolved

@@ -70,6 +70,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.hub = deps.hubs.get(session_id)
         self.open_turns = self.hub.open_turns
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
+        self.tools_version: object = getattr(deps.tools, "version", None)
+        """A live tool table (MCP servers' tools) has a version; the schemas follow it."""
         self.workspace = Workspace(deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, settings=deps.approvals), Clarifier(self.hub))
         host = HostConfig(
             session_id=session_id,
@@ -178,6 +180,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.store.tell(ReopenWrites(session_id=self.session_id))
 
     def start_model(self, effect: CallModel, model: str, key: KeyLeased) -> WaitHandle:
+        version = getattr(self.deps.tools, "version", None)
+        if version != self.tools_version:  # an MCP server's tools changed since the last call
+            self.tools_schema, self.tools_version = [tool.schema() for tool in self.deps.tools.values()], version
         tools = offered_tools(self.tools_schema, effect)
         settings = self.providers.settings(effect.provider, model, key.api_key)
         call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=effect.turn_id)

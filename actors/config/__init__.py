@@ -23,12 +23,18 @@ from ._loader import LoadedConfig as LoadedConfig
 from ._loader import load_config as load_config
 from ._loader import parse_config as parse_config
 from ._schema import HermesConfig as HermesConfig
+from ._schema import McpSampling as McpSampling
+from ._schema import McpServer as McpServer
+from ._schema import McpToolFilter as McpToolFilter
 
 __all__ = [
     "ConfigError",
     "ConfigWarning",
     "HermesConfig",
     "LoadedConfig",
+    "McpSampling",
+    "McpServer",
+    "McpToolFilter",
     "VARIABLE_NAME",
     "expand_references",
     "has_reference",

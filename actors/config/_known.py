@@ -69,13 +69,15 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
     "MemorySection": _words("nudge_interval provider flush_min_turns skill_nudge_interval"),
     "DelegationSection": _words("model provider base_url api_key reasoning_effort toolsets"),
     "CronSection": _words("output_retention"),
+    "McpServer": _words("auth oauth client_id client_secret scope"),
+    "McpSampling": _words("max_rpm allowed_models max_tool_rounds log_level"),
     "ApprovalsSection": _words(
         "cron_mode single_query_mode unattended_mode smart_policy denial_breaker_threshold mcp_reload_confirm destructive_slash_confirm"
     ),
 }
 """Hermes's keys inside a section this build types, by the section's struct, that the build does not type."""
 
-NOT_APPLIED = frozenset({"mcp_servers"})
+NOT_APPLIED: frozenset[str] = frozenset()
 """Top-level sections typed (a wrong value is an error) but not read by the runtime yet: reported as ignored when set."""
 
 _SECRET_NAME = re.compile(r"(^|_)(api_key|key|token|secret|password|access_token)$", re.IGNORECASE)

@@ -2,8 +2,8 @@
 
 The sections this build reads are typed in detail (``_schema_model.py`` for the model and its
 providers, and here ``compression``, ``approvals``, ``api_server``, ``toolsets``, ``agent``,
-``terminal``, ``memory``, ``delegation``, ``platforms``, ``cron``, ``timezone``, ``hooks``). Sections typed for
-validation but not applied yet (``mcp_servers``; see
+``terminal``, ``memory``, ``delegation``, ``platforms``, ``cron``, ``timezone``, ``hooks``,
+``mcp_servers``). Sections typed for validation but not applied (none at present; see
 ``_known.NOT_APPLIED``) hold only a few of Hermes's keys, with Hermes's types, so that a value
 Hermes accepts is accepted here; they are reported as ignored when set. Defaults are what this
 build does when a key is unset (Hermes's own where the build has no equivalent).
@@ -117,12 +117,48 @@ class PlatformEntry(msgspec.Struct, frozen=True, kw_only=True):
     """The platform's own settings (``base_url``, ``allowed_users``, ``busy_policy``, ``routes``, ...)."""
 
 
+class McpToolFilter(msgspec.Struct, frozen=True, kw_only=True):
+    """``mcp_servers.<name>.tools``: which of a server's tools the agent sees."""
+
+    include: list[str] = []
+    """Only these tools (the server's own names); empty: all of them."""
+    exclude: list[str] = []
+    """Never these tools (applied after ``include``)."""
+    resources: bool = True
+    """Offer ``list_resources`` / ``read_resource`` where the server has resources."""
+    prompts: bool = True
+    """Offer ``list_prompts`` / ``get_prompt`` where the server has prompts."""
+
+
+class McpSampling(msgspec.Struct, frozen=True, kw_only=True):
+    """``mcp_servers.<name>.sampling``: may the server ask our model for a completion (``sampling/createMessage``)."""
+
+    enabled: bool = False
+    """Off unless set: a server's request is refused, and the capability is not offered."""
+    model: str = ""
+    """The model to answer with (at the configured endpoint); empty: the configured model."""
+    max_tokens_cap: Annotated[int, msgspec.Meta(gt=0)] = 4096
+    """The most tokens a request may ask for (a larger ``maxTokens`` is lowered to this)."""
+    timeout: Seconds = 30.0
+    """Seconds a completion may take; then the server gets an error."""
+
+
 class McpServer(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry of ``mcp_servers:``: a stdio server (``command``) or a streamable HTTP one (``url``)."""
+
     command: str = ""
     args: list[str] = []
     env: dict[str, str] = {}
+    """Variables added to the server's environment (``${NAME}`` is expanded from .env and the environment)."""
+    cwd: str = ""
     url: str = ""
     headers: dict[str, str] = {}
+    timeout: Seconds = 120.0
+    """Seconds a tool call may take; then it is cancelled (a stdio server is restarted)."""
+    connect_timeout: Seconds = 60.0
+    """Seconds to start (or reach) the server and list its tools."""
+    tools: McpToolFilter = McpToolFilter()
+    sampling: McpSampling = McpSampling()
     enabled: bool = True
 
 

@@ -12,7 +12,7 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,8 @@ class ApiContext:
     """The reactor's model HTTP clients (shared with the sessions)."""
     hook_statistics: Callable[[], dict[str, Any]] | None = None
     """The hooks' counters (plugins: calls, faults, restarts; shell hooks); None: no hooks."""
+    health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
+    """More keys of /health/detailed (``mcp``), each read per request."""
 
     def tell(self, session_id: str, message: SessionCommand) -> None:
         tell_session(self.registry, self.registry.lookup(SESSIONS_PATH), session_id, message)
@@ -139,6 +141,7 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "hermes_import": hermes_import,
             "platforms": [msgspec.json.decode(to_json(status)) for status in await adapter_statuses(ctx, snapshot)],
             "hooks": ctx.hook_statistics() if ctx.hook_statistics is not None else None,
+            **{key: read() for key, read in ctx.health_sections.items()},
         },
     )
 

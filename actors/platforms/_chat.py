@@ -11,6 +11,7 @@ from protocols import (
     TextDelta,
     ToolCall,
     ToolFinished,
+    ToolProgress,
     ToolStarted,
     TurnCancelled,
     TurnCompleted,
@@ -186,7 +187,7 @@ async def _stream(
             out = b": keepalive\n\n"
         elif isinstance(event, TextDelta):
             out = chunk({"content": event.text})
-        elif isinstance(event, ToolStarted | ToolFinished):
+        elif isinstance(event, ToolStarted | ToolProgress | ToolFinished):
             progress = tool_progress_comment(ctx, event)  # SSE comments, and only when asked for
             if progress is None:
                 continue

@@ -67,10 +67,15 @@ def merged(old: SessionDeps, fresh: SessionDeps) -> SessionDeps:
     the first time after a reload does not announce an interruption settled at start (its
     transcript is settled all the same)."""
     config = dataclasses.replace(fresh.config, providers=old.config.providers, turn_timeout=old.config.turn_timeout, model_timeout=old.config.model_timeout)
+    tools = fresh.tools
+    over = getattr(old.tools, "over", None)  # MCP servers' tools (actors.tools.mcp.LiveTools): kept, over the new built-in ones
+    if over is not None:
+        tools = over(fresh.tools)
+        config = dataclasses.replace(config, traits=tools.traits())
     model = dataclasses.replace(old.model, prices=fresh.model.prices, caching=fresh.model.caching)
     return dataclasses.replace(
         old,
-        tools=fresh.tools,
+        tools=tools,
         config=config,
         model=model,
         approvals=fresh.approvals,

@@ -23,6 +23,7 @@ from protocols import (
     StartTurn,
     TextDelta,
     ToolFinished,
+    ToolProgress,
     ToolStarted,
     TurnCancelled,
     TurnCompleted,
@@ -187,6 +188,8 @@ def _named(event: Any) -> tuple[str, dict[str, Any]] | None:
             return "reasoning.available", {"text": text}
         case ToolStarted(call_id=call_id, name=name, arguments=arguments):
             return "tool.started", {"call_id": call_id, "tool": name, "arguments": arguments}
+        case ToolProgress(call_id=call_id, name=name, progress=progress, total=total, message=message):
+            return "tool.progress", {"call_id": call_id, "tool": name, "progress": progress, "total": total, "message": message}
         case ToolFinished(call_id=call_id, name=name, ok=ok, preview=preview):
             return "tool.completed", {"call_id": call_id, "tool": name, "ok": ok, "preview": preview}
         case ApprovalRequested(request_id=request_id, command=command, reasons=reasons, timeout_s=timeout_s):

@@ -104,6 +104,11 @@ def run_serve(
         return 2
     for line in gateway.notes:
         print(f"hermes serve: {line}", file=sys.stderr, flush=True)
+    mcp = None
+    if any(server.enabled for server in loaded.config.mcp_servers.values()):
+        from ._serve_mcp import with_mcp  # the mcp SDK loads only where servers are configured
+
+        deps, mcp = with_mcp(deps, loaded.config.mcp_servers)
     settings = ServerSettings(
         host=host,
         port=port,
@@ -119,8 +124,10 @@ def run_serve(
         clients=clients,
         listener=listener,
         hook_statistics=hooks.statistics if hooks is not None else None,
+        health_sections={"mcp": mcp.catalog.statuses} if mcp is not None else {},
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
+    extra = (ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), *((mcp.tree,) if mcp is not None else ()))
     reaped = claim_group_ledger(home / "run" / "groups")
     if reaped:
         commands = "; ".join(" ".join(r.argv) for r in reaped)
@@ -129,11 +136,10 @@ def run_serve(
     scheduler = _scheduler_spec(home, store, loaded.config, deps)
     platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
     hooks_tree = (hooks_spec(),) if hooks is not None else ()
+    extra = (*hooks_tree, platforms, scheduler, *((mcp.tree,) if mcp is not None else ()))
     with SignalStop("hermes serve", reload=True) as stop:
         try:
-            runtime = build_agent_runtime(
-                store, deps, extra=(*hooks_tree, platforms, scheduler), announce=lambda line: print(f"hermes serve: {line}", flush=True)
-            )
+            runtime = build_agent_runtime(store, deps, extra=extra, announce=lambda line: print(f"hermes serve: {line}", flush=True))
         except HermesImportError as exc:
             listener.close()
             print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
@@ -155,6 +161,8 @@ def run_serve(
             # the collector's way (a full collection over it stalled every thread for ~100 ms).
             gc.collect()
             gc.freeze()
+            if mcp is not None:  # before announcing: each server up, or its failure said
+                mcp.wait_started()
             url = f"http://{settings.host}:{bound}/v1"
             print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
             for spec in gateway.specs:  # after the first line (tests read it first)
@@ -173,6 +181,9 @@ def run_serve(
                 )
             if created:
                 print(f"A new API key was made and saved in {home / '.env'} (API_SERVER_KEY):\n  {key}", flush=True)
+            if mcp is not None:
+                for line in mcp.lines():
+                    print(f"hermes serve: {line}", flush=True)
             print(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops it)", flush=True)
 
             while stop.wait() and stop.take_reload():  # SIGHUP: read config.yaml again

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -65,6 +65,8 @@ class ServerSettings:
     """A socket bound before the runtime started, for the first incarnation."""
     hook_statistics: Callable[[], dict[str, Any]] | None = None
     """The hooks' counters for /health/detailed (``actors.hooks.Hooks.statistics``); None: no hooks."""
+    health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
+    """More keys of /health/detailed, each a reader called per request (``mcp``: the MCP servers)."""
 
 
 async def _serve(app: App, fd: int) -> None:
@@ -111,6 +113,7 @@ class ApiServer(Actor[ApiServerInbox]):
             upstream=settings.upstream,
             clients=settings.clients,
             hook_statistics=settings.hook_statistics,
+            health_sections=settings.health_sections,
         )
         self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
         log.info("API server listening on %s:%d", self.settings.host, self.port)

@@ -92,3 +92,21 @@ def test_sighup_gives_sessions_the_new_toolsets_keeps_the_rest_and_a_bad_file_ch
     assert offered == [["todo"], ["process", "terminal", "todo"], ["process", "terminal", "todo"], ["process", "terminal", "todo"]]
     second = calls[1]["messages"]
     assert [m["content"] for m in second if m["role"] == "user"] == ["first", "second"]  # the transcript came back from the store
+
+
+def test_a_reload_keeps_the_mcp_servers_tools_over_the_new_built_in_ones(tmp_path: Path) -> None:
+    from actors.agent import HubRegistry, ModelClients, ModelSettings, SessionDeps, reader_opener
+    from actors.platforms._reload import merged
+    from actors.tools import REGISTRY
+    from actors.tools.mcp import McpCatalog
+    from actors.tools.mcp._catalog import LiveTools
+
+    catalog = McpCatalog([])
+    old_tools = LiveTools(REGISTRY.specs(["todo"]), catalog)
+    model = ModelSettings(model="m", base_url="http://127.0.0.1:9/v1", api_key="k")
+    old = SessionDeps(hubs=HubRegistry(), open_reader=reader_opener(tmp_path / "s.db"), model=model, clients=ModelClients(), tools=old_tools)
+    fresh = SessionDeps(hubs=HubRegistry(), open_reader=old.open_reader, model=model, clients=ModelClients(), tools=REGISTRY.specs(["todo", "read_file"]))
+    new = merged(old, fresh)
+    assert isinstance(new.tools, LiveTools) and new.tools.version == catalog.version  # the same servers, read live
+    assert sorted(new.tools) == ["read_file", "todo"] and sorted(new.config.traits) == ["read_file", "todo"]
+    assert new.hubs is old.hubs and new.clients is old.clients

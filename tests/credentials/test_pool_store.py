@@ -29,7 +29,7 @@ def test_a_version_4_file_gains_the_pool_table_when_the_writer_opens_it(tmp_path
     db = open_reader(path)
     try:
         assert SCHEMA_VERSION == 8
-        assert db.execute("SELECT version FROM schema_version").fetchall() == [(7,)]
+        assert db.execute("SELECT version FROM schema_version").fetchall() == [(8,)]
         assert [row[1] for row in db.execute("PRAGMA table_info(credential_pools)")] == ["provider", "state", "saved_at"]
     finally:
         db.close()

@@ -19,7 +19,7 @@ import os
 import queue
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,7 +53,7 @@ from protocols import (
     TreeSnapshot,
     UndoTurn,
 )
-from supervisor import Runtime
+from supervisor import ChildSpec, Runtime
 
 from ._handle import EventSink, RequestRefused, SetupFailed
 
@@ -128,11 +128,11 @@ class LocalSession:
         self._attachments: list[_LocalAttachment] = []
 
     @classmethod
-    def start(cls, deps: SessionDeps, store_file: Path, running: Configured | None = None) -> LocalSession:
-        """Start a runtime holding the store (``store_file``) and the sessions built from ``deps``."""
+    def start(cls, deps: SessionDeps, store_file: Path, running: Configured | None = None, extra: Sequence[ChildSpec] = ()) -> LocalSession:
+        """Start a runtime holding the store (``store_file``), the sessions built from ``deps`` and ``extra`` children."""
         if deps.store_file is None:
             deps = dataclasses.replace(deps, store_file=store_file)
-        runtime = build_agent_runtime(store_file, deps)
+        runtime = build_agent_runtime(store_file, deps, extra=extra)
         runtime.start()
         return cls(runtime, deps, store_file, running=running)
 
@@ -299,11 +299,19 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         raise SetupFailed(msg) from None
     store = home / "state.db"
     claim_group_ledger(home / "run" / "groups")  # what a killed hermes left running is stopped (logged)
+    mcp = None
+    if any(server.enabled for server in loaded.config.mcp_servers.values()):
+        from actors.platforms._serve_mcp import with_mcp  # the mcp SDK loads only where servers are configured
+
+        deps, mcp = with_mcp(deps, loaded.config.mcp_servers)
     configured = Configured(home=home, env=env, settings=Running(loaded=loaded, deps=deps, platform=platform, yolo=yolo))
     try:
-        return LocalSession.start(deps, store, configured)
+        session = LocalSession.start(deps, store, configured, (mcp.tree,) if mcp is not None else ())
     except HermesImportError as exc:  # a Hermes state.db that could not be imported: left as it was
         raise SetupFailed(str(exc)) from None
+    if mcp is not None:  # the first turn sees the servers' tools (each up, or failed once)
+        mcp.wait_started()
+    return session
 
 
 def _pool_statuses(runtime: Runtime, snapshot: TreeSnapshot) -> list[PoolStatus]:
