@@ -2,7 +2,8 @@
 with what to do about it.
 
 Local checks first (the home, ``.env``'s mode, config.yaml and every section the runtime reads,
-the session store's integrity and schema, free disk, the programs some tools use), then the
+the sessions' settings, platforms, MCP servers and shell hooks (``_doctor_attached``), the
+session store's integrity and schema, free disk, the programs some tools use), then the
 network: the model endpoint, and every key of every provider's pool with one cheap call each
 (``GET /models``, which costs no tokens). Exit 0 when nothing failed, 1 otherwise; warnings do
 not fail. Nothing here writes to the home.
@@ -50,7 +51,7 @@ def _indented(text: str) -> str:
 
 def diagnose(home: Path, env: Mapping[str, str], *, network: bool = True) -> list[Check]:
     """Every check, in order; a check that cannot run reports why instead of raising."""
-    checks = [*_home(home), *_config(home, env), *_store(home), _disk(home), *_programs()]
+    checks = [*_home(home), *_config(home, env), *_attached(home, env, network=network), *_store(home), _disk(home), *_programs()]
     if network:
         checks += _endpoints(home, env)
     return checks
@@ -97,6 +98,19 @@ def _config(home: Path, env: Mapping[str, str]) -> Iterator[Check]:
             yield Check(name, "ok", "read")
             if name == "config.yaml":
                 yield _config_keys(home, env)
+
+
+def _attached(home: Path, env: Mapping[str, str], *, network: bool) -> Iterator[Check]:
+    """The sessions' settings, platforms, MCP servers and hooks (``_doctor_attached``), when config.yaml loads."""
+    from actors.config import ConfigError, load_config
+
+    from ._doctor_attached import attached_checks
+
+    try:
+        loaded = load_config(home, env)
+    except ConfigError:
+        return  # reported with the config
+    yield from attached_checks(home, env, loaded, network=network)
 
 
 def _config_keys(home: Path, env: Mapping[str, str]) -> Check:
