@@ -103,13 +103,15 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def load_approval_settings(home: Path, *, env: Mapping[str, str] | None = None, yolo: bool = False) -> ApprovalSettings:
+def load_approval_settings(
+    home: Path, *, env: Mapping[str, str] | None = None, yolo: bool = False, config: Mapping[str, Any] | None = None
+) -> ApprovalSettings:
     """Read ``approvals:`` and ``command_allowlist:``; ``--yolo`` or ``HERMES_YOLO_MODE`` turn asking off.
 
     Raises :class:`ConfigError` naming the file and the key when a value has the wrong shape.
     """
     env = os.environ if env is None else env
-    config = read_config(home)
+    config = read_config(home) if config is None else config
     where = home / "config.yaml"
     section = config.get("approvals") or {}
     if not isinstance(section, dict):

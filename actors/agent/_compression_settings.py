@@ -14,6 +14,7 @@ A bad value is a :class:`ConfigError` naming the key and what it takes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,9 @@ class CompressionConfig(msgspec.Struct, frozen=True, kw_only=True):
     summary_model: str = ""
 
 
-def load_compression(home: Path, model: str) -> CompressionConfig:
-    """What ``home``'s config.yaml says about compression, for a session of ``model``."""
-    config = read_config(home)
+def load_compression(home: Path, model: str, config: Mapping[str, Any] | None = None) -> CompressionConfig:
+    """What ``home``'s config.yaml (``config``, as already read; None reads it) says about compression, for a session of ``model``."""
+    config = read_config(home) if config is None else config
     where = home / "config.yaml"
     section = config.get("compression") or {}
     model_section = config.get("model")

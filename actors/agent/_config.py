@@ -59,12 +59,17 @@ def read_config(home: Path) -> dict[str, Any]:
     return loaded
 
 
-def load_model_settings(home: Path | None = None, *, env: Mapping[str, str] | None = None, override: Mapping[str, Any] | None = None) -> ModelSettings:
-    """Resolve the model settings; raise :class:`ConfigError` with advice when incomplete."""
+def load_model_settings(
+    home: Path | None = None, *, env: Mapping[str, str] | None = None, override: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None
+) -> ModelSettings:
+    """Resolve the model settings; raise :class:`ConfigError` with advice when incomplete.
+
+    ``config``: config.yaml as already read (``LoadedConfig.raw``); None reads the file."""
     env = dict(os.environ if env is None else env)
     home = home or hermes_home(env)
     secrets = {**read_dotenv(home / ".env"), **env}  # the real environment wins
-    section: Any = read_config(home).get("model", {})
+    raw = read_config(home) if config is None else config
+    section: Any = raw.get("model", {})
     if isinstance(section, str):
         section = {"default": section}
     if not isinstance(section, dict):
@@ -78,24 +83,24 @@ def load_model_settings(home: Path | None = None, *, env: Mapping[str, str] | No
     key_names = ["OPENROUTER_API_KEY", "OPENAI_API_KEY"] if provider == "openrouter" else ["OPENAI_API_KEY", "OPENROUTER_API_KEY"]
     api_key = chosen.get("api_key") or next((secrets[k] for k in key_names if secrets.get(k)), None)
 
-    config = home / "config.yaml"
+    where = home / "config.yaml"
     if not model:
         msg = (
-            f"no model is configured: run 'hermes setup' to find one, or add to {config}\n  model:\n    default: <model name>\n    base_url: <https://.../v1>\n"
+            f"no model is configured: run 'hermes setup' to find one, or add to {where}\n  model:\n    default: <model name>\n    base_url: <https://.../v1>\n"
             f"or set HERMES_MODEL (and OPENAI_BASE_URL / OPENAI_API_KEY) in the environment or {home / '.env'}"
         )
         raise ConfigError(msg)
     if not base_url:
-        msg = f"model {model!r} has no endpoint: set model.base_url in {config} or OPENAI_BASE_URL (provider {provider!r} has no default URL)"
+        msg = f"model {model!r} has no endpoint: set model.base_url in {where} or OPENAI_BASE_URL (provider {provider!r} has no default URL)"
         raise ConfigError(msg)
     if not api_key:
-        msg = f"no API key for {base_url}: set OPENAI_API_KEY (or OPENROUTER_API_KEY) in the environment or in {home / '.env'}, or model.api_key in {config}"
+        msg = f"no API key for {base_url}: set OPENAI_API_KEY (or OPENROUTER_API_KEY) in the environment or in {home / '.env'}, or model.api_key in {where}"
         raise ConfigError(msg)
-    prices = read_prices(read_config(home).get("pricing"), config)
-    caching = read_prompt_caching(read_config(home).get("prompt_caching"), config)
+    prices = read_prices(raw.get("pricing"), where)
+    caching = read_prompt_caching(raw.get("prompt_caching"), where)
     vision = chosen.get("vision")
     if vision is not None and not isinstance(vision, bool):
-        msg = f"{config}: model.vision must be true or false (whether the model can see images)"
+        msg = f"{where}: model.vision must be true or false (whether the model can see images)"
         raise ConfigError(msg)
     return ModelSettings(
         model=str(model), base_url=str(base_url).rstrip("/"), api_key=str(api_key), provider=provider, prices=prices, vision=vision, caching=caching

@@ -44,11 +44,11 @@ def with_chain(deps: SessionDeps, chain: ProviderChain) -> SessionDeps:
     return dataclasses.replace(deps, providers=tuple(specs), config=config, model=model)
 
 
-def primary_settings(chain: ProviderChain, home: Path, env: Mapping[str, str]) -> ModelSettings:
+def primary_settings(chain: ProviderChain, home: Path, env: Mapping[str, str], config: Mapping[str, Any] | None = None) -> ModelSettings:
     """The model settings of the chain's primary (prices, vision and the rest as ``model:`` says)."""
     primary = chain.primary
     route = {"model": primary.model, "provider": primary.name, "base_url": primary.base_url, "api_key": primary.keys[0].api_key if primary.keys else ""}
-    return load_model_settings(home, env=env, override=route)
+    return load_model_settings(home, env=env, override=route, config=config)
 
 
 def pool_specs(deps: SessionDeps) -> tuple[ProviderSpec, ...]:

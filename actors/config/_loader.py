@@ -59,6 +59,9 @@ class LoadedConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Whether config.yaml exists (missing: every value is a default)."""
     data: dict[str, Any]
     """The file's mapping as read, ``${NAME}`` expanded (what ``hermes config get`` shows of ignored keys)."""
+    raw: dict[str, Any] = {}
+    """The file's mapping as read, ``${NAME}`` as written: what the section readers of
+    ``actors.agent`` and ``actors.credentials`` take, so a start reads the file once."""
     references: dict[KeyPath, str]
     """Key path -> the value as written, for every value that used ``${NAME}`` (shown instead of the secret)."""
     warnings: tuple[ConfigWarning, ...] = ()
@@ -102,7 +105,7 @@ def parse_config(text: str | None, *, file: Path, dotenv: Path, env: Mapping[str
         config = msgspec.convert(cleaned, HermesConfig)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(exc, cleaned, file)) from None
-    return LoadedConfig(config=config, file=file, dotenv=dotenv, exists=text is not None, data=data, references=references, warnings=tuple(warnings))
+    return LoadedConfig(config=config, file=file, dotenv=dotenv, exists=text is not None, data=data, raw=raw, references=references, warnings=tuple(warnings))
 
 
 def dotted(path: KeyPath) -> str:

@@ -97,10 +97,15 @@ class ProviderChain:
         return (self.primary, *self.fallbacks)
 
 
-def load_providers(home: Path | None = None, *, env: Mapping[str, str] | None = None, override: Mapping[str, Any] | None = None) -> ProviderChain:
-    """Resolve the provider chain; raise :class:`ConfigError` with advice when it is incomplete."""
+def load_providers(
+    home: Path | None = None, *, env: Mapping[str, str] | None = None, override: Mapping[str, Any] | None = None, config: Mapping[str, Any] | None = None
+) -> ProviderChain:
+    """Resolve the provider chain; raise :class:`ConfigError` with advice when it is incomplete.
+
+    ``config``: config.yaml as already read (``LoadedConfig.raw``); None reads the file."""
     environ = dict(os.environ if env is None else env)
-    reader = _Reader(home or hermes_home(environ), environ)
+    home = home or hermes_home(environ)
+    reader = _Reader(home, environ, read_config(home) if config is None else config)
     route = reader.primary(dict(override or {}))
     primary, seen = reader.spec(route), {route.identity}
     fallbacks: list[ProviderSpec] = []
@@ -158,11 +163,11 @@ def _pool_name(provider: str) -> str:
 class _Reader:
     """One reading of the files; every error names the file and the key path it is about."""
 
-    def __init__(self, home: Path, env: dict[str, str]) -> None:
+    def __init__(self, home: Path, env: dict[str, str], config: Mapping[str, Any]) -> None:
         self.home, self.env = home, env
         self.file, self.dotenv = home / "config.yaml", home / ".env"
         self.secrets = {**read_dotenv(self.dotenv), **env}  # the real environment wins
-        self.config = read_config(home)
+        self.config = config
         self.named = self._named()
         self.strategies = self._strategies()
         self._auth: dict[str, Any] | None = None
@@ -268,7 +273,7 @@ class _Reader:
 
     def settings(self, override: dict[str, Any], chosen: Mapping[str, Any]) -> _Route:
         """The route :func:`load_model_settings` resolves, with ``${NAME}`` expanded where it left it."""
-        settings = load_model_settings(self.home, env=self.env, override=override)
+        settings = load_model_settings(self.home, env=self.env, override=override, config=self.config)
         command, configured = self.optional(chosen, "key_cmd", "model"), chosen.get("api_key")
         if configured and settings.api_key == str(configured):
             key = _Key(self.text(str(configured), "model.api_key"), command=command)

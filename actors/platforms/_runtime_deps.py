@@ -47,10 +47,11 @@ def configured_deps(
     hooks: Hooks | None = None,
 ) -> SessionDeps:
     """The sessions' shared dependencies for ``platform``; raise :class:`ConfigError` saying what to fix."""
-    chain = load_providers(home, env=env)
-    model = primary_settings(chain, home, env)
-    approvals = load_approval_settings(home, env=env, yolo=yolo)
-    compression = load_compression(home, model.model)
+    raw = loaded.raw  # config.yaml read once, by load_config: every reader takes the same mapping
+    chain = load_providers(home, env=env, config=raw)
+    model = primary_settings(chain, home, env, raw)
+    approvals = load_approval_settings(home, env=env, yolo=yolo, config=raw)
+    compression = load_compression(home, model.model, raw)
     settings = session_settings(loaded.config, platform.name, file=loaded.file, cwd=Path.cwd())
     tools = platform_tools(settings, loaded.file, platform.name)
     config = MachineConfig(

@@ -119,3 +119,22 @@ def test_hermes_serve_applies_max_turns_toolsets_terminal_and_memory_from_config
     assert "memory.user_profile_enabled: false" in results[1]
     assert results[2].startswith("[not run]") and "limit of 3" in results[2]  # the third call reached max_turns: 3
     assert not (home / "memories" / "USER.md").exists()
+
+
+def test_the_runtime_reads_config_yaml_once_and_every_section_reader_takes_that_reading(tmp_path: Path) -> None:
+    import sys
+
+    home = home_with(tmp_path, "compression:\n  threshold: 0.7\napprovals:\n  timeout: 42\npricing:\n  m: {input: 1, output: 2}\n")
+    opened: list[str] = []
+    watched = str(home / "config.yaml")
+
+    def audit(event: str, args: tuple[object, ...]) -> None:
+        if event == "open" and args and str(args[0]) == watched:
+            opened.append(event)
+
+    sys.addaudithook(audit)  # hooks cannot be removed: this one only records opens of this test's file
+    loaded = load_config(home, {})
+    deps = configured_deps(home, {}, loaded, API)
+    assert len(opened) == 1  # load_config's reading; the providers, model, approvals and compression readers took it
+    assert deps.approvals.timeout == 42 and deps.model.prices["m"].output == 2
+    assert deps.config.compression is not None and deps.config.compression.threshold == 0.7
