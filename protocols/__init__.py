@@ -64,6 +64,7 @@ from ._session import ModelSwitched as ModelSwitched
 from ._session import ReasoningDelta as ReasoningDelta
 from ._session import RefreshSettings as RefreshSettings
 from ._session import ResolveApproval as ResolveApproval
+from ._session import ReviewFinished as ReviewFinished
 from ._session import SessionCommand as SessionCommand
 from ._session import SessionEvent as SessionEvent
 from ._session import SessionInbox as SessionInbox
@@ -211,6 +212,7 @@ __all__ = [
     "ResponseDeleted",
     "ResponseStored",
     "RestartDue",
+    "ReviewFinished",
     "Role",
     "SavePoolState",
     "SearchHit",

@@ -356,6 +356,21 @@ class HookSkipped(SessionEvent, frozen=True, kw_only=True):
     detail: str = ""
 
 
+class ReviewFinished(SessionEvent, frozen=True, kw_only=True):
+    """A background review forked after turn ``turn_id`` ended (memory / skill nudge); it ran
+    off the user's path in session ``review_session_id`` and this is what it saved."""
+
+    review_session_id: str
+    kind: str
+    """``memory``, ``skills`` or ``combined``: what the review was asked to look at."""
+    saved: tuple[str, ...] = ()
+    """One short line per successful write (``memory add (user)``, ``skill create deploy-notes``)."""
+    summary: str
+    """The one line to show: what was saved, nothing, or why the review ended without saving."""
+    ok: bool = True
+    """False: the review failed, hung past its deadline or crashed (the user's session is unaffected)."""
+
+
 AnySessionEvent = (
     TurnStarted
     | UserMessageSaved
@@ -377,6 +392,7 @@ AnySessionEvent = (
     | TurnCancelled
     | SessionRecovered
     | HookSkipped
+    | ReviewFinished
 )
 """The union a client decodes a session stream with."""
 

@@ -47,6 +47,8 @@ class SessionOverrides:
     parent_session_id: str | None
     depth: int
     blocked_tools: frozenset[str] = BLOCKED_IN_CHILDREN
+    allowed_tools: frozenset[str] | None = None
+    """Only these tools (a background review's memory and skill tools); None: all but ``blocked_tools``."""
     max_iterations: int = CHILD_ITERATIONS
     source: str = "delegate"
 

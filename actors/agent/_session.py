@@ -22,14 +22,17 @@ from actors import Actor, HermesError, WaitHandle
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
 from protocols._session import (
+    TERMINAL_EVENTS,
     AnswerClarification,
     CompressContext,
     RefreshSettings,
     ResolveApproval,
+    ReviewFinished,
     SessionEvent,
     SessionInbox,
     Subscribe,
     SwitchModel,
+    ToolStarted,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -46,7 +49,9 @@ from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._model import ModelSettings, call_model
+from ._nudges import NudgeCounters, TurnFacts, plan_after_turn, seeded
 from ._providers import Providers
+from ._review import ReviewOutcome, run_review
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
 from ._session_host import HostConfig, IdleTimer, SessionHost, Timer, Write
@@ -84,6 +89,12 @@ class SessionActor(Actor[SessionInbox | Timer]):
         )
         self.host = SessionHost(host, self)
         self.turn_hooks = TurnHooks()
+        self.reviews: dict[int, tuple[str, str, str]] = {}
+        """Running review wait -> (the turn it follows, its session id, its kind)."""
+        self.nudge_counters: NudgeCounters | None = None
+        """Seeded from the transcript at the first turn's end (None: not yet)."""
+        self.turn_facts: dict[str, tuple[bool, set[str]]] = {}
+        """Running turn -> (opened by a user message, tools it called), for the nudges."""
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -115,6 +126,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.start_wait(load_with_retry, *read, tag="load", timeout=deps.load_timeout)
             case WaitFinished(tag="load"):
                 self.host.receive(self.loaded(message))
+            case WaitFinished(tag="review"):
+                self.reviewed(message)
             case AnswerClarification(request_id=request_id, answer=answer) if self.workspace.clarifier is not None:
                 self.reactor.call_soon(self.workspace.clarifier.answer, request_id, answer)
             case ResolveApproval(request_id=request_id, choice=choice) if self.workspace.approvals is not None:
@@ -241,6 +254,41 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.hub.publish(event)
         if self.deps.hooks is not None and type(event) in (TurnStarted, TurnCompleted, TurnFailed, TurnCancelled):
             self.turn_hook(event)
+        if self.deps.nudges.enabled and self.deps.source != "cron":
+            self.count_for_nudges(event)
+
+    # -- nudges and background review (decisions in ``_nudges``; the review runs as a wait) -------
+
+    def count_for_nudges(self, event: SessionEvent) -> None:
+        if isinstance(event, TurnStarted):
+            self.turn_facts[event.turn_id] = (bool(event.text) and not event.text.startswith("/compress"), set())
+        elif isinstance(event, ToolStarted) and event.turn_id in self.turn_facts:
+            self.turn_facts[event.turn_id][1].add(event.name)
+        elif isinstance(event, TERMINAL_EVENTS) and event.turn_id in self.turn_facts and self.host.state is not None:
+            user_turn, used = self.turn_facts.pop(event.turn_id)
+            transcript = self.host.state.transcript
+            answered = isinstance(event, TurnCompleted) and bool(event.text) and not event.tool_calls
+            iterations = event.iterations if isinstance(event, TurnCompleted) else 0
+            facts = TurnFacts(user_turn=user_turn, iterations=iterations, tools_used=frozenset(used), answered=answered)
+            if self.nudge_counters is None:
+                earlier = sum(1 for m in transcript if m.role == "user") - (1 if user_turn else 0)
+                self.nudge_counters = seeded(max(0, earlier), self.deps.nudges)
+            self.nudge_counters, plan = plan_after_turn(self.nudge_counters, facts, self.deps.nudges, self.deps.tools.keys())
+            if plan is None:
+                return
+            nudges, context = self.deps.nudges, self._context()
+            review_id = f"{self.session_id}.review-{self.nudge_counters.user_turns}"
+            review = functools.partial(run_review, iterations=nudges.review_iterations, timeout=nudges.review_timeout)
+            args = (context.registry, context.reactor, self.deps.hubs, review_id, self.session_id, plan, plan.tools(self.deps.tools.keys()), transcript)
+            self.reviews[self.start_wait(review, *args, tag="review", timeout=nudges.review_timeout + 30.0).wait_id] = (event.turn_id, review_id, plan.kind)
+
+    def reviewed(self, finished: WaitFinished) -> None:
+        turn_id, review_id, kind = self.reviews.pop(finished.wait_id, ("", "", ""))
+        outcome = finished.value if finished.status == "ok" and isinstance(finished.value, ReviewOutcome) else None
+        if outcome is None:
+            why = f"the background review ended without an answer ({finished.status}: {finished.error or 'no detail'})"
+            outcome = ReviewOutcome(ok=False, saved=(), summary=why)
+        self.publish(ReviewFinished(turn_id=turn_id, review_session_id=review_id, kind=kind, saved=outcome.saved, summary=outcome.summary, ok=outcome.ok))
 
     # -- hooks that observe (answers ignored; they run in the background) -------------------------
 

@@ -15,6 +15,7 @@ from ._delegation import DelegationLimits
 from ._hub import HubRegistry
 from ._machine import MachineConfig
 from ._model import ModelClients, ModelSettings
+from ._nudges import NudgeSettings
 from ._tools import ToolSettings, ToolSpec
 
 if TYPE_CHECKING:
@@ -69,11 +70,15 @@ class SessionDeps:
     tool calls got a result (``actors.store.settle_interrupted``)."""
     hooks: Hooks | None = None
     """Plugin, gateway and shell hooks (``actors.hooks``); None: no hook, no cost."""
+    nudges: NudgeSettings = NudgeSettings.OFF
+    """When a session forks a background review (``memory.nudge_interval`` and friends); off unless config.yaml's settings are applied."""
 
 
 def child_deps(deps: SessionDeps, overrides: SessionOverrides) -> SessionDeps:
-    """What a delegated child session runs with: its blocked tools removed, its own budget, no resume."""
-    tools = {n: t for n, t in deps.tools.items() if n not in overrides.blocked_tools}
+    """What a delegated child session runs with: its blocked tools removed (or only its allowed ones),
+    its own budget, no resume, no nudges."""
+    allowed = overrides.allowed_tools
+    tools = {n: t for n, t in deps.tools.items() if n not in overrides.blocked_tools and (allowed is None or n in allowed)}
     traits = {n: t for n, t in deps.config.traits.items() if n in tools}
     config = dataclasses.replace(deps.config, traits=traits, max_iterations=overrides.max_iterations)
-    return dataclasses.replace(deps, tools=tools, config=config, source=overrides.source, recovery="fail")
+    return dataclasses.replace(deps, tools=tools, config=config, source=overrides.source, recovery="fail", nudges=NudgeSettings.OFF)

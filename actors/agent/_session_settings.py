@@ -8,7 +8,9 @@ From the typed configuration (:class:`actors.config.HermesConfig`):
 - ``agent.max_turns``: a turn's model calls (unset: 90; 0, -1 or ``unlimited``: no cap, the
   turn's deadline still holds) and ``agent.api_max_retries``: retries of one model call;
 - ``terminal.cwd`` / ``terminal.timeout``: where a session starts and a command's default deadline;
-- ``memory.*``: which memory files are in use and their limits;
+- ``memory.*``: which memory files are in use and their limits; ``memory.nudge_interval`` /
+  ``memory.flush_min_turns`` and ``skills.creation_nudge_interval``: when a background review
+  is forked (:mod:`._nudges`);
 - ``delegation.*``: children at once, how deep, and a child turn's budget.
 
 A value the schema accepts but that means nothing here (``max_turns: lots``, a ``cwd`` that is
@@ -24,6 +26,7 @@ from actors.config import ConfigError, HermesConfig
 from actors.memory import MemorySettings
 
 from ._delegation import DelegationLimits
+from ._nudges import NudgeSettings
 from ._tools import ToolSettings
 
 DEFAULT_MAX_TURNS = 90
@@ -43,6 +46,7 @@ class SessionSettings:
     workdir: Path
     tools: ToolSettings
     delegation: DelegationLimits
+    nudges: NudgeSettings = NudgeSettings()
 
 
 def session_settings(config: HermesConfig, platform: str, *, file: Path, cwd: Path) -> SessionSettings:
@@ -69,7 +73,17 @@ def session_settings(config: HermesConfig, platform: str, *, file: Path, cwd: Pa
         delegation=DelegationLimits(
             max_children=delegation.max_concurrent_children, spawn_depth=delegation.max_spawn_depth, child_iterations=delegation.max_iterations
         ),
+        nudges=nudge_settings(config),
     )
+
+
+def nudge_settings(config: HermesConfig) -> NudgeSettings:
+    """``memory.nudge_interval``, ``memory.flush_min_turns``, ``skills.creation_nudge_interval`` (or its
+    older spelling ``memory.skill_nudge_interval``)."""
+    memory = config.memory
+    skills = config.skills.creation_nudge_interval
+    skill_interval = skills if skills is not None else memory.skill_nudge_interval if memory.skill_nudge_interval is not None else 10
+    return NudgeSettings(memory_interval=memory.nudge_interval, min_turns=memory.flush_min_turns, skill_interval=skill_interval)
 
 
 def max_iterations(value: int | str | None, file: Path) -> int:

@@ -86,6 +86,19 @@ class MemorySection(msgspec.Struct, frozen=True, kw_only=True):
     """False: no USER.md in the prompt, and the memory tool refuses it."""
     memory_char_limit: Annotated[int, msgspec.Meta(gt=0)] = 2200
     user_char_limit: Annotated[int, msgspec.Meta(gt=0)] = 1375
+    nudge_interval: Annotated[int, msgspec.Meta(ge=0)] = 10
+    """User turns between two background memory reviews; 0: none."""
+    flush_min_turns: Annotated[int, msgspec.Meta(ge=0)] = 6
+    """User turns a session must have had before its first memory review."""
+    skill_nudge_interval: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Older spelling of ``skills.creation_nudge_interval`` (which wins when both are set)."""
+
+
+class SkillsSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``skills:``; this build reads the nudge interval only."""
+
+    creation_nudge_interval: Annotated[int, msgspec.Meta(ge=0)] | None = None
+    """Tool-calling iterations between two background skill reviews (unset: 10); 0: none."""
 
 
 class DelegationSection(msgspec.Struct, frozen=True, kw_only=True):
@@ -205,6 +218,7 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     agent: AgentSection = AgentSection()
     terminal: TerminalSection = TerminalSection()
     memory: MemorySection = MemorySection()
+    skills: SkillsSection = SkillsSection()
     delegation: DelegationSection = DelegationSection()
     platforms: dict[str, PlatformEntry] = {}
     mcp_servers: dict[str, McpServer] = {}

@@ -82,4 +82,5 @@ def merged(old: SessionDeps, fresh: SessionDeps) -> SessionDeps:
         tool_settings=fresh.tool_settings,
         delegation=fresh.delegation,
         workdir=fresh.workdir,
+        nudges=fresh.nudges,
     )

@@ -81,6 +81,7 @@ def configured_deps(
         tool_settings=settings.tools,
         delegation=settings.delegation,
         hooks=hooks,
+        nudges=settings.nudges,
     )
     return with_chain(deps, chain)
 

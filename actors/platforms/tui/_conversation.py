@@ -24,6 +24,7 @@ from protocols import (
     ModelFallback,
     ModelRetrying,
     ReasoningDelta,
+    ReviewFinished,
     SessionRecovered,
     TextDelta,
     ToolFinished,
@@ -196,6 +197,8 @@ class Conversation:
             case SessionRecovered(settled_calls=settled, resumed=resumed):
                 what = "continues the turn" if resumed else "its open turn failed"
                 await self.notice(f"the session restarted ({settled} unfinished tool calls were not re-run); it {what}", "warn")
+            case ReviewFinished(summary=summary, ok=ok, saved=saved):
+                await self.notice(f"💾 {summary}" if saved else summary, "dim" if ok else "warn")
             case _:
                 pass  # UserMessageSaved and events this view does not show
 
