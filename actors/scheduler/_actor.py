@@ -365,7 +365,9 @@ class Scheduler(Actor[Any]):
         job = self.jobs.get(claimed.job_id, pending.job)
         sid = session_id_of(job.id, claimed.at, manual=pending.kind == "run")
         self._queue.append((job, claimed.at, sid))
-        if pending.kind == "run":
+        if pending.kind == "run":  # shown as the job's latest occurrence, as the store will read it back
+            now = self.options.clock()
+            self.last[job.id] = Occurrence(job_id=job.id, at=claimed.at, status="claimed", session_id=sid, claimed_at=now, manual=True)
             _tell(pending.reply_to, JobReply(request_id=pending.request_id, ok=True, jobs=(self._view(job),)))
         self._start_runs()
 
