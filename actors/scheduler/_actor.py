@@ -145,8 +145,8 @@ class Scheduler(Actor[Any]):
         self.fired = 0
         self.missed = 0
         self.interrupted = 0
-        self.lateness: list[float] = []
-        """Seconds between each fired occurrence's instant and its claim (benchmarks read it)."""
+        self.lateness: collections.deque[float] = collections.deque(maxlen=1024)
+        """Seconds between each recent fired occurrence's instant and its claim."""
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -219,6 +219,7 @@ class Scheduler(Actor[Any]):
             fired=self.fired,
             missed=self.missed,
             interrupted=self.interrupted,
+            last_lateness=self.lateness[-1] if self.lateness else None,
         )
 
     # -- load ---------------------------------------------------------------------------------

@@ -58,7 +58,9 @@ def test_a_job_made_through_the_api_fires_on_its_timer_and_delivers_to_the_webho
         "        quiet:\n          secret: other\n"
     )
     (home / ".env").write_text(f"API_SERVER_KEY={KEY}\n")
-    model_server.script([TextReply(content="[SILENT]"), TextReply(content="Inbox: 3 new messages, none urgent."), TextReply(content="nowhere to go")], model="test-model")
+    model_server.script(
+        [TextReply(content="[SILENT]"), TextReply(content="Inbox: 3 new messages, none urgent."), TextReply(content="nowhere to go")], model="test-model"
+    )
     with launched(home) as (process, url), httpx.Client(base_url=url, headers=HEADERS, timeout=DEADLINE) as http:
         # [SILENT]: recorded, not delivered
         silent = http.post("/api/jobs", json={"name": "quiet", "prompt": "anything new?", "schedule": "every 1d", "deliver": "webhook:ops"})
@@ -73,6 +75,7 @@ def test_a_job_made_through_the_api_fires_on_its_timer_and_delivers_to_the_webho
         job_id = made.json()["job"]["id"]
         headers, body = receiver.wait_delivered()
         done = settled(http, job_id)
+        health = http.get("/health/detailed").json()["scheduler"]
         # a route with no deliver_url, and a platform with no adapter: failures, recorded, not retried
         bad = http.post("/api/jobs", json={"prompt": "x", "schedule": "every 1d", "deliver": "webhook:quiet"}).json()["job"]["id"]
         assert http.post(f"/api/jobs/{bad}/run").status_code == 202
@@ -90,5 +93,8 @@ def test_a_job_made_through_the_api_fires_on_its_timer_and_delivers_to_the_webho
     assert done["last_session_id"].startswith(f"cron:{job_id}:") and "manual" not in done["last_session_id"]
     assert no_route["last_status"] == "completed" and "has no deliver_url" in no_route["last_delivery"] and "attempt 1 of 3" in no_route["last_delivery"]
     assert unknown.status_code == 400 and "telegram" in unknown.json()["error"]["message"]
+    # /health/detailed: the job fired by its timer, on time; the silent one is still scheduled
+    assert health["loaded"] and health["jobs"] == 2 and health["running"] == 0 and health["fired"] == 1
+    assert health["next_run_at"] == quiet["next_run_at"] and 0 <= health["last_lateness_ms"] < 5000
     saved = sorted((home / "cron" / "output" / job_id).glob("*.md"))
     assert len(saved) == 1 and "Inbox: 3 new messages" in saved[0].read_text()

@@ -70,9 +70,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
     """The platform's message length limit (0: none)."""
     measure: Measure = len
 
-    def __init__(
-        self, *, home: Path, hubs: HubRegistry, policy: AccessPolicy, chats: Chats, context: str = "", senders: dict[str, Any] | None = None
-    ) -> None:
+    def __init__(self, *, home: Path, hubs: HubRegistry, policy: AccessPolicy, chats: Chats, context: str = "", senders: dict[str, Any] | None = None) -> None:
         super().__init__()
         self.senders = senders
         """The gateway's table of running adapters' senders (scheduled jobs' answers, ``_scheduled.py``)."""
