@@ -1,9 +1,11 @@
 """The job surfaces of a real ``hermes serve``: the ``cronjob`` tool called by the model in a
-session (create, list; the job remembers the session as its origin) and ``hermes cron
-list|add|pause|resume|remove`` as a subprocess against the running server."""
+session (create, list; the job remembers the session as its origin), ``hermes cron
+list|add|pause|resume|remove`` as a subprocess against the running server, and the list the
+TUI's ``/cron`` shows when attached to it."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,6 +16,7 @@ from typing import Any
 import httpx
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
+from actors.platforms.tui._remote import RemoteSession
 from tests.conftest import DEADLINE
 from tests.platforms.serve_process import CLEARED, HERMES, launched
 from tests.platforms.server_kit import SSE
@@ -31,6 +34,15 @@ def _run(http: httpx.Client, session: str, text: str) -> dict[str, Any]:
             if event.get("event") in ("run.completed", "run.failed"):
                 data: dict[str, Any] = json.loads(event["data"])
                 return data
+
+
+async def _tui_jobs(url: str) -> list[str] | None:
+    """What the TUI's ``/cron`` lists, attached to the server."""
+    handle = RemoteSession(url, KEY)
+    try:
+        return await handle.jobs()
+    finally:
+        await handle.aclose()
 
 
 def _cron(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -66,6 +78,7 @@ def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(tm
         assert added.returncode == 0, added.stderr
         job_id = added.stdout.split()[0]
         listed = _cron(home, url, "list")
+        tui_lines = asyncio.run(_tui_jobs(url))
         paused = _cron(home, url, "pause", job_id)
         after_pause = http.get(f"/api/jobs/{job_id}").json()["job"]
         resumed = _cron(home, url, "resume", job_id)
@@ -89,6 +102,7 @@ def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(tm
     assert any("pause needs 'job_id'" in c for c in contents)
     # the command line
     assert job_id in listed.stdout and "backup" in listed.stdout and "plants" in listed.stdout
+    assert tui_lines is not None and len(tui_lines) == 2 and any(line.startswith(f"{job_id}  backup  every 2h  scheduled") for line in tui_lines)
     assert paused.returncode == 0 and "paused" in paused.stdout and after_pause["state"] == "paused" and not after_pause["enabled"]
     assert resumed.returncode == 0 and after_resume["state"] == "scheduled" and after_resume["next_run_at"]
     assert removed.returncode == 0 and removed.stdout.strip() == f"removed {job_id}" and gone.status_code == 404
