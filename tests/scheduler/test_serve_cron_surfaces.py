@@ -6,6 +6,8 @@ TUI's ``/cron`` shows when attached to it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import json
 import os
 import signal
@@ -14,8 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
+from actors.cli import main as cli_main
 from actors.platforms.tui._remote import RemoteSession
 from tests.conftest import DEADLINE
 from tests.platforms.serve_process import CLEARED, HERMES, launched
@@ -46,12 +50,24 @@ async def _tui_jobs(url: str) -> list[str] | None:
 
 
 def _cron(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``hermes cron`` as its own process (the first call: the real command line)."""
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env["HERMES_HOME"] = str(home)
     return subprocess.run([*HERMES, "cron", "--url", url, *args], capture_output=True, text=True, env=env, timeout=DEADLINE, check=False)
 
 
-def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(tmp_path: Path, model_server: ModelServer) -> None:
+def _cli(home: Path, url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``hermes cron`` through the same entry point in this process (no interpreter start per call)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = cli_main(["cron", "--home", str(home), "--url", url, *args])
+    return subprocess.CompletedProcess(args, code, out.getvalue(), err.getvalue())
+
+
+def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(
+    tmp_path: Path, model_server: ModelServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("API_SERVER_KEY", raising=False)  # the in-process command reads the key from --home's .env
     home = tmp_path / "home"
     home.mkdir()
     (home / "config.yaml").write_text(f"model:\n  default: test-model\n  base_url: {model_server.base_url}\n  api_key: upstream\n")
@@ -77,19 +93,19 @@ def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(tm
         added = _cron(home, url, "add", "every 2h", "back up the notes", "--name", "backup")
         assert added.returncode == 0, added.stderr
         job_id = added.stdout.split()[0]
-        listed = _cron(home, url, "list")
+        listed = _cli(home, url, "list")
         tui_lines = asyncio.run(_tui_jobs(url))
-        paused = _cron(home, url, "pause", job_id)
+        paused = _cli(home, url, "pause", job_id)
         after_pause = http.get(f"/api/jobs/{job_id}").json()["job"]
-        resumed = _cron(home, url, "resume", job_id)
+        resumed = _cli(home, url, "resume", job_id)
         after_resume = http.get(f"/api/jobs/{job_id}").json()["job"]
-        removed = _cron(home, url, "remove", job_id)
+        removed = _cli(home, url, "remove", job_id)
         gone = http.get(f"/api/jobs/{job_id}")
-        missing = _cron(home, url, "pause", "nope")
+        missing = _cli(home, url, "pause", "nope")
         process.send_signal(signal.SIGTERM)
         _, stderr = process.communicate(timeout=DEADLINE)
     assert process.returncode == 0 and "Traceback" not in stderr, stderr
-    down = _cron(home, url, "list")
+    down = _cli(home, url, "list")
     # the tool: the job is made with this session as its origin and delivers back to it
     assert len(jobs) == 1
     made = jobs[0]
