@@ -184,3 +184,5 @@ class SchedulerStatus(Message, frozen=True, kw_only=True):
     fired: int
     missed: int
     interrupted: int
+    last_lateness: float | None = None
+    """Seconds between the latest fired occurrence's instant and its claim (None: none fired yet)."""

@@ -118,6 +118,7 @@ async def health(ctx: ApiContext, request: Request, send: Send, params: dict[str
 
 
 async def health_detailed(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    from ._jobs_api import scheduler_health
     from ._sessions_api import read_store
 
     snapshot = ctx.snapshot()
@@ -141,6 +142,7 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "hermes_import": hermes_import,
             "platforms": [msgspec.json.decode(to_json(status)) for status in await adapter_statuses(ctx, snapshot)],
             "hooks": ctx.hook_statistics() if ctx.hook_statistics is not None else None,
+            "scheduler": await scheduler_health(ctx),
             **{key: read() for key, read in ctx.health_sections.items()},
         },
     )

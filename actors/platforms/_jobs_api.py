@@ -13,7 +13,7 @@ from typing import Any
 
 import trio
 
-from protocols._scheduler import JobAction, JobReply, JobRequest, JobView
+from protocols._scheduler import JobAction, JobReply, JobRequest, JobView, SchedulerStatus
 
 from ._app import ApiContext
 from ._asgi import HttpError, Request, Send, send_json
@@ -71,6 +71,35 @@ async def ask_scheduler(ctx: ApiContext, action: JobAction, job_id: str = "", fi
         if isinstance(reply, JobReply):
             return reply
     raise HttpError(503, f"the scheduler did not answer within {REPLY_TIMEOUT:g} s; retry shortly", type="server_error", code="scheduler_busy")
+
+
+async def scheduler_health(ctx: ApiContext) -> dict[str, Any] | None:
+    """``/health/detailed``'s ``scheduler``: jobs, next due, running, last lateness (None: no scheduler here)."""
+    from actors.scheduler import SCHEDULER_PATH, GetSchedulerStatus
+
+    try:
+        address = ctx.registry.lookup(SCHEDULER_PATH)
+    except LookupError:
+        return None
+    reader = TrioSubscriber(ctx.reactor)
+    address.tell(GetSchedulerStatus(reply_to=reader))
+    with trio.move_on_after(REPLY_TIMEOUT):
+        status = await reader.get()
+        if isinstance(status, SchedulerStatus):
+            return {
+                "loaded": status.loaded,
+                "jobs": status.jobs,
+                "enabled": status.enabled,
+                "running": status.running,
+                "queued": status.queued,
+                "max_parallel": status.max_parallel,
+                "next_run_at": _iso(status.next_run_at),
+                "fired": status.fired,
+                "missed": status.missed,
+                "interrupted": status.interrupted,
+                "last_lateness_ms": None if status.last_lateness is None else round(status.last_lateness * 1000, 1),
+            }
+    return {"loaded": False, "error": f"the scheduler did not answer within {REPLY_TIMEOUT:g} s"}
 
 
 def _check(reply: JobReply) -> JobReply:

@@ -11,7 +11,11 @@ JSON_OBJECT: dict[str, Any] = {"type": "object"}
 DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
     ("GET", "/health"): ("Liveness (no auth).", None, "200"),
     ("GET", "/v1/health"): ("Liveness (no auth).", None, "200"),
-    ("GET", "/health/detailed"): ("The live actor tree, active sessions and turns, reactor lag, credential pools, gateway adapters.", None, "200"),
+    ("GET", "/health/detailed"): (
+        "The live actor tree, active sessions and turns, reactor lag, credential pools, gateway adapters, the scheduler (jobs, next run, running, last lateness).",
+        None,
+        "200",
+    ),
     ("GET", "/openapi.json"): ("This document (no auth).", None, "200"),
     ("GET", "/api/jobs"): ("Scheduled jobs: each with its schedule, state, next run and last outcome.", None, "200"),
     ("POST", "/api/jobs"): (

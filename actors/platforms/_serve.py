@@ -47,8 +47,9 @@ def _version() -> str:
 API_PLATFORM = Platform(name="api_server", source="api", hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.")
 
 
-def _scheduler_spec(home: Path, store: Path, config: HermesConfig, deps: SessionDeps) -> ChildSpec:
-    """``/scheduler`` (issue 18): jobs run as sessions of this runtime."""
+def _scheduler_spec(home: Path, store: Path, config: HermesConfig, deps: SessionDeps, platform_senders: dict[str, Any] | None = None) -> ChildSpec:
+    """``/scheduler`` (issue 18): jobs run as sessions of this runtime; answers to a platform go
+    through its running adapter (``platform_senders``: the gateway's table)."""
     from actors.scheduler import scheduler_spec
     from actors.scheduler._spec import scheduler_options
 
@@ -56,7 +57,14 @@ def _scheduler_spec(home: Path, store: Path, config: HermesConfig, deps: Session
         deps.hubs.get(session_id).publish(event)
 
     options = scheduler_options(
-        home, store, config, hubs=deps.hubs, tool_names=frozenset(deps.tools), publish=publish, max_iterations=deps.config.max_iterations
+        home,
+        store,
+        config,
+        hubs=deps.hubs,
+        tool_names=frozenset(deps.tools),
+        publish=publish,
+        max_iterations=deps.config.max_iterations,
+        platform_senders=platform_senders,
     )
     return scheduler_spec(options)
 
@@ -133,7 +141,7 @@ def run_serve(
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo)
-    scheduler = _scheduler_spec(home, store, loaded.config, deps)
+    scheduler = _scheduler_spec(home, store, loaded.config, deps, gateway.senders)
     platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
     hooks_tree = (hooks_spec(),) if hooks is not None else ()
     extra = (*hooks_tree, platforms, scheduler, *((mcp.tree,) if mcp is not None else ()))

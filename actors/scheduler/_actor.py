@@ -145,8 +145,8 @@ class Scheduler(Actor[Any]):
         self.fired = 0
         self.missed = 0
         self.interrupted = 0
-        self.lateness: list[float] = []
-        """Seconds between each fired occurrence's instant and its claim (benchmarks read it)."""
+        self.lateness: collections.deque[float] = collections.deque(maxlen=1024)
+        """Seconds between each recent fired occurrence's instant and its claim."""
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -219,6 +219,7 @@ class Scheduler(Actor[Any]):
             fired=self.fired,
             missed=self.missed,
             interrupted=self.interrupted,
+            last_lateness=self.lateness[-1] if self.lateness else None,
         )
 
     # -- load ---------------------------------------------------------------------------------
@@ -365,7 +366,9 @@ class Scheduler(Actor[Any]):
         job = self.jobs.get(claimed.job_id, pending.job)
         sid = session_id_of(job.id, claimed.at, manual=pending.kind == "run")
         self._queue.append((job, claimed.at, sid))
-        if pending.kind == "run":
+        if pending.kind == "run":  # shown as the job's latest occurrence, as the store will read it back
+            now = self.options.clock()
+            self.last[job.id] = Occurrence(job_id=job.id, at=claimed.at, status="claimed", session_id=sid, claimed_at=now, manual=True)
             _tell(pending.reply_to, JobReply(request_id=pending.request_id, ok=True, jobs=(self._view(job),)))
         self._start_runs()
 

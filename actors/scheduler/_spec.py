@@ -25,10 +25,20 @@ async def post_json(url: str, body: Mapping[str, object], timeout: float) -> int
 
 
 def scheduler_options(
-    home: Path, store_file: str | os.PathLike[str], config: Any, *, hubs: object, tool_names: frozenset[str], publish: Any = None, max_iterations: int = 90
+    home: Path,
+    store_file: str | os.PathLike[str],
+    config: Any,
+    *,
+    hubs: object,
+    tool_names: frozenset[str],
+    publish: Any = None,
+    max_iterations: int = 90,
+    platform_senders: dict[str, Any] | None = None,
 ) -> SchedulerOptions:
     """Options from the typed config (``actors.config.HermesConfig``): ``cron.max_parallel_jobs``,
-    ``cron.catch_up_missed``, ``timezone`` and the names under ``platforms:``."""
+    ``cron.catch_up_missed``, ``timezone`` and the names under ``platforms:``.
+    ``platform_senders`` is the gateway's table of running adapters' senders (shared, not
+    copied: adapters come and go while the scheduler runs)."""
     import actors.tools as tools_package
 
     cron = config.cron
@@ -44,7 +54,7 @@ def scheduler_options(
         resolve_toolsets=tools_package.resolve_toolsets,
         max_iterations=max_iterations,
         default_model=cron.model,
-        senders=Senders(publish=publish, post=post_json),
+        senders=Senders(platforms=platform_senders if platform_senders is not None else {}, publish=publish, post=post_json),
     )
 
 

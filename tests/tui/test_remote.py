@@ -65,11 +65,13 @@ def test_a_turn_typed_in_the_attached_ui_runs_on_the_server_and_commands_read_it
         assert done.text == "served"  # type: ignore[union-attr]
         await type_text(pilot, "/tree")
         await type_text(pilot, "/tools")
+        await type_text(pilot, "/cron")
         await app.workers.wait_for_complete()
         await pilot.pause()
-        tree, tools = texts(app, ".notice")[-2:]
+        tree, tools, cron = texts(app, ".notice")[-3:]
         assert "platforms" in tree and "api" in tree and "typed" in tree
         assert tools == "the server does not publish its tool list"
+        assert cron.startswith("no scheduler runs here")  # this test server is built without /scheduler
         assert app.query_one("#status").render() is not None
 
     drive(make_app(RemoteSession(api.base_url + "/v1/", KEY), session_id="typed", resume=True), scenario)

@@ -70,8 +70,10 @@ class GatewayAdapter(Actor[AdapterInbox]):
     """The platform's message length limit (0: none)."""
     measure: Measure = len
 
-    def __init__(self, *, home: Path, hubs: HubRegistry, policy: AccessPolicy, chats: Chats, context: str = "") -> None:
+    def __init__(self, *, home: Path, hubs: HubRegistry, policy: AccessPolicy, chats: Chats, context: str = "", senders: dict[str, Any] | None = None) -> None:
         super().__init__()
+        self.senders = senders
+        """The gateway's table of running adapters' senders (scheduled jobs' answers, ``_scheduled.py``)."""
         self.home = home
         self.hubs = hubs
         self.policy = policy
@@ -90,9 +92,20 @@ class GatewayAdapter(Actor[AdapterInbox]):
     def started(self) -> None:
         self.seen = self.seen_file.load()
         self.begin()
+        send = self.scheduled_sender()
+        if self.senders is not None and send is not None:
+            self.senders[self.platform] = send
+
+    def terminated(self, kind: Any) -> None:
+        if self.senders is not None:  # any exit: a crashed adapter's platform is "not running" until it restarts
+            self.senders.pop(self.platform, None)
 
     def begin(self) -> None:
         """Start polling or serving (subclasses)."""
+
+    def scheduled_sender(self) -> Any:
+        """How a scheduled job's answer is sent through this adapter (subclasses; None: it is not)."""
+        return None
 
     def set_state(self, state: AdapterState, detail: str = "") -> None:
         if (state, detail) != (self.state, self.detail):

@@ -79,6 +79,9 @@ class Gateway:
     specs: tuple[ChildSpec, ...]
     notes: tuple[str, ...]
     """Lines ``hermes serve`` prints at start (adapters not supported, missing tokens)."""
+    senders: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The running adapters' senders by platform (each adapter puts its own in while it runs):
+    the scheduler's ``Senders.platforms``."""
 
     def supervisor_options(self) -> dict[str, Any]:
         """How ``/platforms`` restarts its children when adapters run: with backoff (a platform
@@ -111,6 +114,7 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
     """The adapters to start; pure but for building specs."""
     specs: list[ChildSpec] = []
     notes: list[str] = []
+    senders: dict[str, Any] = {}
     platforms = dict(config.platforms)
     common_allowed = _users(env.get("GATEWAY_ALLOWED_USERS", ""))
     allow_all = _yes(env.get("GATEWAY_ALLOW_ALL_USERS"))
@@ -134,6 +138,7 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
             "policy": policy,
             "chats": Chats(mode=extra.busy_policy),
             "context": extra.context,
+            "senders": senders,
         }
         specs.append(ChildSpec(id="telegram", actor=TelegramAdapter, kwargs=kwargs))
     webhook = platforms.get("webhook")
@@ -160,6 +165,7 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
             "policy": AccessPolicy(allow_all=True),
             "chats": Chats(mode="queue"),
             "context": extra.context,
+            "senders": senders,
         }
         specs.append(ChildSpec(id="webhook", actor=WebhookAdapter, kwargs=kwargs))
-    return Gateway(specs=tuple(specs), notes=tuple(notes))
+    return Gateway(specs=tuple(specs), notes=tuple(notes), senders=senders)

@@ -41,6 +41,11 @@ class TelegramAdapter(GatewayAdapter):
         self.bot_id = ""
         self.failures = 0
 
+    def scheduled_sender(self) -> Any:
+        from ._scheduled import telegram_sender
+
+        return telegram_sender(self.token, self.base_url)
+
     def begin(self) -> None:
         self.start_wait(self._call, "getMe", {}, 30.0, tag="me", timeout=60.0)
 

@@ -138,6 +138,11 @@ class WebhookAdapter(GatewayAdapter):
         self.start_wait(_serve, WebhookApp(self.routes, self.address.tell), listener.detach(), tag="server", timeout=math.inf)
         self.set_state("running", f"http://{self.host}:{self.bound}/webhooks/")
 
+    def scheduled_sender(self) -> Any:
+        from ._scheduled import webhook_sender
+
+        return webhook_sender(self.routes)
+
     def other(self, message: Any) -> Any:
         match message:
             case WaitFinished(tag="server", status=status, error=error):

@@ -24,6 +24,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("sessions", "/sessions [words]", "search the sessions and pick one to resume"),
     Command("model", "/model [name]", "show the model, or switch this session to another"),
     Command("tools", "/tools", "list the tools the agent may call"),
+    Command("cron", "/cron", "the scheduled jobs of the server (hermes serve)"),
     Command("stop", "/stop", "cancel the running turn (also Esc or Ctrl+C)"),
     Command("retry", "/retry", "send your last message again"),
     Command("undo", "/undo", "take back the last exchange (your message returns to the prompt)"),

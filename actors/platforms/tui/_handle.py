@@ -148,6 +148,10 @@ class SessionHandle(Protocol):
         """The tools a session may call; None when the handle cannot know."""
         ...
 
+    async def jobs(self) -> list[str] | None:
+        """The scheduled jobs, a line each; None where no scheduler runs (``hermes chat``'s own runtime)."""
+        ...
+
     async def reload(self) -> list[str]:
         """Read config.yaml again and apply what may change while running; what happened, a line each.
 

@@ -239,6 +239,9 @@ class LocalSession:
     async def tools(self) -> list[str] | None:
         return sorted(self.deps.tools)
 
+    async def jobs(self) -> list[str] | None:
+        return None  # jobs run under 'hermes serve', whose store this runtime only reads
+
     async def reload(self) -> list[str]:
         from actors.platforms._reload import reloaded
 

@@ -245,6 +245,14 @@ class RemoteSession:
     async def tools(self) -> list[str] | None:
         return None  # the server does not publish its tool list
 
+    async def jobs(self) -> list[str] | None:
+        response = await self._request("GET", "/api/jobs")
+        if response.status_code == 404:
+            return None
+        if response.status_code >= 400:
+            raise RequestRefused(f"GET /api/jobs: {_error_text(response)}")
+        return [_job_line(job) for job in response.json().get("jobs", [])]
+
     async def reload(self) -> list[str]:
         msg = f"/reload reloads a runtime in this process; the server at {self.base_url} reloads config.yaml on SIGHUP (kill -HUP <its pid>)"
         raise RequestRefused(msg)
@@ -257,3 +265,8 @@ class RemoteSession:
                 await attachment.task
         self._attachments.clear()
         await self._client.aclose()
+
+
+def _job_line(job: dict[str, Any]) -> str:
+    last = f", last {job['last_status']}" if job.get("last_status") else ""
+    return f"{job['id']}  {job['name']}  {job['schedule_display']}  {job['state']}  next {job.get('next_run_at') or '-'}  deliver {job['deliver']}{last}"

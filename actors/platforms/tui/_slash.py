@@ -15,7 +15,7 @@ from ._widgets import usd
 if TYPE_CHECKING:
     from ._app import ChatApp
 
-NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "stop", "retry", "undo", "compress", "usage", "tree", "reload"})
+NEEDS_SESSIONS = frozenset({"new", "resume", "sessions", "model", "tools", "cron", "stop", "retry", "undo", "compress", "usage", "tree", "reload"})
 
 
 class SlashCommands:
@@ -67,6 +67,12 @@ class SlashCommands:
             case "tools":
                 tools = await handle.tools()
                 await app.say("tools: " + ", ".join(tools) if tools is not None else "the server does not publish its tool list")
+            case "cron":
+                jobs = await handle.jobs()
+                if jobs is None:
+                    await app.say("no scheduler runs here: scheduled jobs live in 'hermes serve' (hermes attach, or hermes cron list)", "dim")
+                else:
+                    await app.say("\n".join(["scheduled jobs:", *jobs]) if jobs else "no scheduled jobs")
             case "stop":
                 if app.busy:
                     await app.cancel_turn()
