@@ -107,7 +107,8 @@ class TelegramAdapter(GatewayAdapter):
             while True:
                 attempt += 1
                 try:
-                    await self._call("sendMessage", send_payload(message, piece, first=i == 0), 30.0)
+                    with trio.CancelScope(shield=True):  # a stop mid-call must not leave the reply's fate unknown
+                        await self._call("sendMessage", send_payload(message, piece, first=i == 0), 30.0)
                     break
                 except CallFailed as failure:
                     delay = retry_delay(failure, attempt)
