@@ -55,11 +55,14 @@ class TelegramServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 status, answer = server.handle(self.path, body)
                 data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a poll cancelled at its stop), as against Telegram
 
             do_GET = do_POST
 

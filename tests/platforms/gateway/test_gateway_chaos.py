@@ -1,0 +1,86 @@
+"""Chaos through a real ``hermes serve`` and the test Bot API server: an adapter crashed mid-turn,
+the whole process killed mid-turn, a burst of 5xx and 429 from Telegram, two messages for one
+chat at once. Each ends in exactly one reply per message."""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from actors.chaos import ModelServer, TextReply
+from tests.conftest import DEADLINE
+from tests.platforms.gateway.telegram_server import TelegramServer
+from tests.platforms.gateway.test_serve_telegram import ALLOWED, KEY, _home, _stop
+from tests.platforms.serve_process import launched
+
+
+@pytest.fixture
+def telegram() -> Iterator[TelegramServer]:
+    with TelegramServer() as server:
+        yield server
+
+
+@pytest.fixture
+def model() -> Iterator[ModelServer]:
+    with ModelServer(seed=1) as server:
+        yield server
+
+
+def _asked(model: ModelServer, text: str) -> None:
+    model.wait_for_request(lambda r: r.path == "/v1/chat/completions" and text in str(r.body.get("messages")), timeout=DEADLINE)
+
+
+def _texts(telegram: TelegramServer, chat: int) -> list[str]:
+    return [s.text for s in telegram.delivered(chat)]
+
+
+def test_an_adapter_crashed_mid_turn_still_sends_exactly_one_reply(
+    tmp_path: Path, model: ModelServer, telegram: TelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERMES_CHAOS_ROUTES", "1")
+    home = _home(tmp_path, model, telegram)
+    model.script([TextReply(content="the slow answer", latency=0.3), TextReply(content="the next answer")])
+    with launched(home) as (process, base):
+        telegram.push(ALLOWED, "take your time")
+        _asked(model, "take your time")  # the turn is running in its session
+        crashed = httpx.post(f"{base}/v1/chaos/crash", json={"path": "/platforms/telegram"}, headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
+        assert crashed.status_code == 202, crashed.text
+        (reply,) = telegram.wait_delivered(ALLOWED, 1)
+        telegram.push(ALLOWED, "and then")  # its reply is the barrier: no second reply to the first comes after it
+        telegram.wait_delivered(ALLOWED, 2)
+        _stop(process, crashed=True)
+    assert reply.text == "the slow answer"
+    assert _texts(telegram, ALLOWED) == ["the slow answer", "the next answer"]
+
+
+def test_the_chaos_route_is_off_unless_enabled(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+    home = _home(tmp_path, model, telegram)
+    os.environ.pop("HERMES_CHAOS_ROUTES", None)
+    with launched(home) as (process, base):
+        refused = httpx.post(f"{base}/v1/chaos/crash", json={"path": "/platforms/telegram"}, headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
+        _stop(process)
+    assert refused.status_code == 404 and "HERMES_CHAOS_ROUTES=1" in refused.text
+
+
+def test_a_process_killed_mid_turn_answers_the_message_once_after_the_restart(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+    home = _home(tmp_path, model, telegram)
+    model.script([TextReply(content="never sent", silent_after_chunks=0), TextReply(content="yes, here")])
+    with launched(home) as (process, _):
+        telegram.push(ALLOWED, "hang on")
+        _asked(model, "hang on")
+        os.killpg(process.pid, signal.SIGKILL)  # no shutdown at all: the turn dies with the process
+        process.communicate(timeout=DEADLINE)
+    telegram.redeliver()  # and Telegram may deliver the update again
+    with launched(home) as (process, _):
+        (reply,) = telegram.wait_delivered(ALLOWED, 1)
+        telegram.push(ALLOWED, "still there?")
+        telegram.wait_delivered(ALLOWED, 2)
+        _stop(process)
+    assert "restarted" in reply.text, reply.text
+    assert _texts(telegram, ALLOWED)[1] == "yes, here"
+    assert len(_texts(telegram, ALLOWED)) == 2
