@@ -71,6 +71,10 @@ DELIVERY_DEADLINE = 900.0
 """Seconds one reply is retried before it is given up (logged)."""
 
 
+def approval_text(request: ApprovalRequested) -> str:
+    return f"Approval needed: {request.command}\n({'; '.join(request.reasons)})"
+
+
 class GatewayAdapter(Actor[AdapterInbox]):
     """One chat platform: inbound messages to sessions, each turn's end back as one reply."""
 
@@ -135,9 +139,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 self.approvals[message.session_id] = message
                 chat = self.chats.chats.get(message.session_id)
                 if chat is not None:
-                    self.execute(
-                        [Reply(chat.message, f"Approval needed: {message.command}\n({'; '.join(message.reasons)})\nReply /approve or /deny.", final=False)]
-                    )
+                    self.ask_approval(chat.message, message)
             case WaitFinished(tag="persist", status="ok", value=(saved, effects)):
                 for effect in effects:
                     effect()
@@ -155,6 +157,10 @@ class GatewayAdapter(Actor[AdapterInbox]):
             case _:
                 return self.other(message)
         return None
+
+    def ask_approval(self, message: PlatformMessage, request: ApprovalRequested) -> None:
+        """Show the approval a chat's turn waits for (platforms with buttons override this)."""
+        self.execute([Reply(message, f"{approval_text(request)}\nReply /approve or /deny.", final=False)])
 
     def other(self, message: Any) -> Any:
         return super().receive(message)
@@ -245,17 +251,20 @@ class GatewayAdapter(Actor[AdapterInbox]):
         if command == "/stop":
             self.chats, actions = self.chats.on_stop(message)
         elif command in ("/approve", "/deny"):
-            return [lambda: self.resolve(message, approve=command == "/approve")]
+            named = message.text.split()[1:2]  # a button names the request it was shown for
+            return [lambda: self.resolve(message, approve=command == "/approve", request_id=named[0] if named else "")]
         else:
             self.chats, actions = self.chats.on_message(message)
         return [lambda: self.execute(actions)]
 
-    def resolve(self, message: PlatformMessage, *, approve: bool) -> None:
-        """Answer the approval the chat's turn waits for (``/approve``, ``/deny``, a button)."""
-        request = self.approvals.pop(key_of(message), None)
-        if request is None:
+    def resolve(self, message: PlatformMessage, *, approve: bool, request_id: str = "") -> None:
+        """Answer the approval the chat's turn waits for (``/approve``, ``/deny``, a button;
+        a button of an earlier approval never answers a later one)."""
+        request = self.approvals.get(key_of(message))
+        if request is None or (request_id and not request.request_id.endswith(request_id)):
             self.execute([Reply(message, "Nothing is waiting for an approval.", final=False)])
             return
+        del self.approvals[key_of(message)]
         self.tell_session(key_of(message), ResolveApproval(request_id=request.request_id, choice="once" if approve else "deny"))
 
     # -- effects --------------------------------------------------------------------------
@@ -319,13 +328,13 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 self.outbox[action.turn_id] = Outgoing(turn_id=action.turn_id, message=action.message, text=action.text)
         self.commit([lambda: self.execute(actions)])  # the outbox and the chats on disk before the reply goes
 
-    async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str) -> tuple[str, int, str]:
+    async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None) -> tuple[str, int, str]:
         """``(final, retries, why it was given up or "")``: the outcome always names the reply."""
         import trio
 
         try:
             with trio.fail_after(DELIVERY_DEADLINE):
-                retries = await self.deliver(message, pieces)
+                retries = await self.deliver(message, pieces, markup)
             if final and final != "-":
                 with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
                     await self.state_file.mark_sent(final)
@@ -335,8 +344,8 @@ class GatewayAdapter(Actor[AdapterInbox]):
         except Exception as exc:
             return final, 0, str(exc) or type(exc).__name__
 
-    async def deliver(self, message: PlatformMessage, pieces: list[str]) -> int:
-        """Send ``pieces`` to ``message``'s chat, retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
+    async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
+        """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, if it has them), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
         raise NotImplementedError
 
     def delivered(self, status: str, value: Any, error: str) -> None:

@@ -15,13 +15,14 @@ from typing import Any
 import httpx
 import trio
 
-from protocols import AdapterTimer, PlatformMessage, WaitFinished
+from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
-from ._adapter import GatewayAdapter
+from ._adapter import Effect, GatewayAdapter, approval_text
 from ._chunks import utf16_units
 from ._dedup import SeenLog
+from ._markdown_v2 import to_markdown_v2
 from ._retry import CallFailed, retry_delay
-from ._telegram_api import call, send_payload, to_message
+from ._telegram_api import CALLBACK_PREFIX, approval_buttons, call, send_payload, to_message, unparsable
 
 UNAUTHORIZED_RETRY = 60.0
 TELEGRAM_LIMIT = 4096
@@ -65,6 +66,8 @@ class TelegramAdapter(GatewayAdapter):
                 self.batch(updates or [])
             case WaitFinished(tag="poll", value=failure):
                 self.failed(failure, "poll")
+            case WaitFinished(tag="answered"):
+                pass
             case AdapterTimer(what=what):
                 if what == "me":
                     self.begin()
@@ -75,7 +78,7 @@ class TelegramAdapter(GatewayAdapter):
         return None
 
     def poll(self) -> None:
-        payload = {"offset": self.seen.offset, "timeout": int(self.poll_timeout), "allowed_updates": ["message"]}
+        payload = {"offset": self.seen.offset, "timeout": int(self.poll_timeout), "allowed_updates": ["message", "callback_query"]}
         self.start_wait(self._call, "getUpdates", payload, self.poll_timeout + 10.0, tag="poll", timeout=self.poll_timeout + 30.0)
 
     def batch(self, updates: list[dict[str, Any]]) -> None:
@@ -100,17 +103,46 @@ class TelegramAdapter(GatewayAdapter):
             self.set_state("backoff", f"{problem}; retrying in {delay:.1f} s")
         self.send_after(delay, AdapterTimer(what=what))
 
-    async def deliver(self, message: PlatformMessage, pieces: list[str]) -> int:
+    def handle(self, message: PlatformMessage) -> list[Effect]:
+        effects = super().handle(message)
+        if message.message_id.startswith(CALLBACK_PREFIX):  # a button press: stop its spinner
+            query = message.message_id.removeprefix(CALLBACK_PREFIX)
+            effects.append(lambda: self.answer_callback(query))
+        return effects
+
+    def answer_callback(self, query: str) -> None:
+        self.start_wait(self._quiet_call, "answerCallbackQuery", {"callback_query_id": query}, tag="answered", timeout=60.0)
+
+    async def _quiet_call(self, method: str, payload: dict[str, Any]) -> None:
+        try:
+            await self._call(method, payload, 30.0)
+        except CallFailed:
+            pass  # the button's spinner ends by itself; nothing is lost
+
+    def ask_approval(self, message: PlatformMessage, request: ApprovalRequested) -> None:
+        text = f"{approval_text(request)}\nTap a button, or reply /approve or /deny."
+        self.start_wait(self._deliver, message, [text], "", approval_buttons(request.request_id), tag="deliver", timeout=float("inf"))
+
+    async def deliver(self, message: PlatformMessage, pieces: list[str], markup: dict[str, Any] | None = None) -> int:
+        """Each piece as MarkdownV2 (plain text when the converted piece is too long, or when
+        Telegram cannot parse it), retried by :func:`retry_delay`; ``markup`` on the last piece."""
         retries = 0
         for i, piece in enumerate(pieces):
+            formatted = to_markdown_v2(piece)
+            plain = utf16_units(formatted) > TELEGRAM_LIMIT
+            buttons = markup if i == len(pieces) - 1 else None
             attempt = 0
             while True:
                 attempt += 1
+                payload = send_payload(message, piece if plain else formatted, first=i == 0, parse_mode="" if plain else "MarkdownV2", markup=buttons)
                 try:
                     with trio.CancelScope(shield=True):  # a stop mid-call must not leave the reply's fate unknown
-                        await self._call("sendMessage", send_payload(message, piece, first=i == 0), 30.0)
+                        await self._call("sendMessage", payload, 30.0)
                     break
                 except CallFailed as failure:
+                    if not plain and unparsable(failure):
+                        plain = True  # never lose a reply to formatting
+                        continue
                     delay = retry_delay(failure, attempt)
                     if delay is None:
                         raise
