@@ -20,7 +20,7 @@ SPECIAL = re.compile(r"([_*\[\]()~`>#+\-=|{}.!\\])")
 FENCE = re.compile(r"^```([^\n`]*)\n(.*?)(?:^```[ \t]*$|\Z)", re.DOTALL | re.MULTILINE)
 INLINE = re.compile(
     r"`(?P<code>[^`\n]+)`"
-    r"|\[(?P<label>[^\]\n]+)\]\((?P<url>[^)\s]+)\)"
+    r"|\[(?P<label>[^\]\n]+)\]\((?P<url>(?:[^()\s]|\([^()\s]*\))+)\)"  # balanced parentheses in a URL
     r"|\*\*(?P<bold>[^*\n]+?)\*\*"
     r"|__(?P<bold2>[^_\n]+?)__"
     r"|~~(?P<strike>[^~\n]+?)~~"

@@ -188,3 +188,36 @@ def test_webhook_signatures_github_generic_gitlab_and_the_replay_window() -> Non
 def test_platform_messages_are_typed_records() -> None:
     message = msg()
     assert msgspec.json.decode(msgspec.json.encode(message), type=PlatformMessage) == message
+
+
+# -- MarkdownV2 ------------------------------------------------------------------------------
+
+MODEL_MARKDOWN = [
+    "**Done.** The file `a_b.py` has 3 lines (see [docs](https://example.com/a_(b))).",
+    "# Result\n\n- item one!\n- item #2 = 1+1\n\n> quoted *note*\n\n~~old~~ new_value {x} | y.",
+    "Code:\n```python\nprint('a*b_c`d\\\\e')\n```\nand `x * y` done.",
+    "unclosed *star and _under and ``` never closed\nstill code",
+    "snake_case_name and 2*3*4 and a_b*c",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", MODEL_MARKDOWN)
+def test_markdown_v2_conversion_always_parses_and_keeps_the_visible_text(text: str) -> None:
+    from actors.platforms.gateway._markdown_v2 import to_markdown_v2
+    from tests.platforms.gateway.telegram_markdown import parse_markdown_v2
+
+    visible, _ = parse_markdown_v2(to_markdown_v2(text))  # raises CantParse (Telegram's 400) if not
+    for word in ("Done", "a_b.py", "item one!", "print('a*b_c`d", "snake_case_name", "2*3*4"):
+        if word in text:
+            assert word in visible, (word, visible)
+
+
+def test_markdown_v2_turns_bold_code_links_and_headings_into_entities() -> None:
+    from actors.platforms.gateway._markdown_v2 import to_markdown_v2
+    from tests.platforms.gateway.telegram_markdown import parse_markdown_v2
+
+    visible, entities = parse_markdown_v2(to_markdown_v2(MODEL_MARKDOWN[0] + "\n# Title\n```sh\nls -la\n```"))
+    assert entities == ["bold", "code", "text_link", "bold", "pre"]
+    assert visible.startswith("Done. The file a_b.py has 3 lines (see docs).")
+    assert "**" not in visible and "#" not in visible

@@ -84,3 +84,37 @@ def test_a_process_killed_mid_turn_answers_the_message_once_after_the_restart(tm
     assert "restarted" in reply.text, reply.text
     assert _texts(telegram, ALLOWED)[1] == "yes, here"
     assert len(_texts(telegram, ALLOWED)) == 2
+
+
+def test_a_burst_of_5xx_and_429_from_telegram_delays_replies_but_loses_none(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+    home = _home(tmp_path, model, telegram)
+    for status, text in ((502, "Bad Gateway"), (500, "Internal Server Error")):
+        telegram.fail_next_poll(status, text)
+        telegram.fail_next_send(status, text)
+    telegram.fail_next_poll(429, "Too Many Requests: retry after 1", retry_after=1)
+    telegram.fail_next_send(429, "Too Many Requests: retry after 1", retry_after=1)
+    with launched(home) as (process, base):
+        for n in range(3):
+            telegram.push(ALLOWED + n, f"message {n}")
+        replies = [telegram.wait_delivered(ALLOWED + n, 1) for n in range(3)]
+        health = httpx.get(f"{base}/health/detailed", headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE).json()
+        _stop(process)
+    assert [[s.text for s in r] for r in replies] == [[f"echo: message {n}"] for n in range(3)]
+    assert telegram.poll_failures == [] and telegram.failures == []  # every fault was served
+    (adapter,) = health["platforms"]
+    assert adapter["state"] == "running" and adapter["send_retries"] == 3 and adapter["answered"] == 3
+
+
+def test_two_messages_for_one_chat_never_run_two_turns_at_once(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+    home = _home(tmp_path, model, telegram)
+    model.script([TextReply(content="first answer", latency=0.3), TextReply(content="second answer")])
+    with launched(home) as (process, _):
+        telegram.push(ALLOWED, "first question")
+        telegram.push(ALLOWED, "second question")
+        replies = telegram.wait_delivered(ALLOWED, 2)
+        _stop(process)
+    assert [s.text for s in replies] == ["first answer", "second answer"]
+    calls = [r for r in model.requests if r.path == "/v1/chat/completions"]
+    assert len(calls) == 2
+    # The second turn's model call saw the first turn's answer: it started only after that turn ended.
+    assert "first answer" in str(calls[1].body["messages"]) and "second question" not in str(calls[0].body["messages"])
