@@ -140,10 +140,11 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 chat = self.chats.chats.get(message.session_id)
                 if chat is not None:
                     self.ask_approval(chat.message, message)
-            case WaitFinished(tag="persist", status="ok", value=(saved, effects)):
+            case WaitFinished(tag="persist", status="ok", value=(saved, effects, inbound)):
                 for effect in effects:
                     effect()
-                self.persisted(saved.seen)
+                if inbound:
+                    self.persisted(saved.seen)
             case WaitFinished(tag="persist", error=error):
                 raise RuntimeError(f"the {self.platform} gateway state could not be saved: {error}")  # crash: restart reloads it
             case WaitFinished(tag="pair", status=status, value=value, error=error):
@@ -187,16 +188,17 @@ class GatewayAdapter(Actor[AdapterInbox]):
         if self.seen is previous and not effects:
             self.persisted(previous)
             return
-        self.commit(effects)
+        self.commit(effects, inbound=True)
 
-    def commit(self, effects: list[Effect]) -> None:
-        """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s outcome)."""
+    def commit(self, effects: list[Effect], *, inbound: bool = False) -> None:
+        """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s
+        outcome); ``inbound``: the save of a received batch (``persisted`` follows)."""
         self.version += 1
         durable = Durable(seen=self.seen, chats=tuple(self.chats.chats.values()), outbox=tuple(self.outbox.values()), version=self.version)
-        self.start_wait(self._save, durable, effects, tag="persist", timeout=30.0)
+        self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
 
-    async def _save(self, durable: Durable, effects: list[Effect]) -> tuple[Durable, list[Effect]]:
-        return await self.state_file.save(durable), effects
+    async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
+        return await self.state_file.save(durable), effects, inbound
 
     def persisted(self, log_: SeenLog) -> None:
         """The log up to ``log_`` is on disk (pollers poll again here)."""

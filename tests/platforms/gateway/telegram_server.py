@@ -62,6 +62,8 @@ class TelegramServer:
         self.poll_failures: list[tuple[int, dict[str, Any]]] = []
         """Answers the next getUpdates calls get instead of updates."""
         self.callbacks_answered: list[str] = []
+        self.handed: dict[int, float] = {}
+        """update_id -> when a getUpdates answer first carried it (monotonic; benchmarks)."""
         self.calls: dict[str, int] = {}
         self.cond = threading.Condition()
         self._next_update = 1
@@ -137,6 +139,9 @@ class TelegramServer:
                 ready = [u for u in self.updates if u["update_id"] >= max(offset, self.confirmed)]
                 left = end - time.monotonic()
                 if ready or left <= 0:
+                    now = time.monotonic()
+                    for update in ready:
+                        self.handed.setdefault(update["update_id"], now)
                     return ready
                 self.cond.wait(left)  # the long poll: until an update comes or the timeout
 
