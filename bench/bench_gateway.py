@@ -13,7 +13,7 @@ times when the session publishes ``TurnStarted`` and ``TurnCompleted`` (in the p
   the Bot API server hands the update out (its ``getUpdates`` answer) to ``TurnStarted`` of the
   chat's session: the HTTP answer, parsing, dedup, the state file written (atomic, fsync), the
   ``StartTurn`` and the session taking it. Baseline (same run): ``StartTurn`` told straight to a
-  session (as the API server does) to ``TurnStarted``.
+  session of the same chats, as idle as the samples' (as the API server tells it) to ``TurnStarted``.
 - ``outbound``: from ``TurnCompleted`` to the ``sendMessage`` request reaching the Bot API
   server: the hub hop, the outbox written, MarkdownV2, the HTTP call. Baseline: a plain thread
   woken by ``TurnCompleted`` that POSTs the same ``sendMessage`` with httpx.
@@ -146,9 +146,8 @@ def main() -> None:
             registry = runtime.registry
             client = httpx.Client()
             for n in range(samples):
-                session = f"bench:base:{n % 50}"
+                session = f"agent:main:telegram:dm:{user((n + chats // 2) % chats)}"  # the same sessions, as idle as the samples'
                 turn_id = f"base-{n}"
-                hubs.get(session).subscribe(probe, after_seq=0)
                 told = time.monotonic()
                 tell_session(registry, registry.lookup(SESSIONS_PATH), session, StartTurn(text=f"base {n}", turn_id=turn_id))
                 done = probe.wait_completed(turn_id)

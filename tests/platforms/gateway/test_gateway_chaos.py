@@ -118,3 +118,39 @@ def test_two_messages_for_one_chat_never_run_two_turns_at_once(tmp_path: Path, m
     assert len(calls) == 2
     # The second turn's model call saw the first turn's answer: it started only after that turn ended.
     assert "first answer" in str(calls[1].body["messages"]) and "second question" not in str(calls[0].body["messages"])
+
+
+def test_a_restart_answers_a_saved_message_that_never_reached_its_session_and_sends_an_owed_reply_once(
+    tmp_path: Path, model: ModelServer, telegram: TelegramServer
+) -> None:
+    import json
+
+    home = _home(tmp_path, model, telegram)
+
+    def message(chat: int, message_id: int, text: str) -> dict[str, object]:
+        return {"platform": "telegram", "chat_type": "dm", "chat_id": str(chat), "user_id": str(chat), "message_id": str(message_id), "text": text}
+
+    # What a process killed right after saving leaves: the message marked seen with the turn it
+    # starts (the StartTurn never reached the session), and a reply decided but not confirmed sent.
+    state = {
+        "offset": 0,
+        "seen": [f"{ALLOWED}/901", f"{ALLOWED + 1}/902"],
+        "chats": [{"running": f"gw-telegram-{ALLOWED}-901", "message": message(ALLOWED, 901, "lost in the window"), "queue": []}],
+        "outbox": [{"turn_id": f"gw-telegram-{ALLOWED + 1}-902", "message": message(ALLOWED + 1, 902, "asked before"), "text": "the owed answer"}],
+    }
+    (home / "gateway").mkdir()
+    (home / "gateway" / "telegram.json").write_text(json.dumps(state))
+    with launched(home) as (process, _):
+        (answer,) = telegram.wait_delivered(ALLOWED, 1)
+        (owed,) = telegram.wait_delivered(ALLOWED + 1, 1)
+        telegram.push(ALLOWED + 1, "anything else?")  # the barrier: the owed answer is not sent again before it
+        telegram.wait_delivered(ALLOWED + 1, 2)
+        _stop(process)
+    with launched(home) as (process, _):  # nor after another restart
+        telegram.push(ALLOWED + 1, "still one?")
+        telegram.wait_delivered(ALLOWED + 1, 3)
+        _stop(process)
+    assert answer.text == "echo: lost in the window"
+    assert owed.text == "the owed answer"
+    assert _texts(telegram, ALLOWED + 1) == ["the owed answer", "echo: anything else?", "echo: still one?"]
+    assert len(_texts(telegram, ALLOWED)) == 1
