@@ -253,7 +253,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
         if command == "/stop":
             self.chats, actions = self.chats.on_stop(message)
         elif command in ("/approve", "/deny"):
-            named = message.text.split()[1:2]  # a button names the request it was shown for
+            named = [w[1:] for w in message.text.split()[1:2] if w.startswith("#")]  # a button names its request: "/approve #<id>"
             return [lambda: self.resolve(message, approve=command == "/approve", request_id=named[0] if named else "")]
         else:
             self.chats, actions = self.chats.on_message(message)

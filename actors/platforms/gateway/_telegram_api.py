@@ -52,7 +52,7 @@ def approval_buttons(request_id: str) -> dict[str, Any]:
     """An inline keyboard (``reply_markup``) answering one approval; ``callback_data`` is at most
     64 bytes, so it names the request by the end of its id."""
     tail = request_id[-40:]
-    return {"inline_keyboard": [[{"text": "Approve", "callback_data": f"/approve {tail}"}, {"text": "Deny", "callback_data": f"/deny {tail}"}]]}
+    return {"inline_keyboard": [[{"text": "Approve", "callback_data": f"/approve #{tail}"}, {"text": "Deny", "callback_data": f"/deny #{tail}"}]]}
 
 
 def _callback(query: dict[str, Any]) -> PlatformMessage | None:

@@ -142,7 +142,7 @@ def test_an_approval_shows_buttons_and_a_tap_on_approve_runs_the_command(tmp_pat
         (row,) = ask.payload["reply_markup"]["inline_keyboard"]
         assert [b["text"] for b in row] == ["Approve", "Deny"]
         assert all(len(b["callback_data"].encode()) <= 64 for b in row)  # Telegram's limit
-        telegram.press(ALLOWED, ask, "/approve stale-request-id")  # a button of another approval answers nothing
+        telegram.press(ALLOWED, ask, "/approve #stale-request-id")  # a button of another approval answers nothing
         assert telegram.wait_delivered(ALLOWED, 2)[1].text == "Nothing is waiting for an approval."
         pressed = telegram.press(ALLOWED, ask, row[0]["callback_data"])
         replies = telegram.wait_delivered(ALLOWED, 3)
