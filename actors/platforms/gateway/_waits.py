@@ -1,4 +1,5 @@
-"""The gateway's waits (run in the reactor): following one turn, and saving the seen log.
+"""The gateway's waits (run in the reactor): following one turn (or re-attaching to it after a
+restart, with the store's word on a turn that already ended).
 
 Each returns to the adapter actor as a ``WaitFinished``; the actor decides what follows.
 """

@@ -58,9 +58,9 @@ def test_an_adapter_crashed_mid_turn_still_sends_exactly_one_reply(
     assert _texts(telegram, ALLOWED) == ["the slow answer", "the next answer"]
 
 
-def test_the_chaos_route_is_off_unless_enabled(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+def test_the_chaos_route_is_off_unless_enabled(tmp_path: Path, model: ModelServer, telegram: TelegramServer, monkeypatch: pytest.MonkeyPatch) -> None:
     home = _home(tmp_path, model, telegram)
-    os.environ.pop("HERMES_CHAOS_ROUTES", None)
+    monkeypatch.delenv("HERMES_CHAOS_ROUTES", raising=False)
     with launched(home) as (process, base):
         refused = httpx.post(f"{base}/v1/chaos/crash", json={"path": "/platforms/telegram"}, headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
         _stop(process)
