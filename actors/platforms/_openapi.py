@@ -29,6 +29,11 @@ DOCS: dict[tuple[str, str], tuple[str, dict[str, Any] | None, str]] = {
     ("POST", "/api/jobs/{job_id}/pause"): ("Pause a job.", None, "200"),
     ("POST", "/api/jobs/{job_id}/resume"): ("Resume a paused job (what fell due meanwhile is skipped).", None, "200"),
     ("POST", "/api/jobs/{job_id}/run"): ("Run a job now (answered once its occurrence is claimed).", None, "202"),
+    ("POST", "/v1/chaos/crash"): (
+        "Chaos testing: crash the actor at 'path' (its supervisor restarts it). 404 unless the server runs with HERMES_CHAOS_ROUTES=1.",
+        {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}}},
+        "202",
+    ),
     ("GET", "/v1/models"): ("The advertised models in OpenAI's list shape: the agent, and the plain model (no tools, nothing stored).", None, "200"),
     (
         "POST",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ._app import ApiContext, Handler, health, health_detailed, models
 from ._asgi import Request, Send, send_json
 from ._attach import session_answer, session_cancel, session_events, session_turn
+from ._chaos_api import chaos_crash
 from ._chat import chat_completions
 from ._compress_api import compress_session
 from ._jobs_api import create_job, delete_job, get_job, list_jobs, patch_job, pause_job, resume_job, run_job
@@ -65,4 +66,5 @@ ROUTES: list[tuple[str, str, Handler]] = [
     ("POST", "/api/jobs/{job_id}/pause", pause_job),
     ("POST", "/api/jobs/{job_id}/resume", resume_job),
     ("POST", "/api/jobs/{job_id}/run", run_job),
+    ("POST", "/v1/chaos/crash", chaos_crash),
 ]

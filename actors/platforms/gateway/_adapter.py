@@ -3,11 +3,15 @@
 An adapter executes the gateway's decisions; it decides nothing itself:
 
 - inbound: a batch of :class:`PlatformMessage` (from a poll, a webhook request) is deduped
-  (:class:`SeenLog`), the log saved (a reactor wait) and only then handled; each message is
-  checked (:func:`decide_access`, pairing as a wait on the shared book), commands (``/stop``,
-  ``/approve``, ``/deny``) are applied, the rest go through the busy policy (:class:`Chats`);
+  (:class:`SeenLog`) and decided: each message is checked (:func:`decide_access`, pairing as
+  a wait on the shared book), commands (``/stop``, ``/approve``, ``/deny``) and the busy
+  policy (:class:`Chats`) change the chats; the seen log and the chats are saved together
+  (:class:`StateFile`, a reactor wait) and only then are the decided effects run;
 - a turn is one wait (:func:`follow_turn`) that ends with the turn's end event;
-- a reply is one wait (the subclass's ``deliver``) that retries by :func:`retry_delay`.
+- a final reply is saved in the outbox first, then sent as one wait (the subclass's
+  ``deliver``) that retries by :func:`retry_delay`, then taken out of the outbox;
+- a restarted adapter sends what its outbox holds and re-attaches to every saved chat's turn
+  (``follow_turn`` with the store), so a crash mid-turn still ends in exactly one reply.
 
 Subclasses implement ``begin`` (start polling or serving), ``deliver`` (send the pieces of one
 reply) and may override ``limit`` / ``measure`` (chunking).
@@ -18,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -48,9 +53,13 @@ from ._chunks import Measure, chunk_text
 from ._dedup import SeenLog
 from ._pairing import new_code, request_code, update_book
 from ._session_key import key_of
-from ._waits import SeenFile, follow_turn
+from ._state_file import Durable, Outgoing, StateFile, restore
+from ._waits import follow_turn
 
 log = logging.getLogger(__name__)
+
+Effect = Callable[[], None]
+"""An effect decided before a save and run after it."""
 
 AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequested | PlatformMessage | Literal["port"]
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
@@ -60,6 +69,10 @@ TURN_DEADLINE = 3600.0
 """Seconds the gateway follows one turn (the session's own deadline ends it sooner)."""
 DELIVERY_DEADLINE = 900.0
 """Seconds one reply is retried before it is given up (logged)."""
+
+
+def approval_text(request: ApprovalRequested) -> str:
+    return f"Approval needed: {request.command}\n({'; '.join(request.reasons)})"
 
 
 class GatewayAdapter(Actor[AdapterInbox]):
@@ -80,7 +93,10 @@ class GatewayAdapter(Actor[AdapterInbox]):
         self.chats = chats
         self.context_line = context
         self.seen = SeenLog()
-        self.seen_file = SeenFile(home / "gateway" / f"{self.platform}.json")
+        self.state_file = StateFile(home / "gateway" / f"{self.platform}.json")
+        self.outbox: dict[str, Outgoing] = {}
+        """Turn id -> its final reply, saved before it is sent and dropped once it was."""
+        self.version = 0
         self.state: AdapterState = "starting"
         self.detail = ""
         self.counts = dict.fromkeys(("received", "answered", "duplicates", "refused", "send_retries"), 0)
@@ -90,7 +106,16 @@ class GatewayAdapter(Actor[AdapterInbox]):
     # -- lifecycle ------------------------------------------------------------------------
 
     def started(self) -> None:
-        self.seen = self.seen_file.load()
+        saved = self.state_file.load()
+        self.seen, self.version = saved.seen, saved.version
+        self.chats = restore(self.chats, saved)
+        for owed in saved.outbox:  # decided, maybe sent: sent again at most once (a crash in between is the one gap)
+            self.outbox[owed.turn_id] = owed
+            self.send_final(owed)
+        for chat in self.chats.chats.values():
+            self.follow(chat.message, chat.running, interrupt=False, resume=True)
+        if saved.chats or saved.outbox:
+            log.info("gateway %s: re-attached to %d turn(s), %d reply(ies) owed", self.platform, len(saved.chats), len(saved.outbox))
         self.begin()
         send = self.scheduled_sender()
         if self.senders is not None and send is not None:
@@ -127,15 +152,14 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 self.approvals[message.session_id] = message
                 chat = self.chats.chats.get(message.session_id)
                 if chat is not None:
-                    self.execute(
-                        [Reply(chat.message, f"Approval needed: {message.command}\n({'; '.join(message.reasons)})\nReply /approve or /deny.", final=False)]
-                    )
-            case WaitFinished(tag="persist", status="ok", value=(log_, batch)):
-                for item in batch:
-                    self.handle(item)
-                self.persisted(log_)
+                    self.ask_approval(chat.message, message)
+            case WaitFinished(tag="persist", status="ok", value=(saved, effects, inbound)):
+                for effect in effects:
+                    effect()
+                if inbound:
+                    self.persisted(saved.seen)
             case WaitFinished(tag="persist", error=error):
-                raise RuntimeError(f"the {self.platform} seen log could not be saved: {error}")  # crash: restart reloads it
+                raise RuntimeError(f"the {self.platform} gateway state could not be saved: {error}")  # crash: restart reloads it
             case WaitFinished(tag="pair", status=status, value=value, error=error):
                 self.paired(status, value, error)
             case WaitFinished(tag="turn", status=status, value=value, error=error):
@@ -148,6 +172,10 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 return self.other(message)
         return None
 
+    def ask_approval(self, message: PlatformMessage, request: ApprovalRequested) -> None:
+        """Show the approval a chat's turn waits for (platforms with buttons override this)."""
+        self.execute([Reply(message, f"{approval_text(request)}\nReply /approve or /deny.", final=False)])
+
     def other(self, message: Any) -> Any:
         return super().receive(message)
 
@@ -157,25 +185,33 @@ class GatewayAdapter(Actor[AdapterInbox]):
     # -- inbound --------------------------------------------------------------------------
 
     def accept(self, batch: list[PlatformMessage], *, offset: int | None = None) -> None:
-        """Dedup a batch, save the log, then handle what is new (in ``persist``'s outcome)."""
+        """Dedup a batch, decide what is new, save the log with the chats, then run the effects."""
         self.counts["received"] += len(batch)
         keys = [self.dedup_key(m) for m in batch]
         fresh = set(self.seen.fresh(keys))
-        new = []
+        effects: list[Effect] = []
         for item, key in zip(batch, keys, strict=True):
             if key in fresh:  # the first of the batch with this key
                 fresh.discard(key)
-                new.append(item)
-        self.counts["duplicates"] += len(batch) - len(new)
+                effects.extend(self.handle(item))
+            else:
+                self.counts["duplicates"] += 1
         previous = self.seen
-        updated = self.seen = previous.add(keys, offset=offset)
-        if updated is previous:
-            self.persisted(updated)
+        self.seen = previous.add(keys, offset=offset)
+        if self.seen is previous and not effects:
+            self.persisted(previous)
             return
-        self.start_wait(self._save, updated, new, tag="persist", timeout=30.0)
+        self.commit(effects, inbound=True)
 
-    async def _save(self, log_: SeenLog, batch: list[PlatformMessage]) -> tuple[SeenLog, list[PlatformMessage]]:
-        return await self.seen_file.save(log_), batch
+    def commit(self, effects: list[Effect], *, inbound: bool = False) -> None:
+        """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s
+        outcome); ``inbound``: the save of a received batch (``persisted`` follows)."""
+        self.version += 1
+        durable = Durable(seen=self.seen, chats=tuple(self.chats.chats.values()), outbox=tuple(self.outbox.values()), version=self.version)
+        self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
+
+    async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
+        return await self.state_file.save(durable), effects, inbound
 
     def persisted(self, log_: SeenLog) -> None:
         """The log up to ``log_`` is on disk (pollers poll again here)."""
@@ -183,12 +219,17 @@ class GatewayAdapter(Actor[AdapterInbox]):
     def dedup_key(self, message: PlatformMessage) -> str:
         return f"{message.chat_id}/{message.message_id}"
 
-    def handle(self, message: PlatformMessage) -> None:
+    def handle(self, message: PlatformMessage) -> list[Effect]:
+        """Decide one new message (the chats change now); the effects run once it is saved."""
         access = decide_access(message, self.policy, ())
         if access == "allow":
-            self.allowed(message)
-        elif access == "pair":
-            self.start_wait(self._pair, message, tag="pair", timeout=30.0)
+            return self.allowed(message)
+        if access == "pair":
+            return [lambda: self.pair(message)]
+        return []
+
+    def pair(self, message: PlatformMessage) -> None:
+        self.start_wait(self._pair, message, tag="pair", timeout=30.0)
 
     async def _pair(self, message: PlatformMessage) -> tuple[PlatformMessage, bool, str | None]:
         """The pairing book, read fresh: is the user paired now (``hermes pairing approve`` runs
@@ -212,28 +253,34 @@ class GatewayAdapter(Actor[AdapterInbox]):
             return
         message, paired, code = value
         if paired:
-            self.allowed(message)
+            self.commit(self.allowed(message))
             return
         self.counts["refused"] += 1
         if code is not None:
             text = f"Hi! I don't know you yet. Your pairing code is {code}.\nAsk the owner of this bot to run: hermes pairing approve {self.platform} {code}"
             self.execute([Reply(message, text, final=False)])
 
-    def allowed(self, message: PlatformMessage) -> None:
+    def allowed(self, message: PlatformMessage) -> list[Effect]:
         command = message.text.strip().split(maxsplit=1)[0].lower() if message.text.strip() else ""
         command = command.split("@", 1)[0]  # /stop@botname in groups
         if command == "/stop":
             self.chats, actions = self.chats.on_stop(message)
-            self.execute(actions)
         elif command in ("/approve", "/deny"):
-            request = self.approvals.pop(key_of(message), None)
-            if request is None:
-                self.execute([Reply(message, "Nothing is waiting for an approval.", final=False)])
-                return
-            self.tell_session(key_of(message), ResolveApproval(request_id=request.request_id, choice="once" if command == "/approve" else "deny"))
+            named = [w[1:] for w in message.text.split()[1:2] if w.startswith("#")]  # a button names its request: "/approve #<id>"
+            return [lambda: self.resolve(message, approve=command == "/approve", request_id=named[0] if named else "")]
         else:
             self.chats, actions = self.chats.on_message(message)
-            self.execute(actions)
+        return [lambda: self.execute(actions)]
+
+    def resolve(self, message: PlatformMessage, *, approve: bool, request_id: str = "") -> None:
+        """Answer the approval the chat's turn waits for (``/approve``, ``/deny``, a button;
+        a button of an earlier approval never answers a later one)."""
+        request = self.approvals.get(key_of(message))
+        if request is None or (request_id and not request.request_id.endswith(request_id)):
+            self.execute([Reply(message, "Nothing is waiting for an approval.", final=False)])
+            return
+        del self.approvals[key_of(message)]
+        self.tell_session(key_of(message), ResolveApproval(request_id=request.request_id, choice="once" if approve else "deny"))
 
     # -- effects --------------------------------------------------------------------------
 
@@ -241,31 +288,27 @@ class GatewayAdapter(Actor[AdapterInbox]):
         for action in actions:
             match action:
                 case Start(message=message, turn_id=turn_id, interrupt=interrupt):
-                    start = StartTurn(
-                        text=message.text,
-                        turn_id=turn_id,
-                        policy="interrupt" if interrupt else "queue",
-                        instructions=self.instructions(message),
-                    )
-                    context = self._context()
-                    address = self.address
-                    self.start_wait(
-                        follow_turn,
-                        context.registry,
-                        self.reactor,
-                        self.hubs,
-                        key_of(message),
-                        start,
-                        address.tell,
-                        TURN_DEADLINE,
-                        tag="turn",
-                        timeout=math.inf,
-                    )
+                    self.follow(message, turn_id, interrupt=interrupt)
+                case Reply(message=message, text=text, final=True, turn_id=turn_id) if turn_id:
+                    self.send_final(self.outbox[turn_id])
                 case Reply(message=message, text=text, final=final):
                     pieces = chunk_text(text, self.limit, self.measure) if self.limit else [text]
-                    self.start_wait(self._deliver, message, pieces, final, tag="deliver", timeout=DELIVERY_DEADLINE)
+                    self.start_wait(self._deliver, message, pieces, "" if not final else "-", tag="deliver", timeout=math.inf)
                 case Cancel(session_id=session_id, turn_id=turn_id):
                     self.tell_session(session_id, CancelTurn(turn_id=turn_id, reason="stopped from the chat (/stop)"))
+
+    def follow(self, message: PlatformMessage, turn_id: str, *, interrupt: bool, resume: bool = False) -> None:
+        """Start (or, ``resume``, re-attach to) the turn ``turn_id`` of ``message``'s chat, as one wait."""
+        start = StartTurn(text=message.text, turn_id=turn_id, policy="interrupt" if interrupt else "queue", instructions=self.instructions(message))
+        registry = self._context().registry
+        store = self.home / "state.db" if resume else None
+        self.start_wait(
+            follow_turn, registry, self.reactor, self.hubs, key_of(message), start, self.address.tell, TURN_DEADLINE, store, tag="turn", timeout=math.inf
+        )
+
+    def send_final(self, owed: Outgoing) -> None:
+        pieces = chunk_text(owed.text, self.limit, self.measure) if self.limit else [owed.text]
+        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, tag="deliver", timeout=math.inf)
 
     def tell_session(self, session_id: str, command: SessionCommand) -> None:
         registry = self._context().registry
@@ -293,21 +336,43 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 self.chats, actions = self.chats.on_end(session_id, event.turn_id, "", cancelled=True)
             case _:
                 actions = []
-        self.execute(actions)
+        if not actions:
+            return
+        for action in actions:
+            if isinstance(action, Reply) and action.turn_id:
+                self.outbox[action.turn_id] = Outgoing(turn_id=action.turn_id, message=action.message, text=action.text)
+        self.commit([lambda: self.execute(actions)])  # the outbox and the chats on disk before the reply goes
 
-    async def _deliver(self, message: PlatformMessage, pieces: list[str], final: bool) -> tuple[bool, int]:
-        retries = await self.deliver(message, pieces)
-        return final, retries
+    async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None) -> tuple[str, int, str]:
+        """``(final, retries, why it was given up or "")``: the outcome always names the reply."""
+        import trio
 
-    async def deliver(self, message: PlatformMessage, pieces: list[str]) -> int:
-        """Send ``pieces`` to ``message``'s chat, retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
+        try:
+            with trio.fail_after(DELIVERY_DEADLINE):
+                retries = await self.deliver(message, pieces, markup)
+            if final and final != "-":
+                with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
+                    await self.state_file.mark_sent(final)
+            return final, retries, ""
+        except trio.TooSlowError:
+            return final, 0, f"not sent within {DELIVERY_DEADLINE:g} s"
+        except Exception as exc:
+            return final, 0, str(exc) or type(exc).__name__
+
+    async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
+        """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, if it has them), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
         raise NotImplementedError
 
     def delivered(self, status: str, value: Any, error: str) -> None:
-        if status == "ok":
-            final, retries = value
-            self.counts["send_retries"] += retries
-            self.counts["answered"] += 1 if final else 0
+        """A reply went (or was given up). ``value`` is ``(final, retries)``: ``final`` is the
+        answered turn's id (its outbox entry goes), ``"-"`` a final reply outside the outbox, ``""`` a notice."""
+        if status != "ok":  # _deliver returns every outcome itself: only a bug lands here
+            raise RuntimeError(f"a delivery failed ({status}: {error})")
+        final, retries, why = value
+        self.counts["send_retries"] += retries
+        if why:
+            log.warning("gateway %s: a reply was given up: %s", self.platform, why)
+            self.detail = f"a reply was given up: {why}"
         else:
-            log.warning("gateway %s: a reply was given up (%s: %s)", self.platform, status, error)
-            self.detail = f"a reply was given up: {error or status}"
+            self.counts["answered"] += 1 if final else 0
+        self.outbox.pop(final, None)  # already out of the file (mark_sent) or given up: gone at the next save

@@ -43,6 +43,8 @@ class Reply:
     text: str
     final: bool = True
     """False for notices (queue full, stopped) that are not a turn's answer."""
+    turn_id: str = ""
+    """The turn a final reply answers (the outbox's key)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,7 +97,7 @@ class Chats:
             return self, []  # superseded (interrupted) or already answered
         actions: list[Action] = []
         if not cancelled or chat.stopping:
-            actions.append(Reply(chat.message, "Stopped." if cancelled else text))
+            actions.append(Reply(chat.message, "Stopped." if cancelled else text, turn_id=turn_id))
         if not chat.queue:
             chats = dict(self.chats)
             del chats[session_id]

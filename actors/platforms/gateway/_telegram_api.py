@@ -43,9 +43,46 @@ async def call(client: httpx.AsyncClient, base_url: str, token: str, method: str
     return parse_answer(response.status_code, response.content)
 
 
+CALLBACK_PREFIX = "cb"
+"""A button press becomes a message whose id is ``cb<callback query id>`` (answered with
+``answerCallbackQuery``) and whose text is the button's ``callback_data``."""
+
+
+def approval_buttons(request_id: str) -> dict[str, Any]:
+    """An inline keyboard (``reply_markup``) answering one approval; ``callback_data`` is at most
+    64 bytes, so it names the request by the end of its id."""
+    tail = request_id[-40:]
+    return {"inline_keyboard": [[{"text": "Approve", "callback_data": f"/approve #{tail}"}, {"text": "Deny", "callback_data": f"/deny #{tail}"}]]}
+
+
+def _callback(query: dict[str, Any]) -> PlatformMessage | None:
+    message = query.get("message") or {}
+    chat = message.get("chat") or {}
+    sender = query.get("from") or {}
+    data = query.get("data")
+    if not isinstance(data, str) or "id" not in chat or "id" not in query:
+        return None
+    kind = chat.get("type", "private")
+    chat_type: ChatType = "dm" if kind == "private" else ("channel" if kind == "channel" else "group")
+    thread = message.get("message_thread_id") if message.get("is_topic_message") else None
+    return PlatformMessage(
+        platform="telegram",
+        chat_type=chat_type,
+        chat_id=str(chat["id"]),
+        thread_id=str(thread) if thread is not None else "",
+        user_id=str(sender.get("id", "")),
+        user_name=str(sender.get("first_name") or sender.get("username") or ""),
+        message_id=f"{CALLBACK_PREFIX}{query['id']}",
+        text=data,
+        reply_to_bot=True,  # a press on the bot's own message
+    )
+
+
 def to_message(update: dict[str, Any], bot_username: str, bot_id: str) -> PlatformMessage | None:
     """An update as a :class:`PlatformMessage`; None for what the gateway does not take (edits,
     channel posts, stickers, ...)."""
+    if isinstance(update.get("callback_query"), dict):
+        return _callback(update["callback_query"])
     message = update.get("message")
     if not isinstance(message, dict):
         return None
@@ -78,8 +115,17 @@ def to_message(update: dict[str, Any], bot_username: str, bot_id: str) -> Platfo
     )
 
 
-def send_payload(message: PlatformMessage, text: str, *, first: bool) -> dict[str, Any]:
+def unparsable(failure: CallFailed) -> bool:
+    """Telegram refused the formatting (``400 Bad Request: can't parse entities: ...``)."""
+    return failure.status == 400 and "can't parse entities" in failure.description.lower()
+
+
+def send_payload(message: PlatformMessage, text: str, *, first: bool, parse_mode: str = "", markup: dict[str, Any] | None = None) -> dict[str, Any]:
     payload: dict[str, Any] = {"chat_id": int(message.chat_id) if message.chat_id.lstrip("-").isdigit() else message.chat_id, "text": text}
+    if parse_mode:
+        payload["parse_mode"] = parse_mode
+    if markup is not None:
+        payload["reply_markup"] = markup
     if message.thread_id:
         payload["message_thread_id"] = int(message.thread_id)
     if first and message.chat_type != "dm":

@@ -1,11 +1,11 @@
-"""The gateway's waits (run in the reactor): following one turn, and saving the seen log.
+"""The gateway's waits (run in the reactor): following one turn (or re-attaching to it after a
+restart, with the store's word on a turn that already ended).
 
 Each returns to the adapter actor as a ``WaitFinished``; the actor decides what follows.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,13 +13,10 @@ from typing import Any
 import trio
 
 from actors import Reactor, Registry
-from actors._atomic import write_atomic
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
 from actors.agent._reader import TrioSubscriber
 from protocols import ApprovalRequested, CancelTurn, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
-
-from ._dedup import SeenLog
 
 TERMINAL = (TurnCompleted, TurnFailed, TurnCancelled, TurnRejected)
 
@@ -32,17 +29,26 @@ async def follow_turn(
     start: StartTurn,
     notify: Callable[[Any], None],
     deadline: float,
+    store: Path | None = None,
 ) -> Any:
     """Start ``start`` in its session and return the turn's end (``TurnCompleted`` / ``Failed`` /
     ``Cancelled`` / ``Rejected``; a ``TurnFailed`` of kind ``deadline`` after ``deadline`` seconds,
     the turn cancelled); an approval request is handed to ``notify`` on the way. A cancelled wait
-    (the adapter stopped or crashed) leaves the turn running in its session: its answer is not
-    sent by the next incarnation (known gap, see ARCHITECTURE.md)."""
+    (the adapter stopped or crashed) leaves the turn running in its session.
+
+    With ``store`` (a restarted adapter re-attaching to a turn its last incarnation followed):
+    the hub's kept events are replayed, ``start`` is told again (the session runs a turn id at
+    most once, so this only starts a turn that never reached it), and a turn the store already
+    knows as ended returns from the store (the hub no longer keeps it, the process restarted)."""
     subscriber = TrioSubscriber(reactor, turn_id=start.turn_id)
     hub = hubs.get(session_id)
-    hub.subscribe(subscriber, after_seq=hub.last_seq)
+    hub.subscribe(subscriber, after_seq=0 if store is not None else hub.last_seq)
     try:
         tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, start)
+        if store is not None:
+            ended = await trio.to_thread.run_sync(stored_end, store, session_id, start.turn_id)
+            if ended is not None:
+                return ended
         with trio.move_on_after(deadline):
             while True:
                 event = await subscriber.get()
@@ -56,29 +62,28 @@ async def follow_turn(
         hub.unsubscribe(subscriber)
 
 
-class SeenFile:
-    """The seen log's file (``HERMES_HOME/gateway/<platform>.json``); writes are serialised and
-    an older version never replaces a newer one."""
+def stored_end(store: Path, session_id: str, turn_id: str) -> Any:
+    """The end of ``turn_id`` as the store knows it, or None (not ended, or no store). A completed
+    turn's answer is the session's last assistant text when it is the session's last turn."""
+    from actors.store import StoreReader
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._lock = trio.Lock()
-        self._written = -1
-
-    def load(self) -> SeenLog:
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            return SeenLog()
-        except (OSError, ValueError) as exc:
-            msg = f"{self.path} cannot be read ({exc}); move it away (messages seen before may then be answered again)"
-            raise RuntimeError(msg) from None
-        return SeenLog(ids=tuple(str(i) for i in data.get("seen", ())), offset=int(data.get("offset", 0)))
-
-    async def save(self, log: SeenLog) -> SeenLog:
-        async with self._lock:
-            if log.version > self._written:
-                text = json.dumps({"offset": log.offset, "seen": list(log.ids)})
-                await trio.to_thread.run_sync(write_atomic, self.path, text.encode())
-                self._written = log.version
-        return log
+    if not store.exists():
+        return None
+    try:
+        with StoreReader(store) as reader:
+            turns = reader.load_turns(session_id)
+            record = next((t for t in turns if t.turn_id == turn_id), None)
+            if record is None or record.status == "running":
+                return None
+            if record.status == "completed":
+                text = "(the answer was not kept)"
+                if turns[-1].turn_id == turn_id:
+                    said = [m.content for m in reader.load_messages(session_id) if m.role == "assistant" and isinstance(m.content, str) and m.content]
+                    text = said[-1] if said else text
+                return TurnCompleted(session_id=session_id, turn_id=turn_id, text=text)
+            if record.status == "cancelled":
+                return TurnCancelled(session_id=session_id, turn_id=turn_id, reason=record.reason or "cancelled")
+            why = "the server restarted while it ran; ask again" if record.reason == "interrupted" else record.reason or "failed"
+            return TurnFailed(session_id=session_id, turn_id=turn_id, error=why)
+    except Exception:  # a store being created or migrated: follow the hub alone
+        return None

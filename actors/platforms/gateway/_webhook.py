@@ -158,7 +158,7 @@ class WebhookAdapter(GatewayAdapter):
     def dedup_key(self, message: PlatformMessage) -> str:
         return f"{message.chat_id}/{message.message_id}"
 
-    async def deliver(self, message: PlatformMessage, pieces: list[str]) -> int:
+    async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
         route = self.routes.get(message.chat_id)
         text = "".join(pieces)
         if route is None or not route.deliver_url:

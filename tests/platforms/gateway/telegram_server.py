@@ -16,6 +16,7 @@ import time
 from typing import Any
 
 from tests.conftest import DEADLINE
+from tests.platforms.gateway.telegram_markdown import CantParse, parse_markdown_v2
 
 TOKEN = "123456:test-token"
 BOT = {"id": 999, "is_bot": True, "first_name": "Hermes", "username": "hermes_test_bot"}
@@ -32,8 +33,22 @@ class Sent:
         return int(self.payload["chat_id"])
 
     @property
-    def text(self) -> str:
+    def raw(self) -> str:
         return str(self.payload.get("text", ""))
+
+    @property
+    def text(self) -> str:
+        """What the user sees (MarkdownV2 markup resolved)."""
+        if self.payload.get("parse_mode") == "MarkdownV2":
+            try:
+                return parse_markdown_v2(self.raw)[0]
+            except CantParse:
+                return self.raw
+        return self.raw
+
+    @property
+    def entities(self) -> list[str]:
+        return parse_markdown_v2(self.raw)[1] if self.payload.get("parse_mode") == "MarkdownV2" else []
 
 
 class TelegramServer:
@@ -44,6 +59,12 @@ class TelegramServer:
         self.sent: list[Sent] = []
         self.failures: list[tuple[int, dict[str, Any]]] = []
         """Answers the next sendMessage calls get instead of success: (status, body)."""
+        self.poll_failures: list[tuple[int, dict[str, Any]]] = []
+        """Answers the next getUpdates calls get instead of updates."""
+        self.callbacks_answered: list[str] = []
+        self.handed: dict[int, float] = {}
+        """update_id -> when a getUpdates answer first carried it (monotonic; benchmarks)."""
+        self.calls: dict[str, int] = {}
         self.cond = threading.Condition()
         self._next_update = 1
         self._next_message = 1
@@ -55,11 +76,14 @@ class TelegramServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 status, answer = server.handle(self.path, body)
                 data = json.dumps(answer).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a poll cancelled at its stop), as against Telegram
 
             do_GET = do_POST
 
@@ -88,10 +112,20 @@ class TelegramServer:
         token, _, method = path.removeprefix("/bot").partition("/")
         if token != TOKEN:
             return 401, {"ok": False, "error_code": 401, "description": "Unauthorized"}
+        with self.cond:
+            self.calls[method] = self.calls.get(method, 0) + 1
         if method == "getMe":
             return 200, {"ok": True, "result": BOT}
         if method == "getUpdates":
+            with self.cond:
+                if self.poll_failures:
+                    return self.poll_failures.pop(0)
             return 200, {"ok": True, "result": self.get_updates(int(body.get("offset", 0)), float(body.get("timeout", 0)))}
+        if method == "answerCallbackQuery":
+            with self.cond:
+                self.callbacks_answered.append(str(body.get("callback_query_id")))
+                self.cond.notify_all()
+            return 200, {"ok": True, "result": True}
         if method == "sendMessage":
             return self.send_message(body)
         return 404, {"ok": False, "error_code": 404, "description": "Not Found: method not found"}
@@ -105,6 +139,9 @@ class TelegramServer:
                 ready = [u for u in self.updates if u["update_id"] >= max(offset, self.confirmed)]
                 left = end - time.monotonic()
                 if ready or left <= 0:
+                    now = time.monotonic()
+                    for update in ready:
+                        self.handed.setdefault(update["update_id"], now)
                     return ready
                 self.cond.wait(left)  # the long poll: until an update comes or the timeout
 
@@ -115,6 +152,13 @@ class TelegramServer:
                 self.sent.append(Sent(time.monotonic(), body, status))
                 self.cond.notify_all()
                 return status, answer
+            if body.get("parse_mode") == "MarkdownV2":
+                try:
+                    parse_markdown_v2(str(body.get("text", "")))
+                except CantParse as exc:
+                    self.sent.append(Sent(time.monotonic(), body, 400))
+                    self.cond.notify_all()
+                    return 400, {"ok": False, "error_code": 400, "description": f"Bad Request: can't parse entities: {exc}"}
             self._next_message += 1
             self.sent.append(Sent(time.monotonic(), body, 200))
             self.cond.notify_all()
@@ -145,6 +189,31 @@ class TelegramServer:
             self.updates.append(update)
             self.cond.notify_all()
             return update
+
+    def press(self, user_id: int, sent: Sent, data: str) -> dict[str, Any]:
+        """A user taps an inline button of ``sent``: a ``callback_query`` update."""
+        with self.cond:
+            update = {
+                "update_id": self._next_update,
+                "callback_query": {
+                    "id": f"q{self._next_update}",
+                    "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+                    "message": {"message_id": 1, "date": int(time.time()), "chat": {"id": sent.chat_id, "type": "private"}, "text": sent.raw},
+                    "chat_instance": "1",
+                    "data": data,
+                },
+            }
+            self._next_update += 1
+            self.updates.append(update)
+            self.cond.notify_all()
+            return update
+
+    def fail_next_poll(self, status: int, description: str, retry_after: int | None = None) -> None:
+        answer: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+        if retry_after is not None:
+            answer["parameters"] = {"retry_after": retry_after}
+        with self.cond:
+            self.poll_failures.append((status, answer))
 
     def redeliver(self) -> None:
         """Forget every confirmation (as if the offsets never reached Telegram): all updates come again."""

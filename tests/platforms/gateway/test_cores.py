@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from pathlib import Path
 
 import msgspec
 import pytest
@@ -188,3 +189,67 @@ def test_webhook_signatures_github_generic_gitlab_and_the_replay_window() -> Non
 def test_platform_messages_are_typed_records() -> None:
     message = msg()
     assert msgspec.json.decode(msgspec.json.encode(message), type=PlatformMessage) == message
+
+
+# -- MarkdownV2 ------------------------------------------------------------------------------
+
+MODEL_MARKDOWN = [
+    "**Done.** The file `a_b.py` has 3 lines (see [docs](https://example.com/a_(b))).",
+    "# Result\n\n- item one!\n- item #2 = 1+1\n\n> quoted *note*\n\n~~old~~ new_value {x} | y.",
+    "Code:\n```python\nprint('a*b_c`d\\\\e')\n```\nand `x * y` done.",
+    "unclosed *star and _under and ``` never closed\nstill code",
+    "snake_case_name and 2*3*4 and a_b*c",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", MODEL_MARKDOWN)
+def test_markdown_v2_conversion_always_parses_and_keeps_the_visible_text(text: str) -> None:
+    from actors.platforms.gateway._markdown_v2 import to_markdown_v2
+    from tests.platforms.gateway.telegram_markdown import parse_markdown_v2
+
+    visible, _ = parse_markdown_v2(to_markdown_v2(text))  # raises CantParse (Telegram's 400) if not
+    for word in ("Done", "a_b.py", "item one!", "print('a*b_c`d", "snake_case_name", "2*3*4"):
+        if word in text:
+            assert word in visible, (word, visible)
+
+
+def test_markdown_v2_turns_bold_code_links_and_headings_into_entities() -> None:
+    from actors.platforms.gateway._markdown_v2 import to_markdown_v2
+    from tests.platforms.gateway.telegram_markdown import parse_markdown_v2
+
+    visible, entities = parse_markdown_v2(to_markdown_v2(MODEL_MARKDOWN[0] + "\n# Title\n```sh\nls -la\n```"))
+    assert entities == ["bold", "code", "text_link", "bold", "pre"]
+    assert visible.startswith("Done. The file a_b.py has 3 lines (see docs).")
+    assert "**" not in visible and "#" not in visible
+
+
+# -- the state file -----------------------------------------------------------------------------
+
+
+async def test_a_reply_marked_sent_never_comes_back_in_a_later_save(tmp_path: Path) -> None:
+    from actors.platforms.gateway._chats import Chat
+    from actors.platforms.gateway._state_file import Durable, Outgoing, StateFile
+    from protocols import PlatformMessage
+
+    message = PlatformMessage(platform="telegram", chat_type="dm", chat_id="1", user_id="1", message_id="7", text="hi")
+    owed = Outgoing(turn_id="t7", message=message, text="answer")
+    chat = Chat(running="t8", message=message)
+    file = StateFile(tmp_path / "telegram.json")
+    await file.save(Durable(seen=SeenLog(ids=("1/7",), offset=8), outbox=(owed,), version=1))
+    assert [o.turn_id for o in StateFile(file.path).load().outbox] == ["t7"]
+    await file.mark_sent("t7")
+    assert StateFile(file.path).load().outbox == ()
+    await file.save(Durable(seen=SeenLog(ids=("1/7", "1/8"), offset=9), chats=(chat,), outbox=(owed,), version=2))  # the actor had not heard yet
+    reloaded = StateFile(file.path).load()
+    assert reloaded.outbox == () and reloaded.chats == (chat,) and reloaded.seen.ids == ("1/7", "1/8") and reloaded.seen.offset == 9
+    await file.save(Durable(version=1))  # an older version never replaces a newer one
+    assert StateFile(file.path).load().seen.offset == 9
+
+
+def test_an_unreadable_state_file_is_a_clear_error(tmp_path: Path) -> None:
+    from actors.platforms.gateway._state_file import StateFile
+
+    (tmp_path / "telegram.json").write_text('{"seen": [], "chats": [{"running": 1}]}')
+    with pytest.raises(RuntimeError, match="cannot be read .* move it away"):
+        StateFile(tmp_path / "telegram.json").load()

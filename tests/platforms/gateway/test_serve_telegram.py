@@ -43,14 +43,15 @@ def _home(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> Path:
         f'model:\n  default: test-model\n  base_url: "{model.base_url}"\n  api_key: unused\n'
         f'platforms:\n  telegram:\n    enabled: true\n    extra:\n      base_url: "{telegram.base_url}"\n      poll_timeout: 5\n'
     )
-    (home / ".env").write_text(f"API_SERVER_KEY={KEY}\nTELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ALLOWED}\n")
+    (home / ".env").write_text(f"API_SERVER_KEY={KEY}\nTELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ALLOWED},{ALLOWED + 1},{ALLOWED + 2}\n")
     return home
 
 
-def _stop(process: subprocess.Popen[str]) -> None:
+def _stop(process: subprocess.Popen[str], *, crashed: bool = False) -> None:
+    """SIGTERM, then a clean exit; ``crashed``: an actor was crashed on purpose (its traceback is logged)."""
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=DEADLINE)
-    assert process.returncode == 0 and "Traceback" not in stderr, stderr
+    assert process.returncode == 0 and (crashed or "Traceback" not in stderr), stderr
 
 
 def _model_saw(model: ModelServer, text: str) -> bool:
@@ -128,3 +129,38 @@ def test_a_dangerous_command_waits_for_approve_from_the_chat(tmp_path: Path, mod
         _stop(process)
     assert replies[1].text == "cleaned up"
     assert not (home / "work").exists()  # it ran, after the approval
+
+
+def test_an_approval_shows_buttons_and_a_tap_on_approve_runs_the_command(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+    home = _home(tmp_path, model, telegram)
+    (home / "work").mkdir()
+    call = ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {home / 'work'}"}))
+    model.script([ToolCallsReply(calls=(call,)), TextReply(content="**Cleaned** the `work` folder.")])
+    with launched(home) as (process, _):
+        telegram.push(ALLOWED, "clean the work folder")
+        (ask,) = telegram.wait_delivered(ALLOWED, 1)
+        (row,) = ask.payload["reply_markup"]["inline_keyboard"]
+        assert [b["text"] for b in row] == ["Approve", "Deny"]
+        assert all(len(b["callback_data"].encode()) <= 64 for b in row)  # Telegram's limit
+        telegram.press(ALLOWED, ask, "/approve #stale-request-id")  # a button of another approval answers nothing
+        assert telegram.wait_delivered(ALLOWED, 2)[1].text == "Nothing is waiting for an approval."
+        pressed = telegram.press(ALLOWED, ask, row[0]["callback_data"])
+        replies = telegram.wait_delivered(ALLOWED, 3)
+        _stop(process)
+    assert replies[2].text == "Cleaned the work folder."
+    assert replies[2].entities == ["bold", "code"]  # MarkdownV2, as the model's Markdown meant
+    assert pressed["callback_query"]["id"] in telegram.callbacks_answered
+    assert not (home / "work").exists()
+
+
+def test_an_answer_telegram_cannot_parse_is_sent_again_as_plain_text(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> None:
+    home = _home(tmp_path, model, telegram)
+    model.script([TextReply(content="Sums: 1+1=2 (mostly)!")])
+    telegram.fail_next_send(400, "Bad Request: can't parse entities: Character '!' is reserved")
+    with launched(home) as (process, _):
+        telegram.push(ALLOWED, "add")
+        (reply,) = telegram.wait_delivered(ALLOWED, 1)
+        _stop(process)
+    attempts = [s for s in telegram.sent if s.chat_id == ALLOWED]
+    assert [(s.status, s.payload.get("parse_mode")) for s in attempts] == [(400, "MarkdownV2"), (200, None)]
+    assert reply.text == "Sums: 1+1=2 (mostly)!"

@@ -1,0 +1,124 @@
+"""An adapter's durable state, ``HERMES_HOME/gateway/<platform>.json``: what a restarted adapter
+needs to answer every message exactly once.
+
+- ``seen`` / ``offset``: the inbound dedup log and the platform's poll position;
+- ``chats``: each chat's followed turn (the message that started it) and what waits behind it;
+- ``outbox``: final replies decided but not yet confirmed sent.
+
+The three are written together (one atomic write), *before* the effects they decide: a message
+is marked seen in the same write that records the turn it starts, so a restart either sees
+neither (the platform delivers it again) or both (the restarted adapter re-attaches to the turn
+and sends its answer). Writes are serialised; an older version never replaces a newer one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from actors._atomic import write_atomic
+from protocols import PlatformMessage
+
+from ._chats import Chat, Chats
+from ._dedup import SeenLog
+from ._session_key import key_of
+
+
+@dataclasses.dataclass(frozen=True)
+class Outgoing:
+    """A final reply owed to a chat: sent at most once more after a restart (dedup by ``turn_id``)."""
+
+    turn_id: str
+    message: PlatformMessage
+    text: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Durable:
+    seen: SeenLog = SeenLog()
+    chats: tuple[Chat, ...] = ()
+    outbox: tuple[Outgoing, ...] = ()
+    version: int = 0
+
+
+def _message(data: Any) -> PlatformMessage:
+    return msgspec.convert(data, PlatformMessage)
+
+
+def encode(state: Durable) -> bytes:
+    builtins = msgspec.to_builtins
+    data = {
+        "offset": state.seen.offset,
+        "seen": list(state.seen.ids),
+        "chats": [{"running": c.running, "message": builtins(c.message), "queue": [builtins(m) for m in c.queue]} for c in state.chats],
+        "outbox": [{"turn_id": o.turn_id, "message": builtins(o.message), "text": o.text} for o in state.outbox],
+    }
+    return json.dumps(data).encode()
+
+
+def decode(text: str) -> Durable:
+    data = json.loads(text)
+    seen = SeenLog(ids=tuple(str(i) for i in data.get("seen", ())), offset=int(data.get("offset", 0)))
+    chats = tuple(
+        Chat(running=str(c["running"]), message=_message(c["message"]), queue=tuple(_message(m) for m in c.get("queue", ()))) for c in data.get("chats", ())
+    )
+    outbox = tuple(Outgoing(turn_id=str(o["turn_id"]), message=_message(o["message"]), text=str(o["text"])) for o in data.get("outbox", ()))
+    return Durable(seen=seen, chats=chats, outbox=outbox)
+
+
+def restore(chats: Chats, saved: Durable) -> Chats:
+    """``chats`` (the configured policy) with the saved chats' turns and queues."""
+    return dataclasses.replace(chats, chats={key_of(c.message): c for c in saved.chats})
+
+
+class StateFile:
+    """The file, written from the reactor. Once a reply is confirmed sent (:meth:`mark_sent`),
+    no later write holds it, whichever version the actor saves next: the window in which a crash
+    sends a reply twice is one atomic write after the platform confirmed it."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = trio.Lock()
+        self._written = -1
+        self._last = Durable()
+        self._sent: set[str] = set()
+
+    def load(self) -> Durable:
+        try:
+            self._last = decode(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return Durable()
+        except (OSError, ValueError, KeyError, TypeError, msgspec.ValidationError) as exc:
+            msg = f"{self.path} cannot be read ({exc}); move it away (messages seen before may then be answered again)"
+            raise RuntimeError(msg) from None
+        return self._last
+
+    async def save(self, state: Durable) -> Durable:
+        async with self._lock:
+            if state.version > self._written:
+                owed = {o.turn_id for o in state.outbox}
+                self._sent &= owed  # the actor dropped the others itself
+                await self._write(self._without_sent(state))
+                self._written = state.version
+        return state
+
+    async def mark_sent(self, turn_id: str) -> None:
+        """The reply of ``turn_id`` reached the platform: take it out of the file now."""
+        async with self._lock:
+            self._sent.add(turn_id)
+            if any(o.turn_id == turn_id for o in self._last.outbox):
+                await self._write(self._without_sent(self._last))
+
+    def _without_sent(self, state: Durable) -> Durable:
+        if not self._sent:
+            return state
+        return dataclasses.replace(state, outbox=tuple(o for o in state.outbox if o.turn_id not in self._sent))
+
+    async def _write(self, state: Durable) -> None:
+        await trio.to_thread.run_sync(write_atomic, self.path, encode(state))
+        self._last = state
