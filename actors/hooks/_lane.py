@@ -1,0 +1,88 @@
+"""``Lane``: the thread one plugin incarnation's callbacks run in, fed by a lock-free queue.
+
+The dispatcher (in the reactor) puts a call on a lane and awaits every lane's answer under one
+deadline. A lane is owned by its plugin's ``HookActor``: the actor loads the plugin, starts the
+lane's thread with it, and closes the lane when it stops. A lane whose callback hangs is
+abandoned (a daemon thread that never reads again); the dispatcher gives the plugin a new actor
+and a new lane. The hop costs one ``SimpleQueue.put`` (a C lock release) and, for the last
+answer of a call only, one wake-up of the reactor (``Gather``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import queue
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import trio
+
+from ._unit import Unit
+
+Wake = Callable[[Callable[[], object]], object]
+"""``TrioToken.run_sync_soon``: runs a callable in the reactor."""
+
+
+class Gather:
+    """One call's answers, told from the lanes' threads; the last one wakes the reactor once."""
+
+    __slots__ = ("answers", "done", "expected", "wake")
+
+    def __init__(self, wake: Wake, expected: int) -> None:
+        self.wake = wake
+        self.expected = expected
+        self.answers: dict[str, tuple[tuple[Any, ...], str | None]] = {}
+        self.done = trio.Event()
+
+    def answer(self, plugin: str, values: tuple[Any, ...], error: str | None) -> None:
+        """From a lane's thread (a dict store is atomic under the GIL; two last answers wake twice, harmlessly)."""
+        self.answers[plugin] = (values, error)
+        if len(self.answers) >= self.expected:
+            try:
+                self.wake(self.done.set)
+            except trio.RunFinishedError:
+                pass  # the reactor stopped: nobody waits any more
+
+
+_STOP = object()
+
+
+class Lane:
+    """A plugin incarnation's call queue; ``serve`` drains it in the lane's thread."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.thread: threading.Thread | None = None
+
+    def submit(self, event: str, kwargs: dict[str, Any], gather: Gather) -> None:
+        self.jobs.put((event, kwargs, gather))
+
+    def start(self, unit: Unit | None) -> None:
+        """Start draining (``unit`` None: the plugin did not load; every call is answered empty)."""
+        self.thread = threading.Thread(target=self._serve, args=(unit,), name=f"hook-lane-{self.name}", daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        """No more calls: the thread ends after those queued (a hung one never reads this)."""
+        self.jobs.put(_STOP)
+
+    def _serve(self, unit: Unit | None) -> None:
+        name, jobs = self.name, self.jobs
+        while (job := jobs.get()) is not _STOP:
+            event, kwargs, gather = job
+            callbacks = unit.callbacks(event) if unit is not None else ()
+            values: list[Any] = []
+            error: str | None = None
+            for callback in callbacks:
+                try:
+                    value = callback(event, kwargs)
+                    if inspect.iscoroutine(value):
+                        value = asyncio.run(value)
+                except (Exception, SystemExit) as exc:
+                    error = f"{type(exc).__name__}: {exc}"
+                    break
+                values.append(value)
+            gather.answer(name, tuple(values), error)
