@@ -1,21 +1,24 @@
 """``HookActor``: one per plugin (or gateway hook), under ``/hooks``; owns the plugin's lane.
 
 A callback is user code: it may raise, hang or answer too much. The actor loads the plugin
-(a fresh import at each start) and runs its callbacks in its lane's thread (``_lane.Lane``),
-which the dispatcher feeds directly: a call costs no trip through the actor's mailbox. A hang
-stalls only that lane; the dispatcher (``_dispatch.Hooks``) waits for the answers with a
-deadline and replaces an actor whose lane missed one (the stuck thread is abandoned). The
-actor closes its lane on every exit. An ``async def`` callback runs to completion on an event
-loop of its own in the lane's thread.
+(a fresh import) and runs its callbacks in its lane's thread (``_lane.Lane``), which the
+dispatcher feeds directly: a call costs no trip through the actor's mailbox. A hang stalls
+only that lane. After a fault the dispatcher tells ``ReloadPlugin`` with a new lane: the actor
+closes the old one (a stuck thread is abandoned: it never reads again), imports the plugin
+afresh and starts the new lane; a restart of the plugin that costs no supervisor round trip.
+The actor closes its lane on every exit. An ``async def`` callback runs to completion on an
+event loop of its own in the lane's thread.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from actors import Actor
 from protocols import ExitKind
+from protocols._hooks import ReloadPlugin
 
 from ._lane import Lane
 from ._plugins import PluginError
@@ -27,7 +30,7 @@ Loaded = Callable[[str, int, frozenset[str] | None, tuple[str, ...], str | None]
 """Told (from this thread) what a load gave: name, generation, events, warnings, error."""
 
 
-class HookActor(Actor[object]):
+class HookActor(Actor[ReloadPlugin]):
     def __init__(self, source: UnitSource, generation: int, loaded: Loaded, lane: Lane) -> None:
         super().__init__()
         self.source = source
@@ -36,6 +39,17 @@ class HookActor(Actor[object]):
         self.lane = lane
 
     def started(self) -> None:
+        self._load()
+
+    def receive(self, message: ReloadPlugin) -> Any:
+        if not isinstance(message, ReloadPlugin):
+            return super().receive(message)
+        self.lane.close()
+        self.lane, self.generation = message.lane, message.generation
+        self._load()
+        return None
+
+    def _load(self) -> None:
         try:
             unit = load_unit(self.source)
         except PluginError as exc:

@@ -6,7 +6,8 @@ thread fed straight from here, ``_lane``), waits for their answers up to the cal
 the other. The answers come back in dispatch order (plugins alphabetically, then shell hooks
 in config order) for the pure rules of ``_decide``. A plugin that raises, misses the deadline
 or floods is skipped for that call, reported (log, the session's event stream as
-``HookSkipped``, ``statistics()`` for /health/detailed) and replaced by a fresh actor.
+``HookSkipped``, ``statistics()`` for /health/detailed) and restarted: its actor imports it
+afresh on a fresh lane (``ReloadPlugin``).
 
 Invariant: a hook costs a call at most its deadline; no hook failure fails the call.
 """
@@ -24,8 +25,8 @@ import trio
 
 from actors import Address, HermesError, Registry
 from actors._reactor import Reactor
+from protocols._hooks import ReloadPlugin
 from protocols._session import HookSkipped
-from protocols._supervision import TerminateChild
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, start_child
 
 from ._actor import HookActor
@@ -72,7 +73,7 @@ class _Slot:
         return self.source.name
 
     def child_id(self) -> str:
-        return f"{self.name.replace('/', '_')}.{self.generation}"
+        return self.name.replace("/", "_")
 
 
 def _subscribed(slot: _Slot, event: str) -> bool:
@@ -274,20 +275,19 @@ class Hooks:
             self._replace(slot)
 
     def _replace(self, slot: _Slot) -> None:
-        """A fresh actor (and a fresh import) for ``slot``; the old one is stopped or abandoned."""
-        if self.registry is None:
+        """A fresh import on a fresh lane for ``slot`` (its actor is told; the old lane is closed or abandoned)."""
+        if slot.address is None:
             return
-        try:
-            self.registry.lookup(HOOKS_PATH).tell(TerminateChild(child_id=slot.child_id()))
-        except (LookupError, HermesError):
-            return  # the tree is stopping
         slot.generation += 1
         slot.restarts += 1
         slot.in_flight = 0
+        lane = Lane(slot.name)
         try:
-            self._start(slot)
-        except (LookupError, HermesError):
-            slot.address = slot.lane = None
+            slot.address.tell(ReloadPlugin(lane=lane, generation=slot.generation))
+        except HermesError:
+            slot.address = slot.lane = None  # the tree is stopping
+            return
+        slot.lane = lane
 
     def statistics(self) -> dict[str, Any]:
         """For /health/detailed and ``hermes hooks``."""

@@ -56,8 +56,13 @@ class Lane:
         self.name = name
         self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.thread: threading.Thread | None = None
+        self.closed = False
 
     def submit(self, event: str, kwargs: dict[str, Any], gather: Gather) -> None:
+        """Queue a call (on a closed lane: answered at once, with nothing)."""
+        if self.closed:
+            gather.answer(self.name, (), None)
+            return
         self.jobs.put((event, kwargs, gather))
 
     def start(self, unit: Unit | None) -> None:
@@ -67,6 +72,7 @@ class Lane:
 
     def close(self) -> None:
         """No more calls: the thread ends after those queued (a hung one never reads this)."""
+        self.closed = True
         self.jobs.put(_STOP)
 
     def _serve(self, unit: Unit | None) -> None:
