@@ -47,6 +47,9 @@ def _measure(runtime: Runtime, hooks: Hooks | None, rounds: int) -> list[float]:
     return out.get(timeout=600)
 
 
+BLOCKS = 10
+
+
 class _Echo(pykka.ThreadingActor):
     def on_receive(self, message: Any) -> Any:
         message()  # wake the reactor
@@ -119,11 +122,16 @@ def main() -> int:
             one_shell.bind(runtime.registry, runtime.reactor)
             _measure(runtime, plugins, 200)  # warm up: imports done, events known
             _measure(runtime, one, 200)
-            base = statistics.median(_measure(runtime, None, args.rounds))
-            floor_queue = statistics.median(_floor(runtime, args.rounds, "simplequeue"))
-            floor_pykka = statistics.median(_floor(runtime, args.rounds, "pykka"))
-            single = statistics.median(_measure(runtime, one, args.rounds))
-            five = statistics.median(_measure(runtime, plugins, args.rounds))
+            # Interleaved in blocks, so a change of load on the machine hits every case alike.
+            samples: dict[str, list[float]] = {"base": [], "queue": [], "pykka": [], "single": [], "five": []}
+            block = max(1, args.rounds // BLOCKS)
+            for _ in range(BLOCKS):
+                samples["base"] += _measure(runtime, None, block)
+                samples["queue"] += _floor(runtime, block, "simplequeue")
+                samples["pykka"] += _floor(runtime, block, "pykka")
+                samples["single"] += _measure(runtime, one, block)
+                samples["five"] += _measure(runtime, plugins, block)
+            base, floor_queue, floor_pykka, single, five = (statistics.median(samples[k]) for k in ("base", "queue", "pykka", "single", "five"))
             spawn = statistics.median(_measure(runtime, one_shell, args.shell_rounds))
         finally:
             runtime.stop(timeout=10)

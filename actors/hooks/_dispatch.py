@@ -30,7 +30,7 @@ from protocols._session import HookSkipped
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, start_child
 
 from ._actor import HookActor
-from ._decide import Answer, first_block, oversized
+from ._decide import Answer, first_block, skip_reason
 from ._lane import Gather, Lane
 from ._names import gateway_matches
 from ._shell import ShellHook, payload, run_shell_hook
@@ -202,16 +202,13 @@ class Hooks:
         for slot in sent:  # alphabetical: the slots are sorted by name
             slot.in_flight -= 1
             answer = gather.answers.get(slot.name)
+            reason = skip_reason(answer)
             if answer is None:
                 self._fault(slot, event, "timeout", f"no answer within {self.deadline:g} s", publish)
-                continue
-            values, error = answer
-            if error is not None:
-                self._fault(slot, event, "raised", error, publish)
-            elif any(oversized(v) for v in values):
-                self._fault(slot, event, "flood", "an answer past the size limit", publish)
+            elif reason is not None:
+                self._fault(slot, event, reason, answer[1] or "an answer past the size limit", publish)
             else:
-                answers += [Answer(slot.name, value) for value in values]
+                answers += [Answer(slot.name, value) for value in answer[0]]
         return answers
 
     async def _call_shell(
