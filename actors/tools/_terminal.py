@@ -178,8 +178,8 @@ async def _transformed(context: ToolContext, command: str, cwd: Path, capture: H
         "task_id": context.session_id,
         "session_id": context.session_id,
     }
-    where = {"session_id": context.session_id, "cwd": str(cwd), "tool_name": "terminal", "publish": context.publish}
-    text = first_text(await hooks.call("transform_terminal_output", kwargs, **where))
+    answers = await hooks.call("transform_terminal_output", kwargs, session_id=context.session_id, cwd=str(cwd), tool_name="terminal", publish=context.publish)
+    text = first_text(answers)
     if text is None:
         return capture
     replaced = HeadTail(capture.head_limit, capture.tail_limit)
