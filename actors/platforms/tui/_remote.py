@@ -245,6 +245,9 @@ class RemoteSession:
     async def tools(self) -> list[str] | None:
         return None  # the server does not publish its tool list
 
+    async def reset_session(self, old_session_id: str, new_session_id: str) -> None:
+        return None  # the server's hooks see sessions, not a client's switch between them
+
     async def reload(self) -> list[str]:
         msg = f"/reload reloads a runtime in this process; the server at {self.base_url} reloads config.yaml on SIGHUP (kill -HUP <its pid>)"
         raise RequestRefused(msg)
