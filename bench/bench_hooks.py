@@ -1,8 +1,9 @@
 """Added latency of hooks per tool call: the pre_tool_call dispatch of 1 and of 5 in-process
 no-op plugin hooks (each plugin in its own actor's lane; goal <= 20 us each) and of 1 shell hook
 (goal <= 15 ms, spawn included), against a call with no hook, all in one run. Two floors in the
-same run: the round trip reactor -> another thread -> reactor with nothing else in it, through a
-bare ``queue.SimpleQueue`` + ``TrioToken.run_sync_soon`` and through a pykka actor's ``tell``.
+same run: the round trip reactor -> another thread -> reactor with nothing else in it: a
+``queue.SimpleQueue`` there and a ``threading.Lock`` the reactor blocks on back (the path a quick
+plugin's answer takes), ``TrioToken.run_sync_soon`` back (a trio wake-up), and a pykka ``tell``.
 Medians; --json for one object per line."""
 
 from __future__ import annotations
@@ -75,6 +76,13 @@ def _floor(runtime: Runtime, rounds: int, via: str) -> list[float]:
         for _ in range(rounds):
             started = time.perf_counter()
             done = trio.Event()
+            if via == "lock":  # the thread releases a lock the reactor blocks on (the GIL released)
+                lock = threading.Lock()
+                lock.acquire()
+                jobs.put(lock.release)
+                lock.acquire(timeout=10)
+                times.append(time.perf_counter() - started)
+                continue
             if via == "simplequeue":
                 jobs.put(lambda done=done: wake(done.set))
             else:
@@ -123,20 +131,24 @@ def main() -> int:
             _measure(runtime, plugins, 200)  # warm up: imports done, events known
             _measure(runtime, one, 200)
             # Interleaved in blocks, so a change of load on the machine hits every case alike.
-            samples: dict[str, list[float]] = {"base": [], "queue": [], "pykka": [], "single": [], "five": []}
+            samples: dict[str, list[float]] = {"base": [], "lock": [], "queue": [], "pykka": [], "single": [], "five": []}
             block = max(1, args.rounds // BLOCKS)
             for _ in range(BLOCKS):
                 samples["base"] += _measure(runtime, None, block)
+                samples["lock"] += _floor(runtime, block, "lock")
                 samples["queue"] += _floor(runtime, block, "simplequeue")
                 samples["pykka"] += _floor(runtime, block, "pykka")
                 samples["single"] += _measure(runtime, one, block)
                 samples["five"] += _measure(runtime, plugins, block)
-            base, floor_queue, floor_pykka, single, five = (statistics.median(samples[k]) for k in ("base", "queue", "pykka", "single", "five"))
+            base, floor_lock, floor_queue, floor_pykka, single, five = (
+                statistics.median(samples[k]) for k in ("base", "lock", "queue", "pykka", "single", "five")
+            )
             spawn = statistics.median(_measure(runtime, one_shell, args.shell_rounds))
         finally:
             runtime.stop(timeout=10)
     rows: list[dict[str, Any]] = [
         {"case": "no_hooks", "median_us": round(base * 1e6, 2)},
+        {"case": "floor_lock_hop", "median_us": round(floor_lock * 1e6, 2)},
         {"case": "floor_simplequeue_hop", "median_us": round(floor_queue * 1e6, 2)},
         {"case": "floor_pykka_hop", "median_us": round(floor_pykka * 1e6, 2)},
         {
@@ -144,7 +156,7 @@ def main() -> int:
             "median_us": round(single * 1e6, 2),
             "added_us_each": round((single - base) * 1e6, 2),
             "goal_us_each": 20,
-            "vs_floor": round(single / floor_queue, 2) if floor_queue else None,
+            "vs_lock_floor": round(single / floor_lock, 2) if floor_lock else None,
         },
         {
             "case": "5_plugin_noops",
@@ -152,7 +164,7 @@ def main() -> int:
             "added_us_each": round((five - base) * 1e6 / 5, 2),
             "goal_us_each": 20,
             "ratio": round(five / base, 1) if base else None,
-            "vs_floor": round(five / floor_queue, 2) if floor_queue else None,
+            "vs_lock_floor": round(five / floor_lock, 2) if floor_lock else None,
         },
         {"case": "1_shell_hook", "median_ms": round(spawn * 1e3, 2), "added_ms": round((spawn - base) * 1e3, 2), "goal_ms": 15},
     ]

@@ -2,7 +2,8 @@
 
 A call goes to every plugin subscribed to the event at once (each in its own actor's lane: a
 thread fed straight from here, ``_lane``), waits for their answers up to the call's deadline
-(the last answer wakes the reactor, once), then runs the matching shell hooks one after
+(blocking the reactor at most ``QUICK_WAIT`` for plugins that answer quickly, then as a trio
+wait the last answer wakes), then runs the matching shell hooks one after
 the other. The answers come back in dispatch order (plugins alphabetically, then shell hooks
 in config order) for the pure rules of ``_decide``. A plugin that raises, misses the deadline
 or floods is skipped for that call, reported (log, the session's event stream as
@@ -41,6 +42,9 @@ log = logging.getLogger("hermes.hooks")
 HOOKS_PATH = "/hooks"
 PLUGIN_DEADLINE = 10.0
 """Seconds a plugin's callbacks may take for one call before they are skipped (and the plugin replaced)."""
+QUICK_WAIT = 0.001
+"""Seconds the reactor blocks (the GIL released) for the answers of plugins that answered quickly
+before; past that it awaits them like any wait. The most one call stalls the reactor."""
 MAX_IN_FLIGHT = 32
 """Calls one plugin may have unanswered; past that it is skipped as busy (a flood of calls)."""
 
@@ -63,6 +67,8 @@ class _Slot:
     """What it registered; None until its actor has loaded it."""
     load_error: str | None = None
     in_flight: int = 0
+    quick: bool = True
+    """Its last call was answered within ``QUICK_WAIT``: the next one is waited for by blocking briefly."""
     calls: int = 0
     faults: int = 0
     restarts: int = 0
@@ -191,16 +197,21 @@ class Hooks:
         if not sent:
             return []
         gather = Gather(trio.lowlevel.current_trio_token().run_sync_soon, len(sent))
+        started = time.perf_counter()
         for slot in sent:
             assert slot.lane is not None
             slot.in_flight += 1
             slot.calls += 1
             slot.lane.submit(event, kwargs, gather)
-        with trio.move_on_after(self.deadline):
-            await gather.done.wait()
+        done = gather.wait_briefly(QUICK_WAIT) if all(slot.quick for slot in sent) else gather.park()
+        if not done:
+            with trio.move_on_after(self.deadline):
+                await gather.done.wait()
+        quick = time.perf_counter() - started <= QUICK_WAIT
         answers: list[Answer] = []
         for slot in sent:  # alphabetical: the slots are sorted by name
             slot.in_flight -= 1
+            slot.quick = quick
             answer = gather.answers.get(slot.name)
             reason = skip_reason(answer)
             if answer is None:

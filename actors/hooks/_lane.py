@@ -4,8 +4,8 @@ The dispatcher (in the reactor) puts a call on a lane and awaits every lane's an
 deadline. A lane is owned by its plugin's ``HookActor``: the actor loads the plugin, starts the
 lane's thread with it, and closes the lane when it stops. A lane whose callback hangs is
 abandoned (a daemon thread that never reads again); the dispatcher gives the plugin a new actor
-and a new lane. The hop costs one ``SimpleQueue.put`` (a C lock release) and, for the last
-answer of a call only, one wake-up of the reactor (``Gather``).
+and a new lane. The hop costs one ``SimpleQueue.put`` (a C lock release) there and one lock release back
+(``Gather``); the reactor is woken through trio only when the answers are slow.
 """
 
 from __future__ import annotations
@@ -26,24 +26,52 @@ Wake = Callable[[Callable[[], object]], object]
 
 
 class Gather:
-    """One call's answers, told from the lanes' threads; the last one wakes the reactor once."""
+    """One call's answers, told from the lanes' threads.
 
-    __slots__ = ("answers", "done", "expected", "wake")
+    The reactor first blocks briefly for them (``wait_briefly``: a lock, the GIL released; the
+    cheapest hand-off CPython has), and only if they are not all in by then parks on ``done``,
+    which the last answer sets through one wake-up of the reactor.
+    """
+
+    __slots__ = ("_all", "_complete", "_mutex", "_parked", "answers", "done", "expected", "wake")
 
     def __init__(self, wake: Wake, expected: int) -> None:
         self.wake = wake
         self.expected = expected
         self.answers: dict[str, tuple[tuple[Any, ...], str | None]] = {}
         self.done = trio.Event()
+        self._all = threading.Lock()
+        self._all.acquire()
+        self._mutex = threading.Lock()
+        self._complete = False
+        self._parked = False
 
     def answer(self, plugin: str, values: tuple[Any, ...], error: str | None) -> None:
-        """From a lane's thread (a dict store is atomic under the GIL; two last answers wake twice, harmlessly)."""
+        """From a lane's thread (a dict store is atomic under the GIL)."""
         self.answers[plugin] = (values, error)
-        if len(self.answers) >= self.expected:
+        if len(self.answers) < self.expected:
+            return
+        with self._mutex:
+            if self._complete:
+                return  # two answers both saw the count complete: the first one tells
+            self._complete = True
+            parked = self._parked
+        self._all.release()
+        if parked:
             try:
                 self.wake(self.done.set)
             except trio.RunFinishedError:
                 pass  # the reactor stopped: nobody waits any more
+
+    def wait_briefly(self, seconds: float) -> bool:
+        """In the reactor: block up to ``seconds`` for every answer; False: not all in, await ``done``."""
+        return self._all.acquire(timeout=seconds) or self.park()
+
+    def park(self) -> bool:
+        """In the reactor, before awaiting ``done``: True if every answer is in already (no await)."""
+        with self._mutex:
+            self._parked = not self._complete
+            return self._complete
 
 
 _STOP = object()
