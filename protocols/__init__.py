@@ -23,6 +23,7 @@ from ._credentials import ReportKey as ReportKey
 from ._credentials import SavePoolState as SavePoolState
 from ._faults import CrashFaults as CrashFaults
 from ._faults import FaultPlan as FaultPlan
+from ._faults import HookFaults as HookFaults
 from ._faults import KeyFaults as KeyFaults
 from ._faults import MessageFaults as MessageFaults
 from ._faults import ModelFaults as ModelFaults
@@ -169,6 +170,7 @@ __all__ = [
     "ExitKind",
     "FaultPlan",
     "GetStoreStatistics",
+    "HookFaults",
     "HookSkipped",
     "InjectCrash",
     "KeyCondition",

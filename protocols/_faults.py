@@ -18,6 +18,7 @@ The tree::
     ├── model      ModelFaults     HTTP errors, latency, stalls, cut streams, malformed tool calls
     │   └── key_faults  KeyFaults  per API key: 429 (with or without a reset hint), 401, 402
     ├── tools      ToolFaults      raise, hang past the timeout, huge output, slow
+    ├── hooks      HookFaults      a plugin's pre_tool_call hook raises, hangs, answers garbage, is slow
     ├── store      StoreFaults     busy, slow commit, crash between write and ack
     └── workload   Workload        sessions, user messages, busy policies, cancels, limits
 """
@@ -220,6 +221,34 @@ class ToolFaults(Message, frozen=True, kw_only=True):
             raise ValueError(msg)
 
 
+class HookFaults(Message, frozen=True, kw_only=True):
+    """Faults of an in-process plugin's ``pre_tool_call`` hook, per tool call.
+
+    The hook runs inside the tool call's wait, before the tool, under its own deadline
+    (``deadline_s``, the dispatcher's ``PLUGIN_DEADLINE``). With every rate at 0 no hook runs.
+    """
+
+    raises: float = 0.0
+    """The callback raises (skipped as ``raised``)."""
+    hang: float = 0.0
+    """The callback never returns (skipped as ``timeout`` at the deadline)."""
+    garbage: float = 0.0
+    """The callback answers a value that is no decision; half of them past the size limit (``flood``)."""
+    slow: float = 0.0
+    """The callback answers after up to ``slow_max_s`` seconds (past the deadline: skipped as ``timeout``)."""
+    slow_max_s: float = 15.0
+    deadline_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("raises", "hang", "garbage", "slow"))
+        _check_seconds(self, ("slow_max_s", "deadline_s"))
+
+    @property
+    def active(self) -> bool:
+        """Whether the plan runs a hook at all."""
+        return self.raises + self.hang + self.garbage + self.slow > 0
+
+
 class StoreFaults(Message, frozen=True, kw_only=True):
     """Faults of the store writer, per write."""
 
@@ -305,5 +334,6 @@ class FaultPlan(Message, frozen=True, kw_only=True):
     crashes: CrashFaults = msgspec.field(default_factory=CrashFaults)
     model: ModelFaults = msgspec.field(default_factory=ModelFaults)
     tools: ToolFaults = msgspec.field(default_factory=ToolFaults)
+    hooks: HookFaults = msgspec.field(default_factory=HookFaults)
     store: StoreFaults = msgspec.field(default_factory=StoreFaults)
     workload: Workload = msgspec.field(default_factory=Workload)

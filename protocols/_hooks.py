@@ -1,8 +1,8 @@
-"""Messages of the hook plugins: a call handed to a plugin's actor, and its answer.
+"""Messages of the hook plugins' actors (``actors.hooks``).
 
-A plugin's actor (``actors.hooks``) runs the plugin's callbacks for one event and answers
-``HookAnswered`` to ``reply_to``: the callbacks' return values in registration order, or
-the first exception's text. In-process only (the keyword arguments are Python objects).
+A plugin's calls never pass through its actor's mailbox: the dispatcher puts them on the
+actor's lane (a thread of the actor's own). The mailbox takes what changes the lane:
+``ReloadPlugin`` after a fault (the callback raised, hung or flooded).
 """
 
 from __future__ import annotations
@@ -12,23 +12,9 @@ from typing import Any
 from ._base import Message
 
 
-class InvokeHook(Message, frozen=True, kw_only=True):
-    """Run every callback the plugin registered for ``event`` with ``kwargs``."""
+class ReloadPlugin(Message, frozen=True, kw_only=True):
+    """Import the plugin afresh and serve its calls from ``lane`` (the old lane is closed, or abandoned if stuck)."""
 
-    event: str
-    kwargs: dict[str, Any]
-    reply_to: Any
-    """Told ``HookAnswered`` (from the plugin's thread)."""
-    call: int = 0
-    """The dispatcher's number for this call (answers of an abandoned call are recognised)."""
-
-
-class HookAnswered(Message, frozen=True, kw_only=True):
-    plugin: str
-    call: int
-    values: tuple[Any, ...] = ()
-    """What each callback returned, in registration order."""
-    error: str | None = None
-    """The first callback exception (``Type: text``); the later callbacks did not run."""
-    subscribed: bool = True
-    """False: the plugin registered nothing for the event."""
+    lane: Any
+    """The ``actors.hooks._lane.Lane`` the dispatcher already queues the plugin's next calls on."""
+    generation: int

@@ -17,13 +17,16 @@ import itertools
 import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import trio
 
 from protocols._session import ApprovalRequested, ApprovalResolved, SessionEvent
 
 from ._approval_settings import ApprovalSettings
+
+if TYPE_CHECKING:
+    from actors.hooks import Hooks
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,9 @@ class ApprovalGate:
         settings: ApprovalSettings | None = None,
         yolo: bool = False,
         timeout: float | None = None,
+        hooks: Hooks | None = None,
+        session_id: str = "",
+        surface: str = "gateway",
     ) -> None:
         settings = settings or ApprovalSettings()
         self._publish = publish
@@ -67,6 +73,10 @@ class ApprovalGate:
         self._ids = itertools.count(1)
         self._pending: dict[str, _Pending] = {}
         self._session_allowed: set[str] = set()
+        self.hooks = hooks
+        """``pre_approval_request`` / ``post_approval_response`` observe each question asked (in the background)."""
+        self.session_id = session_id
+        self.surface = surface
 
     def _always_allowed(self) -> set[str]:
         try:
@@ -98,6 +108,8 @@ class ApprovalGate:
         request_id = f"{call_id}:{next(self._ids)}"
         pending = self._pending[request_id] = _Pending(trio.Event())
         decision: Decision = "cancelled"
+        observed = self._observed(command, reasons, keys)
+        self._observe("pre_approval_request", observed)
         try:
             self._publish(ApprovalRequested(turn_id=turn_id, request_id=request_id, call_id=call_id, command=command, reasons=reasons, timeout_s=timeout))
             with trio.move_on_after(timeout):
@@ -115,7 +127,23 @@ class ApprovalGate:
                 except OSError as exc:
                     log.warning("could not save the approval for later sessions: %s", exc)
             self._publish(ApprovalResolved(turn_id=turn_id, request_id=request_id, choice=decision))
+            self._observe("post_approval_response", {**observed, "choice": decision})
         return decision
+
+    def _observed(self, command: str, reasons: tuple[str, ...], keys: tuple[str, ...]) -> dict[str, Any]:
+        """The approval hooks' keyword arguments (the seed's names)."""
+        return {
+            "command": command,
+            "description": "; ".join(reasons),
+            "pattern_key": keys[0] if keys else "",
+            "pattern_keys": list(keys),
+            "session_key": self.session_id,
+            "surface": self.surface,
+        }
+
+    def _observe(self, event: str, kwargs: dict[str, Any]) -> None:
+        if self.hooks is not None:
+            self.hooks.fire_soon(event, kwargs, session_id=self.session_id, publish=self._publish)
 
     def resolve(self, request_id: str, choice: str) -> bool:
         """Answer a pending request; False (and nothing happens) when it is not pending."""

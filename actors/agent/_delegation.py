@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import time
+from typing import TYPE_CHECKING, Literal
 
 import trio
 
@@ -23,9 +25,13 @@ from protocols import CancelTurn, SessionInbox, StartTurn, TurnCancelled, TurnCo
 from ._hub import HubRegistry
 from ._reader import TrioSubscriber
 
+if TYPE_CHECKING:
+    from actors.hooks import Hooks
+
 BLOCKED_IN_CHILDREN = frozenset({"delegate_task", "clarify", "memory", "execute_code"})
 MAX_CHILDREN = 3
 CHILD_ITERATIONS = 50
+ChildStatus = Literal["completed", "failed", "interrupted", "error"]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -57,7 +63,15 @@ class Delegation:
     """One per session: starts that session's children (used from the reactor thread only)."""
 
     def __init__(
-        self, registry: Registry, reactor: Reactor, hubs: HubRegistry, session_id: str, depth: int, limits: DelegationLimits = DelegationLimits()
+        self,
+        registry: Registry,
+        reactor: Reactor,
+        hubs: HubRegistry,
+        session_id: str,
+        depth: int,
+        limits: DelegationLimits = DelegationLimits(),
+        *,
+        hooks: Hooks | None = None,
     ) -> None:
         self.registry = registry
         self.limits = limits
@@ -67,6 +81,8 @@ class Delegation:
         self.depth = depth
         self._numbers = itertools.count(1)
         self._slots = trio.Semaphore(limits.max_children)
+        self.hooks = hooks
+        """``subagent_stop`` observes each child's end (in the background)."""
 
     @property
     def allowed(self) -> bool:
@@ -78,6 +94,28 @@ class Delegation:
 
     async def run_child(self, child_id: str, goal: str, context: str | None, *, timeout: float) -> tuple[bool, str]:
         """Run one child turn to its end; ``(ok, final answer or error)``."""
+        started = time.monotonic()
+        status: ChildStatus = "error"
+        summary: str | None = None
+        try:
+            status, summary = await self._run_child(child_id, goal, context, timeout=timeout)
+            return status == "completed", summary
+        except trio.Cancelled:
+            status = "interrupted"
+            raise
+        finally:
+            if self.hooks is not None:
+                stopped = {
+                    "parent_session_id": self.session_id,
+                    "child_role": None,
+                    "child_summary": summary,
+                    "child_status": status,
+                    "duration_ms": int((time.monotonic() - started) * 1000),
+                    "child_session_id": child_id,
+                }
+                self.hooks.fire_soon("subagent_stop", stopped, session_id=self.session_id, publish=self.hubs.get(self.session_id).publish)
+
+    async def _run_child(self, child_id: str, goal: str, context: str | None, *, timeout: float) -> tuple[ChildStatus, str]:
         from supervisor import start_child
 
         from ._address import SESSIONS_PATH
@@ -98,13 +136,13 @@ class Delegation:
                         event = await reader.get()
                         if isinstance(event, TurnCompleted):
                             ended = True
-                            return True, event.text
+                            return "completed", event.text
                         if isinstance(event, TurnFailed):
                             ended = True
-                            return False, event.error
+                            return "failed", event.error
                         if isinstance(event, TurnCancelled | TurnRejected):
                             ended = True
-                            return False, event.reason
+                            return "interrupted", event.reason
             finally:
                 hub.unsubscribe(reader)
                 if not ended:

@@ -85,7 +85,7 @@ async def hooked_model(
         if first:
             if hooks.wants("on_session_start"):
                 await hooks.call("on_session_start", {"session_id": session_id, "model": model, "platform": platform}, **where)
-            hooks.fire_soon("session:start", {"platform": platform, "user_id": "", "session_id": session_id, "session_key": session_id})
+            hooks.fire_soon("session:start", {"platform": platform, "user_id": "", "session_id": session_id, "session_key": session_id}, publish=publish)
         if hooks.wants("pre_llm_call"):
             history = [m.to_openai() for m in messages]
             kwargs = {
@@ -100,7 +100,9 @@ async def hooked_model(
     elif messages and messages[-1].role == "tool":
         steps = [m for m in messages[index + 1 :] if m.role == "assistant"]
         names = [c.name for c in steps[-1].tool_calls] if steps and steps[-1].tool_calls else []
-        hooks.fire_soon("agent:step", {"platform": platform, "user_id": "", "session_id": session_id, "iteration": len(steps), "tool_names": names})
+        hooks.fire_soon(
+            "agent:step", {"platform": platform, "user_id": "", "session_id": session_id, "iteration": len(steps), "tool_names": names}, publish=publish
+        )
     if memo.context and index >= 0:
         messages = with_context(messages, index, memo.context)
     reply = await call(messages)

@@ -77,7 +77,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.tools_schema = [tool.schema() for tool in deps.tools.values()]
         self.tools_version: object = getattr(deps.tools, "version", None)
         """A live tool table (MCP servers' tools) has a version; the schemas follow it."""
-        self.workspace = Workspace(deps.workdir, ApprovalGate(self.hub.publish, home=deps.home, settings=deps.approvals), Clarifier(self.hub))
+        surface = "cli" if deps.source == "cli" else "gateway"
+        gate = ApprovalGate(self.hub.publish, home=deps.home, settings=deps.approvals, hooks=deps.hooks, session_id=session_id, surface=surface)
+        self.workspace = Workspace(deps.workdir, gate, Clarifier(self.hub))
         host = HostConfig(
             session_id=session_id,
             model=deps.model.model,
@@ -104,7 +106,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.store = store_address(context.registry, self.deps.store_path)
         self.providers = Providers(self.deps.model, self.deps.providers, context.registry)
         depth = self.overrides.depth if self.overrides is not None else 0
-        self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth, self.deps.delegation)
+        self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth, self.deps.delegation, hooks=self.deps.hooks)
         # Load only after the writer has committed everything sent before now: writes of a
         # dead incarnation may still be in its inbox (otherwise a tool result landing after
         # the reload would get a second, synthetic result). Those that build on a refused
@@ -150,7 +152,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
 
     def terminated(self, kind: str) -> None:
         if self.deps.hooks is not None:
-            self.deps.hooks.fire_soon("on_session_finalize", {"session_id": self.session_id, "platform": self.deps.source}, session_id=self.session_id)
+            self.deps.hooks.fire_soon(
+                "on_session_finalize", {"session_id": self.session_id, "platform": self.deps.source}, session_id=self.session_id, publish=self.hub.publish
+            )
         if kind == "normal":
             self.hub.release()  # passivated: keep the numbering, not the events
         # Whatever tools left running (background commands) ends with the session.
@@ -233,6 +237,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             delegation=self.delegation if self.delegation.allowed else None,
             tools=deps.tools,
             settings=deps.tool_settings,
+            hooks=deps.hooks,
         )
         run = deps.tools[effect.name].run
         if deps.hooks is not None:
@@ -296,11 +301,13 @@ class SessionActor(Actor[SessionInbox | Timer]):
         hooks, sid, platform, model = self.deps.hooks, self.session_id, self.deps.source, self.host.model
         assert hooks is not None
         if isinstance(event, TurnStarted):
-            hooks.fire_soon("agent:start", {"platform": platform, "user_id": "", "session_id": sid, "message": event.text}, session_id=sid)
+            hooks.fire_soon(
+                "agent:start", {"platform": platform, "user_id": "", "session_id": sid, "message": event.text}, session_id=sid, publish=self.hub.publish
+            )
             return
         completed = isinstance(event, TurnCompleted)
         ended = {"session_id": sid, "completed": completed, "interrupted": isinstance(event, TurnCancelled), "model": model, "platform": platform}
-        hooks.fire_soon("on_session_end", ended, session_id=sid)
+        hooks.fire_soon("on_session_end", ended, session_id=sid, publish=self.hub.publish)
         if isinstance(event, TurnCompleted) and event.text:
             transcript = self.host.state.transcript if self.host.state is not None else ()
             user = next((m.content or "" for m in reversed(transcript) if m.role == "user"), "")
@@ -313,8 +320,13 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 "model": model,
                 "platform": platform,
             }
-            hooks.fire_soon("post_llm_call", answered, session_id=sid)
-            hooks.fire_soon("agent:end", {"platform": platform, "user_id": "", "session_id": sid, "message": user, "response": event.text}, session_id=sid)
+            hooks.fire_soon("post_llm_call", answered, session_id=sid, publish=self.hub.publish)
+            hooks.fire_soon(
+                "agent:end",
+                {"platform": platform, "user_id": "", "session_id": sid, "message": user, "response": event.text},
+                session_id=sid,
+                publish=self.hub.publish,
+            )
 
     def command_hook(self, message: SwitchModel | UndoTurn | CompressContext) -> None:
         assert self.deps.hooks is not None
@@ -324,7 +336,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             CompressContext: ("compress", getattr(message, "focus", "")),
         }[type(message)]
         context = {"platform": self.deps.source, "user_id": "", "session_id": self.session_id, "command": name, "args": args}
-        self.deps.hooks.fire_soon(f"command:{name}", context, session_id=self.session_id)
+        self.deps.hooks.fire_soon(f"command:{name}", context, session_id=self.session_id, publish=self.hub.publish)
 
     def reload(self, why: str) -> None:
         raise StoreDiverged(f"session {self.session_id}: {why}; reloading from the store")

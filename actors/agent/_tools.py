@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.memory import MemorySettings
 from protocols._session import SessionEvent
@@ -18,6 +18,9 @@ from ._approvals import ApprovalGate
 from ._clarify import Clarifier
 from ._delegation import Delegation
 from ._plan import ToolTraits
+
+if TYPE_CHECKING:
+    from actors.hooks import Hooks
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -88,6 +91,8 @@ class ToolContext:
     tools: Mapping[str, ToolSpec] = dataclasses.field(default_factory=dict)
     """The session's tools, for tools that call tools (execute_code)."""
     settings: ToolSettings = ToolSettings()
+    hooks: Hooks | None = None
+    """The runtime's hooks, for a tool's own hook points (the terminal's ``transform_terminal_output``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from protocols._base import from_json, to_json
-from protocols._faults import CrashFaults, FaultPlan, KeyFaults, MessageFaults, ModelFaults, StoreFaults, ToolFaults, Workload
+from protocols._faults import CrashFaults, FaultPlan, HookFaults, KeyFaults, MessageFaults, ModelFaults, StoreFaults, ToolFaults, Workload
 
 from .._errors import UsageError
 
@@ -155,6 +155,11 @@ def long_plan() -> FaultPlan:
     )
 
 
+def hooks_plan() -> FaultPlan:
+    """The default faults plus a plugin ``pre_tool_call`` hook that raises, hangs, answers garbage or is slow."""
+    return msgspec.structs.replace(default_plan(), name="hooks", hooks=HookFaults(raises=0.05, hang=0.03, garbage=0.06, slow=0.08))
+
+
 PRESETS = {
     "calm": calm_plan,
     "default": default_plan,
@@ -166,6 +171,7 @@ PRESETS = {
     "process-death": process_death_plan,
     "keys": keys_plan,
     "long": long_plan,
+    "hooks": hooks_plan,
 }
 """Named plans. Every one keeps every invariant: CI sweeps seeds 0-15,999 of each
 (``tests/chaos/test_sweeps.py``); ``hermes chaos sim --all-presets`` sweeps more by hand."""

@@ -18,6 +18,8 @@ store and the supervisor can see:
   ``spurious_recovery`` / ``turn_never_ended`` / ``deadline_missed``: each turn a session
   took (started or queued) ends exactly once, before its deadline (or, if its actor died
   before the deadline, by the recovery's verdict within ``RECOVERY_BOUND`` of the crash).
+- ``hook_overran`` / ``hook_fault_decided`` (simulator): a plugin hook costs a tool call at
+  most its deadline, and a skipped hook (raised, hung, flooded) decides nothing (no block).
 - ``seq_gap``: every subscriber sees sequence numbers without gaps.
 - ``two_live_actors`` / ``restart_intensity``: one live actor per session path; no
   supervisor restarts more children than its intensity allows.
@@ -81,6 +83,8 @@ RULES = (
     "turn_never_ended",
     "deadline_missed",
     "seq_gap",
+    "hook_overran",
+    "hook_fault_decided",
     "two_live_actors",
     "restart_intensity",
     "misattributed_failure",
@@ -396,6 +400,13 @@ class Invariants:
             self.violate("tool_ran_twice", session_id, f"tool call {call_id} ran twice", now)
         if not write_ahead:
             self.violate("tool_before_write_ahead", session_id, f"tool call {call_id} ran before its call was durable", now)
+
+    def hook_called(self, session_id: str, call_id: str, cost_s: float, deadline_s: float, skipped: str | None, blocked: str | None, now: float) -> None:
+        """A tool call's plugin hook: what it cost, why it was skipped, whether it blocked."""
+        if cost_s > deadline_s:
+            self.violate("hook_overran", session_id, f"the hook of {call_id} cost {cost_s:.3f} s, past its {deadline_s:g} s deadline", now)
+        if skipped is not None and blocked is not None:
+            self.violate("hook_fault_decided", session_id, f"the hook of {call_id} was skipped ({skipped}) yet blocked the call", now)
 
     def idle_transcript(self, session_id: str, transcript: Sequence[ChatMessage], now: float) -> None:
         """An idle session's transcript (in memory) is settled."""

@@ -32,6 +32,7 @@ from ..agent._tools import ToolOutput
 from ..credentials import KeySpec, ProviderSpec
 from ._faults import Dice
 from ._invariants import Invariants
+from ._sim_hooks import draw_hook_call
 from ._sim_pool import SimPool
 from ._sim_store import SimStore
 
@@ -319,7 +320,15 @@ class World:
         wait_id = self.new_wait()
         self.tool_runs[call_id] += 1
         duration = dice.uniform("tools", 0.001, max(0.001, workload.tool_s))
-        if dice.fault("tools", "error", faults.error):
+        hook = draw_hook_call(dice, self.plan.hooks) if self.plan.hooks.active else None
+        if hook is not None:
+            self.checker.hook_called(incarnation.session.session_id, call_id, hook.cost_s, self.plan.hooks.deadline_s, hook.skipped, hook.blocked, self.now)
+            if hook.skipped is not None:
+                self.note(f"hook pre_tool_call of {call_id} skipped ({hook.skipped}) after {hook.cost_s:.3f} s")
+            duration += hook.cost_s
+        if hook is not None and hook.blocked is not None:
+            outcome = WaitFinished(wait_id=wait_id, tag="tool", status="ok", value=ToolOutput(content=f"[error] {hook.blocked}", ok=False))
+        elif dice.fault("tools", "error", faults.error):
             outcome = WaitFinished(wait_id=wait_id, tag="tool", status="error", error="RuntimeError: the simulated tool raised")
         elif dice.fault("tools", "hang", faults.hang):
             duration = math.inf

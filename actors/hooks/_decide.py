@@ -12,7 +12,7 @@ import dataclasses
 import json
 import re
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Literal
 
 MAX_ANSWER_CHARS = 100_000
 """An answer longer than this (a context, a transformed result) is a flood: skipped."""
@@ -105,3 +105,24 @@ def clamp_timeout(value: float | None, default: float = 60.0, cap: float = 300.0
     if value > cap:
         return cap, f"timeout {value:g} s is above the cap: {cap:g} s used"
     return float(value), None
+
+
+SkipReason = Literal["timeout", "raised", "flood"]
+
+
+def skip_reason(answer: tuple[tuple[Any, ...], str | None] | None) -> SkipReason | None:
+    """Why a plugin's answer to a call is skipped (None: it is used): no answer by the
+    deadline, a callback raised, or an answer past the size limit."""
+    if answer is None:
+        return "timeout"
+    values, error = answer
+    if error is not None:
+        return "raised"
+    if any(oversized(v) for v in values):
+        return "flood"
+    return None
+
+
+def hook_cost(answered_after: float, deadline: float) -> float:
+    """What one call of the plugins costs the caller: the last answer's time, at most the deadline."""
+    return min(answered_after, deadline)

@@ -1,11 +1,14 @@
 """``Hooks``: the one dispatcher of plugin, gateway and shell hooks (it runs in the reactor).
 
-A call goes to every plugin subscribed to the event at once (each in its own actor), waits
-for their answers up to the call's deadline, then runs the matching shell hooks one after
+A call goes to every plugin subscribed to the event at once (each in its own actor's lane: a
+thread fed straight from here, ``_lane``), waits for their answers up to the call's deadline
+(blocking the reactor at most ``QUICK_WAIT`` for plugins that answer quickly, then as a trio
+wait the last answer wakes), then runs the matching shell hooks one after
 the other. The answers come back in dispatch order (plugins alphabetically, then shell hooks
 in config order) for the pure rules of ``_decide``. A plugin that raises, misses the deadline
 or floods is skipped for that call, reported (log, the session's event stream as
-``HookSkipped``, ``statistics()`` for /health/detailed) and replaced by a fresh actor.
+``HookSkipped``, ``statistics()`` for /health/detailed) and restarted: its actor imports it
+afresh on a fresh lane (``ReloadPlugin``).
 
 Invariant: a hook costs a call at most its deadline; no hook failure fails the call.
 """
@@ -23,13 +26,13 @@ import trio
 
 from actors import Address, HermesError, Registry
 from actors._reactor import Reactor
-from protocols._hooks import HookAnswered, InvokeHook
+from protocols._hooks import ReloadPlugin
 from protocols._session import HookSkipped
-from protocols._supervision import TerminateChild
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, start_child
 
 from ._actor import HookActor
-from ._decide import Answer, first_block, oversized
+from ._decide import Answer, first_block, skip_reason
+from ._lane import Gather, Lane
 from ._names import gateway_matches
 from ._shell import ShellHook, payload, run_shell_hook
 from ._unit import UnitSource
@@ -39,6 +42,9 @@ log = logging.getLogger("hermes.hooks")
 HOOKS_PATH = "/hooks"
 PLUGIN_DEADLINE = 10.0
 """Seconds a plugin's callbacks may take for one call before they are skipped (and the plugin replaced)."""
+QUICK_WAIT = 0.001
+"""Seconds the reactor blocks (the GIL released) for the answers of plugins that answered quickly
+before; past that it awaits them like any wait. The most one call stalls the reactor."""
 MAX_IN_FLIGHT = 32
 """Calls one plugin may have unanswered; past that it is skipped as busy (a flood of calls)."""
 
@@ -56,10 +62,13 @@ class _Slot:
     source: UnitSource
     generation: int = 0
     address: Address[Any] | None = None
+    lane: Lane | None = None
     events: frozenset[str] | None = None
     """What it registered; None until its actor has loaded it."""
     load_error: str | None = None
     in_flight: int = 0
+    quick: bool = True
+    """Its last call was answered within ``QUICK_WAIT``: the next one is waited for by blocking briefly."""
     calls: int = 0
     faults: int = 0
     restarts: int = 0
@@ -70,7 +79,7 @@ class _Slot:
         return self.source.name
 
     def child_id(self) -> str:
-        return f"{self.name.replace('/', '_')}.{self.generation}"
+        return self.name.replace("/", "_")
 
 
 def _subscribed(slot: _Slot, event: str) -> bool:
@@ -81,27 +90,6 @@ def _subscribed(slot: _Slot, event: str) -> bool:
     if gateway:
         return any(gateway_matches(pattern, event) for pattern in slot.events)
     return event in slot.events
-
-
-class _Gather:
-    """Answers told from the hook actors' threads, collected in the reactor."""
-
-    def __init__(self, reactor: Reactor, expected: int) -> None:
-        self.reactor = reactor
-        self.expected = expected
-        self.answers: dict[str, HookAnswered] = {}
-        self.done = trio.Event()
-
-    def tell(self, answer: HookAnswered) -> None:
-        try:
-            self.reactor.call_soon(self._push, answer)
-        except HermesError:
-            pass  # the reactor stopped: nobody waits any more
-
-    def _push(self, answer: HookAnswered) -> None:
-        self.answers[answer.plugin] = answer
-        if len(self.answers) >= self.expected:
-            self.done.set()
 
 
 class Hooks:
@@ -139,7 +127,9 @@ class Hooks:
     def _start(self, slot: _Slot) -> None:
         assert self.registry is not None
         supervisor = self.registry.lookup(HOOKS_PATH)
-        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded)
+        lane = Lane(slot.name)
+        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded, lane)
+        slot.lane = lane
 
     def _loaded(self, name: str, generation: int, events: frozenset[str] | None, warnings: tuple[str, ...], error: str | None) -> None:
         """From a hook actor's thread: what its load gave."""
@@ -191,44 +181,45 @@ class Hooks:
         assert self.reactor is not None or not self.slots
         if not self.slots:
             return []
-        with trio.move_on_after(self.deadline):
-            await self.ready.wait()
-        targets = [s for s in self.slots if s.address is not None and _subscribed(s, event)]
+        if not self.ready.is_set():
+            with trio.move_on_after(self.deadline):
+                await self.ready.wait()
+        targets = [s for s in self.slots if s.lane is not None and _subscribed(s, event)]
         if not targets:
             return []
-        assert self.reactor is not None
         self.calls += 1
-        gather = _Gather(self.reactor, 0)
         sent: list[_Slot] = []
         for slot in targets:
             if slot.in_flight >= MAX_IN_FLIGHT:
                 self._fault(slot, event, "busy", f"{slot.in_flight} calls unanswered", publish, replace=False)
                 continue
-            assert slot.address is not None
-            slot.in_flight += 1
-            slot.calls += 1
             sent.append(slot)
-            try:
-                slot.address.tell(InvokeHook(event=event, kwargs=kwargs, reply_to=gather, call=self.calls))
-            except HermesError:
-                slot.in_flight -= 1
-        gather.expected = len(sent)
         if not sent:
             return []
-        with trio.move_on_after(self.deadline):
-            await gather.done.wait()
+        gather = Gather(trio.lowlevel.current_trio_token().run_sync_soon, len(sent))
+        started = time.perf_counter()
+        for slot in sent:
+            assert slot.lane is not None
+            slot.in_flight += 1
+            slot.calls += 1
+            slot.lane.submit(event, kwargs, gather)
+        done = gather.wait_briefly(QUICK_WAIT) if all(slot.quick for slot in sent) else gather.park()
+        if not done:
+            with trio.move_on_after(self.deadline):
+                await gather.done.wait()
+        quick = time.perf_counter() - started <= QUICK_WAIT
         answers: list[Answer] = []
         for slot in sent:  # alphabetical: the slots are sorted by name
             slot.in_flight -= 1
+            slot.quick = quick
             answer = gather.answers.get(slot.name)
+            reason = skip_reason(answer)
             if answer is None:
                 self._fault(slot, event, "timeout", f"no answer within {self.deadline:g} s", publish)
-            elif answer.error is not None:
-                self._fault(slot, event, "raised", answer.error, publish)
-            elif any(oversized(v) for v in answer.values):
-                self._fault(slot, event, "flood", "an answer past the size limit", publish)
+            elif reason is not None:
+                self._fault(slot, event, reason, answer[1] or "an answer past the size limit", publish)
             else:
-                answers += [Answer(slot.name, value) for value in answer.values]
+                answers += [Answer(slot.name, value) for value in answer[0]]
         return answers
 
     async def _call_shell(
@@ -292,20 +283,19 @@ class Hooks:
             self._replace(slot)
 
     def _replace(self, slot: _Slot) -> None:
-        """A fresh actor (and a fresh import) for ``slot``; the old one is stopped or abandoned."""
-        if self.registry is None:
+        """A fresh import on a fresh lane for ``slot`` (its actor is told; the old lane is closed or abandoned)."""
+        if slot.address is None:
             return
-        try:
-            self.registry.lookup(HOOKS_PATH).tell(TerminateChild(child_id=slot.child_id()))
-        except (LookupError, HermesError):
-            return  # the tree is stopping
         slot.generation += 1
         slot.restarts += 1
         slot.in_flight = 0
+        lane = Lane(slot.name)
         try:
-            self._start(slot)
-        except (LookupError, HermesError):
-            slot.address = None
+            slot.address.tell(ReloadPlugin(lane=lane, generation=slot.generation))
+        except HermesError:
+            slot.address = slot.lane = None  # the tree is stopping
+            return
+        slot.lane = lane
 
     def statistics(self) -> dict[str, Any]:
         """For /health/detailed and ``hermes hooks``."""

@@ -31,6 +31,7 @@ import trio
 
 from actors.agent import ApprovalGate, ToolContext, ToolOutput, ToolTraits, Workspace
 from actors.agent._approvals import ALLOWING
+from actors.hooks import first_text
 
 from ._danger import Verdict, check_command, display_command
 from ._registry import tool
@@ -148,6 +149,7 @@ async def run_foreground(context: ToolContext, command: str, cwd: Path, timeout:
         final_cwd = channel.final_cwd() if record_cwd and returncode is not None else None
     finally:
         channel.close()
+    capture = await _transformed(context, command, cwd, capture, returncode)
     lines = [capture.text().rstrip("\n") or "(no output)"]
     if returncode is None:
         lines.append(f"[timed out after {timeout:g} s: the command and every process it started were killed]")
@@ -157,6 +159,32 @@ async def run_foreground(context: ToolContext, command: str, cwd: Path, timeout:
         context.workspace.cwd = Path(final_cwd)
         lines.append(f"[working directory is now {final_cwd}]")
     return ToolOutput("\n".join(lines), ok=returncode is not None)
+
+
+async def _transformed(context: ToolContext, command: str, cwd: Path, capture: HeadTail, returncode: int | None) -> HeadTail:
+    """The output a ``transform_terminal_output`` hook returned in place of the command's, if any.
+
+    The hooks see the output before it is cleaned and redacted; what they return is capped,
+    cleaned and redacted like the command's own output.
+    """
+    hooks = context.hooks
+    if hooks is None or not hooks.wants("transform_terminal_output"):
+        return capture
+    kwargs = {
+        "command": command,
+        "output": capture.raw(),
+        "exit_code": returncode if returncode is not None else -1,
+        "cwd": str(cwd),
+        "task_id": context.session_id,
+        "session_id": context.session_id,
+    }
+    answers = await hooks.call("transform_terminal_output", kwargs, session_id=context.session_id, cwd=str(cwd), tool_name="terminal", publish=context.publish)
+    text = first_text(answers)
+    if text is None:
+        return capture
+    replaced = HeadTail(capture.head_limit, capture.tail_limit)
+    replaced.feed(text.encode("utf-8", errors="replace"))
+    return replaced
 
 
 def _deny_globs(workspace: Workspace) -> Sequence[str]:

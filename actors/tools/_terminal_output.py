@@ -55,6 +55,13 @@ class HeadTail:
     def omitted(self) -> int:
         return self.total - len(self.head) - min(len(self.tail), self.tail_limit)
 
+    def raw(self) -> str:
+        """What was kept, decoded and nothing else (the ``transform_terminal_output`` hook's input)."""
+        head = self.head.decode("utf-8", errors="replace")
+        tail = bytes(self.tail[-self.tail_limit :]).decode("utf-8", errors="replace")
+        omitted = self.omitted
+        return head + tail if omitted <= 0 else f"{head}\n[... {omitted:,} bytes of output omitted from the middle ...]\n{tail}"
+
     def text(self, environ: Mapping[str, str] | None = None) -> str:
         """Cleaned, redacted text; a note marks what was cut from the middle."""
         head = self.head.decode("utf-8", errors="replace")

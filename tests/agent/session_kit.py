@@ -118,8 +118,8 @@ def until(probe: Probe, kinds: type | tuple[type, ...], timeout: float = DEADLIN
             return seen
 
 
-def start_kit(store_file: Path, server: ModelServer, **overrides: Any) -> AgentKit:
-    """Start the store and sessions against ``server``; ``overrides`` replace SessionDeps fields."""
+def start_kit(store_file: Path, server: ModelServer, *, extra: Sequence[Any] = (), **overrides: Any) -> AgentKit:
+    """Start the store and sessions against ``server``; ``overrides`` replace SessionDeps fields; ``extra``: more children of the root."""
     intervals = Intervals()
     tools = make_tools(intervals)
     deps = SessionDeps(
@@ -132,7 +132,7 @@ def start_kit(store_file: Path, server: ModelServer, **overrides: Any) -> AgentK
         idle_timeout=0,
     )
     deps = dataclasses.replace(deps, **overrides)
-    return AgentKit(start_agent_runtime(store_file, deps), server, store_file, intervals, deps.hubs)
+    return AgentKit(start_agent_runtime(store_file, deps, extra=extra), server, store_file, intervals, deps.hubs)
 
 
 @pytest.fixture

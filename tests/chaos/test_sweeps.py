@@ -23,10 +23,11 @@ from actors.chaos._sim import SweepResult, format_result, replay, sweep
 
 SEEDS_PER_PRESET = 16_000
 """Seeds swept per preset (0 to 15,999)."""
-SEEDS = {"long": 1_000}
+SEEDS = {"long": 1_000, "hooks": 3_000}
 """Presets whose seeds cost more, swept less: a ``long`` seed (one session of 6-10 messages that
 compresses several times) costs about 7 ms of CPU, so 1,000 seeds take what 16,000 of the others do
-(``hermes chaos sim --plan long --seeds 10000`` by hand)."""
+(``hermes chaos sim --plan long --seeds 10000`` by hand). A ``hooks`` seed costs about 1.7 ms (its
+hooks that hang or are slow stretch the tool calls, so turns run more steps): 3,000 seeds take about 5 s of CPU."""
 
 
 def failing_seeds_report(name: str, result: SweepResult) -> str:

@@ -152,6 +152,11 @@ class SessionHandle(Protocol):
         """The scheduled jobs, a line each; None where no scheduler runs (``hermes chat``'s own runtime)."""
         ...
 
+    async def reset_session(self, old_session_id: str, new_session_id: str) -> None:
+        """The chat moved from ``old_session_id`` to a new session (``/new``): tell the hooks
+        (``on_session_finalize`` of the old, then ``on_session_reset`` of the new)."""
+        ...
+
     async def reload(self) -> list[str]:
         """Read config.yaml again and apply what may change while running; what happened, a line each.
 

@@ -242,6 +242,17 @@ class LocalSession:
     async def jobs(self) -> list[str] | None:
         return None  # jobs run under 'hermes serve', whose store this runtime only reads
 
+    async def reset_session(self, old_session_id: str, new_session_id: str) -> None:
+        hooks = self.deps.hooks
+        if hooks is None:
+            return
+        platform = self.deps.source
+        old_hub, new_hub = self.deps.hubs.get(old_session_id), self.deps.hubs.get(new_session_id)
+        hooks.fire_soon("on_session_finalize", {"session_id": old_session_id, "platform": platform}, session_id=old_session_id, publish=old_hub.publish)
+        hooks.fire_soon("on_session_reset", {"session_id": new_session_id, "platform": platform}, session_id=new_session_id, publish=new_hub.publish)
+        reset = {"platform": platform, "user_id": "", "session_id": new_session_id, "session_key": new_session_id}
+        hooks.fire_soon("session:reset", reset, session_id=new_session_id, publish=new_hub.publish)
+
     async def reload(self) -> list[str]:
         from actors.platforms._reload import reloaded
 
@@ -284,6 +295,7 @@ def hermes_home(env: Mapping[str, str]) -> Path:
 def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | None = None, yolo: bool = False) -> LocalSession:
     """Read the configuration under ``home`` and start the runtime; :class:`SetupFailed` says what is missing."""
     from actors.config import load_config
+    from actors.hooks import build_hooks, hooks_spec
     from actors.platforms._reload import Running
     from actors.platforms._runtime_deps import Platform, configured_deps
 
@@ -292,7 +304,9 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
     platform = Platform(name="cli", source="cli", hint=PLATFORM_HINT)
     try:
         loaded = load_config(home, env)
-        deps = configured_deps(home, env, loaded, platform, yolo=yolo)
+        # No consent prompt inside the TUI: a shell hook not yet allowed stays unregistered (logged).
+        hooks, hook_lines = build_hooks(home, loaded.config.hooks, env=env, auto_accept=loaded.config.hooks_auto_accept, tty=False)
+        deps = configured_deps(home, env, loaded, platform, yolo=yolo, hooks=hooks)
     except ConfigError as exc:
         raise SetupFailed(str(exc)) from None
     try:
@@ -307,11 +321,16 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
         from actors.platforms._serve_mcp import with_mcp  # the mcp SDK loads only where servers are configured
 
         deps, mcp = with_mcp(deps, loaded.config.mcp_servers)
+    for line in hook_lines:
+        log.warning("hooks: %s", line)
     configured = Configured(home=home, env=env, settings=Running(loaded=loaded, deps=deps, platform=platform, yolo=yolo))
+    extra = (*((hooks_spec(),) if hooks is not None else ()), *((mcp.tree,) if mcp is not None else ()))
     try:
-        session = LocalSession.start(deps, store, configured, (mcp.tree,) if mcp is not None else ())
+        session = LocalSession.start(deps, store, configured, extra)
     except HermesImportError as exc:  # a Hermes state.db that could not be imported: left as it was
         raise SetupFailed(str(exc)) from None
+    if hooks is not None:
+        hooks.bind(session.runtime.registry, session.runtime.reactor)
     if mcp is not None:  # the first turn sees the servers' tools (each up, or failed once)
         mcp.wait_started()
     return session

@@ -253,6 +253,9 @@ class RemoteSession:
             raise RequestRefused(f"GET /api/jobs: {_error_text(response)}")
         return [_job_line(job) for job in response.json().get("jobs", [])]
 
+    async def reset_session(self, old_session_id: str, new_session_id: str) -> None:
+        return None  # the server's hooks see sessions, not a client's switch between them
+
     async def reload(self) -> list[str]:
         msg = f"/reload reloads a runtime in this process; the server at {self.base_url} reloads config.yaml on SIGHUP (kill -HUP <its pid>)"
         raise RequestRefused(msg)

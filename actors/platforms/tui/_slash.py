@@ -47,7 +47,9 @@ class SlashCommands:
             return
         match name:
             case "new":
+                old = app.session_id
                 await app.switch_session(None)
+                await handle.reset_session(old, app.session_id)
                 await app.say(f"new session {app.session_id}", "dim")
             case "resume" if argument:
                 await self.resume(handle, argument)
