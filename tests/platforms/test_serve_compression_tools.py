@@ -46,6 +46,9 @@ def test_two_hundred_turns_with_large_tool_outputs_in_a_small_window_never_fail_
         (home / "config.yaml").write_text(
             f'model:\n  default: test-model\n  base_url: "{server.base_url}"\n  api_key: sk-test\n  context_length: {WINDOW}\n'
             f"compression:\n  threshold: 0.85\n  summary_model: {SUMMARY_MODEL}\n"
+            # No background reviews: a review session forks this long conversation, compresses it
+            # too and would take summaries scripted for this one (they have their own tests).
+            "memory:\n  nudge_interval: 0\nskills:\n  creation_nudge_interval: 0\n"
         )
         (home / ".env").write_text(f"API_SERVER_KEY={KEY}\n")
         with serving(home) as base, httpx.Client(base_url=base, headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE) as http:
