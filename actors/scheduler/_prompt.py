@@ -49,7 +49,9 @@ def run_prompt(job: Job, at: float, *, skills: Sequence[tuple[str, str]] = (), m
     )
     if missing:
         names = ", ".join(missing)
-        parts.append(f"[The skill(s) {names} named by this job were not found and were skipped. Begin your answer with a short notice: 'Skill(s) not found: {names}'.]")
+        parts.append(
+            f"[The skill(s) {names} named by this job were not found and were skipped. Begin your answer with a short notice: 'Skill(s) not found: {names}'.]"
+        )
     for name, text in skills:
         parts.append(f"[The job invokes the skill {name!r}: follow its instructions, given in full below.]\n\n{text}")
     parts.append(f"The job's instruction: {job.prompt}" if skills else job.prompt)

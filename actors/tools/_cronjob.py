@@ -42,7 +42,9 @@ class CronjobArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     repeat: Annotated[int | None, msgspec.Meta(description="How many runs in all (none: no limit).")] = None
     model: Annotated[str | None, msgspec.Meta(description="The model of its runs.")] = None
     skills: Annotated[list[str] | None, msgspec.Meta(description="Skills whose instructions each run follows (loaded in full).")] = None
-    script: Annotated[str | None, msgspec.Meta(description="A script under HERMES_HOME/scripts/ run before each run; its output is the run's context ('' removes it).")] = None
+    script: Annotated[
+        str | None, msgspec.Meta(description="A script under HERMES_HOME/scripts/ run before each run; its output is the run's context ('' removes it).")
+    ] = None
 
 
 def _line(view: JobView) -> str:
@@ -63,7 +65,9 @@ async def cronjob(context: ToolContext, args: CronjobArgs) -> ToolOutput:
         address = delegation.registry.lookup(SCHEDULER_PATH)
     except LookupError:
         return ToolOutput(content="[error] cronjob: this process runs no scheduler; jobs run under 'hermes serve'", ok=False)
-    fields: dict[str, Any] = {k: v for k in ("prompt", "schedule", "name", "deliver", "timezone", "repeat", "model", "skills", "script") if (v := getattr(args, k)) is not None}
+    fields: dict[str, Any] = {
+        k: v for k in ("prompt", "schedule", "name", "deliver", "timezone", "repeat", "model", "skills", "script") if (v := getattr(args, k)) is not None
+    }
     if args.action == "create":
         fields = {"deliver": "origin", **fields, "origin": context.session_id, "source": "tool"}
     elif args.action != "list" and not args.job_id:

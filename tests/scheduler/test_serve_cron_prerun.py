@@ -51,7 +51,9 @@ def test_skills_and_the_pre_run_script_reach_the_model_a_hung_script_is_killed_a
     (home / "config.yaml").write_text(f"model:\n  default: test-model\n  base_url: {model_server.base_url}\n  api_key: upstream\n")
     (home / ".env").write_text(f"API_SERVER_KEY={KEY}\n")
     monkeypatch.setenv("HERMES_CRON_SCRIPT_TIMEOUT", "1")
-    model_server.script([TextReply(content="Triaged."), TextReply(content="The script failed."), TextReply(content="Skill(s) not found: nope.")], model="test-model")
+    model_server.script(
+        [TextReply(content="Triaged."), TextReply(content="The script failed."), TextReply(content="Skill(s) not found: nope.")], model="test-model"
+    )
     with launched(home) as (process, url), httpx.Client(base_url=url, headers=HEADERS, timeout=DEADLINE) as http:
         made = http.post("/api/jobs", json={"prompt": "triage my inbox", "schedule": "1s", "skills": ["inbox-triage"], "script": "collect.py"})
         assert made.status_code == 201, made.text
