@@ -111,13 +111,13 @@ async def run_script(home: Path, script: str, *, timeout: float, environ: Mappin
             await process.wait()
         timed_out = scope.cancelled_caught
     finally:
-        if process.returncode is None:
-            _kill_group(process)  # the deadline passed, or the run was cancelled: the whole group goes
-            with trio.CancelScope(shield=True), trio.move_on_after(_REAP_TIMEOUT):
-                await process.wait()
-        elif process.returncode is not None:
-            _kill_group(process)  # a child it left behind holds no pipe of ours, but is still its group
-        await process.aclose()
+        # the deadline passed, the run was cancelled, or the script left children: the whole group goes
+        _kill_group(process)
+        with trio.CancelScope(shield=True), trio.move_on_after(_REAP_TIMEOUT):
+            await process.wait()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    await stream.aclose()
     stdout = redact_secrets(out.decode("utf-8", "replace"))[:MAX_OUTPUT].strip()
     stderr = redact_secrets(err.decode("utf-8", "replace")).strip()[-2000:]
     if timed_out:

@@ -73,7 +73,7 @@ def test_skills_and_the_pre_run_script_reach_the_model_a_hung_script_is_killed_a
     first = _message(model_server, triaged["last_session_id"])
     assert triaged["last_status"] == "completed" and triaged["last_detail"] == "Triaged."
     assert "URGENT-7731" in first and "unread: 12, from boss: 2" in first and "triage my inbox" in first
-    assert first.index("unread: 12") < first.index("URGENT-7731") < first.index("triage my inbox")
+    assert first.index("unread: 12") < first.index("URGENT-7731") < first.index("instruction: triage my inbox")
     # the hung script: killed with its group at 1 s; the run went on and was told; the occurrence says so
     assert stuck["last_status"] == "completed", stuck
     assert "hang.sh" in stuck["last_detail"] and "passed its deadline of 1 s" in stuck["last_detail"] and "killed" in stuck["last_detail"]
