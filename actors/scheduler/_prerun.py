@@ -2,7 +2,7 @@
 
 The script must lie under ``HERMES_HOME/scripts/`` (a relative name is taken from there; an
 absolute or ``~`` path must resolve inside it). ``.sh`` / ``.bash`` files run under bash, any
-other under this Python; no shell, in a process group of its own, with a deadline
+other under this Python; no shell, without the server's secret-named variables, in a process group of its own, with a deadline
 (``HERMES_CRON_SCRIPT_TIMEOUT`` seconds, default 120): past it the group is killed and reaped.
 Its stdout (at most ``MAX_OUTPUT`` characters kept, secrets redacted) goes into the prompt; a
 failure or a timeout is given to the model as a script error (the run proceeds, as Hermes's
@@ -90,13 +90,14 @@ def _kill_group(process: trio.Process) -> None:
 
 async def run_script(home: Path, script: str, *, timeout: float, environ: Mapping[str, str] | None = None) -> ScriptResult:
     """Run the job's script to its end or its deadline; never raises for the script's own faults."""
-    from actors.memory import redact_secrets
+    from actors.memory import is_secret_name, redact_secrets
 
     try:
         path = await trio.to_thread.run_sync(resolve_script, home, script)
     except ScriptError as exc:
         return ScriptResult(ok=False, output=str(exc), note=f"pre-run script not run: {exc}")
-    env = dict(os.environ if environ is None else environ)
+    # like Hermes's, a script does not inherit the server's keys and tokens
+    env = {k: v for k, v in (os.environ if environ is None else environ).items() if not is_secret_name(k)}
     process = await trio.lowlevel.open_process(
         argv_for(path), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(path.parent), env=env, start_new_session=True
     )

@@ -43,3 +43,9 @@ def test_the_timeout_comes_from_the_environment_and_the_message_orders_script_sk
     assert text.index("DATA") < text.index("[Scheduled job") < text.index("b were not found") < text.index("SKILL A") < text.index("do it")
     assert "Script Error" in run_prompt(job, 0.0, script=ScriptResult(ok=False, output="boom", note="boom"))
     assert run_prompt(job, 0.0).endswith("\n\ndo it")
+
+
+def test_a_script_does_not_inherit_the_servers_keys(tmp_path: Path) -> None:
+    home = _home(tmp_path, env_py="import os\nprint(os.environ.get('OPENAI_API_KEY', 'none'), os.environ.get('LANG_HINT'))\n")
+    result = trio.run(lambda: run_script(home, "env.py", timeout=20, environ={"OPENAI_API_KEY": "sk-secret-value", "LANG_HINT": "fr", "PATH": "/usr/bin:/bin"}))
+    assert result.ok and result.output == "none fr"
