@@ -229,6 +229,10 @@ def _cron_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         action.add_argument("--timezone", default=None)
         action.add_argument("--repeat", type=int, default=None)
         action.add_argument("--model", default=None)
+        action.add_argument("--skills", default=None, help="comma-separated skills whose SKILL.md each run follows")
+        action.add_argument(
+            "--script", default=None, help="a script under HERMES_HOME/scripts/ run before each run, its output the run's context ('' removes it)"
+        )
     for name, text in (("pause", "pause a job"), ("resume", "resume a paused job"), ("run", "run a job now"), ("remove", "remove a job")):
         actions.add_parser(name, help=text).add_argument("job_id")
     cron.set_defaults(handler=_cron)

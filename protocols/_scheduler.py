@@ -39,6 +39,9 @@ class Job(Message, frozen=True, kw_only=True):
     """The model of its runs (empty: the server's)."""
     toolsets: tuple[str, ...] = ()
     skills: tuple[str, ...] = ()
+    """Skills whose SKILL.md goes into each run's message (a missing one is skipped and noted)."""
+    script: str = ""
+    """A pre-run script under ``HERMES_HOME/scripts/`` (Hermes's ``script``): its output is the run's context."""
     repeat: int | None = None
     """How many runs in all (None: no limit); a job that has run that many times is disabled."""
     deadline: float = 600.0

@@ -43,6 +43,7 @@ def job_json(view: JobView) -> dict[str, Any]:
         "model": job.model or None,
         "toolsets": list(job.toolsets),
         "skills": list(job.skills),
+        "script": job.script or None,
         "repeat": {"times": job.repeat, "completed": view.runs},
         "deadline": job.deadline,
         "created_at": _iso(job.created_at),
@@ -50,6 +51,7 @@ def job_json(view: JobView) -> dict[str, Any]:
         "last_run_at": _iso(last.at) if last is not None else None,
         "last_status": last.status if last is not None else None,
         "last_error": last.detail if last is not None and last.status in ("failed", "missed", "interrupted") else None,
+        "last_detail": last.detail if last is not None and last.detail else None,
         "last_delivery": last.delivered if last is not None and last.delivered else None,
         "last_session_id": last.session_id if last is not None and last.session_id else None,
     }

@@ -107,6 +107,8 @@ class SchedulerOptions:
     clock: Callable[[], float] = time.time
     load_timeout: float = 60.0
     run_slack: float = 150.0
+    script_timeout: float = 120.0
+    """Seconds a job's pre-run script may run (``HERMES_CRON_SCRIPT_TIMEOUT``)."""
     """Seconds a run's wait may last past the job's deadline (delivery, cancelling the turn)."""
 
 
@@ -166,6 +168,7 @@ class Scheduler(Actor[Any]):
             senders=senders,
             resolve_toolsets=self.options.resolve_toolsets,
             default_model=self.options.default_model,
+            script_timeout=self.options.script_timeout,
         )
         self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
 

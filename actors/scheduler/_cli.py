@@ -29,7 +29,7 @@ def _server(args: argparse.Namespace) -> tuple[str, dict[str, str]]:
 
 
 def _fields(args: argparse.Namespace) -> dict[str, Any]:
-    names = ("schedule", "prompt", "name", "deliver", "timezone", "repeat", "model")
+    names = ("schedule", "prompt", "name", "deliver", "timezone", "repeat", "model", "skills", "script")
     return {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
 
 

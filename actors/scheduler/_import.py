@@ -75,6 +75,7 @@ def convert(entry: dict[str, Any]) -> Job | None:
         origin=_origin(entry.get("origin")),
         model=str(entry.get("model") or ""),
         skills=tuple(str(s) for s in skills if isinstance(s, str)),
+        script=str(entry.get("script") or ""),
         repeat=int(times) if isinstance(times, int) and times > 0 else None,
         source="hermes-jobs.json",
     )

@@ -2,7 +2,7 @@
 
 The API, the ``cronjob`` tool and ``hermes cron`` send the same field names (Hermes's):
 ``name``, ``prompt``, ``schedule``, ``timezone``, ``deliver``, ``model``, ``toolsets``,
-``skills``, ``repeat``, ``deadline``, ``enabled``.
+``skills``, ``script``, ``repeat``, ``deadline``, ``enabled``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from protocols._scheduler import Job
 from ._delivery import parse_target
 from ._schedule import Once, Schedule, ScheduleError, parse_schedule
 
-EDITABLE = frozenset({"name", "prompt", "schedule", "timezone", "deliver", "model", "toolsets", "skills", "repeat", "deadline", "enabled"})
+EDITABLE = frozenset({"name", "prompt", "schedule", "timezone", "deliver", "model", "toolsets", "skills", "script", "repeat", "deadline", "enabled"})
 MAX_DEADLINE = 24 * 3600.0
 
 
@@ -73,6 +73,11 @@ def apply_fields(job: Job, fields: Mapping[str, Any], *, now: float, platforms: 
         value = _text(fields, key, required=key in ("prompt", "schedule") and key in fields)
         if value is not None:
             changes[key] = value.strip() if key != "prompt" else value
+    if "script" in fields:  # empty or null: no script
+        script = fields["script"]
+        if script is not None and not isinstance(script, str):
+            raise JobError("'script' must be the name of a script under HERMES_HOME/scripts/ (or empty: none)")
+        changes["script"] = (script or "").strip()
     for key in ("toolsets", "skills"):
         names = _names(fields, key)
         if names is not None:

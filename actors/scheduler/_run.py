@@ -1,7 +1,7 @@
 """One run of a job: a fresh session ``cron:<job>:<occurrence>``, its answer, its delivery.
 
 Runs as a reactor wait the scheduler started (after the claim committed), under the job's
-deadline: the session's turn is cancelled when the deadline passes or the wait is cancelled,
+deadline (the pre-run script and the skills' reading included, see ``_prerun`` / ``_prompt``): the session's turn is cancelled when the deadline passes or the wait is cancelled,
 so a stuck run holds its slot until its deadline and no longer, and never delays another job.
 """
 
@@ -19,6 +19,8 @@ from protocols import CancelTurn, SessionInbox, StartTurn, SwitchModel, TurnCanc
 from protocols._scheduler import Job, OccurrenceStatus
 
 from ._delivery import Senders, deliver, is_silent, parse_target, resolve, save_output
+from ._prerun import DEFAULT_TIMEOUT, ScriptResult, run_script
+from ._prompt import load_skills, run_prompt
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -37,6 +39,8 @@ class RunEnv:
     """``actors.tools.resolve_toolsets`` (a job's toolsets to tool names); None: all tools."""
     default_model: str = ""
     """``cron.model``: the model of runs whose job names none (empty: the server's)."""
+    script_timeout: float = DEFAULT_TIMEOUT
+    """Seconds a job's pre-run script may run (``HERMES_CRON_SCRIPT_TIMEOUT``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -62,16 +66,21 @@ def _blocked(env: RunEnv, job: Job) -> frozenset[str]:
     return frozenset(blocked)
 
 
-def _prompt(job: Job, at: float) -> str:
-    when = dt.datetime.fromtimestamp(at, dt.UTC).isoformat(timespec="seconds")
-    skills = f"\nUse these skills: {', '.join(job.skills)}." if job.skills else ""
-    return (
-        f"[Scheduled job {job.name!r} ({job.id}), occurrence {when}. Nobody is watching this run: do the task and give the result. "
-        f"If there is nothing worth reporting, answer exactly [SILENT].]{skills}\n\n{job.prompt}"
-    )
+async def _prepare(env: RunEnv, job: Job, at: float) -> tuple[str, list[str]]:
+    """The run's message (skills read, the pre-run script run) and the notes the occurrence keeps."""
+    notes: list[str] = []
+    loaded, missing = await trio.to_thread.run_sync(load_skills, env.home, job.skills) if job.skills else ([], [])
+    if missing:
+        notes.append("skill(s) not found, skipped: " + "; ".join(f"{name}: {why}" for name, why in missing))
+    script: ScriptResult | None = None
+    if job.script:
+        script = await run_script(env.home, job.script, timeout=env.script_timeout)
+        if script.note:
+            notes.append(script.note)
+    return run_prompt(job, at, skills=loaded, missing=[name for name, _ in missing], script=script), notes
 
 
-async def _turn(env: RunEnv, job: Job, session_id: str, at: float) -> tuple[OccurrenceStatus, str]:
+async def _turn(env: RunEnv, job: Job, session_id: str, text: str) -> tuple[OccurrenceStatus, str]:
     from actors.agent import SESSIONS_PATH
     from actors.agent._delegation import SessionOverrides
     from actors.agent._reader import TrioSubscriber
@@ -87,7 +96,7 @@ async def _turn(env: RunEnv, job: Job, session_id: str, at: float) -> tuple[Occu
     try:
         if job.model or env.default_model:
             address.tell(SwitchModel(model=job.model or env.default_model))
-        address.tell(StartTurn(text=_prompt(job, at), turn_id=turn_id, policy="reject"))
+        address.tell(StartTurn(text=text, turn_id=turn_id, policy="reject"))
         while True:
             event = await reader.get()
             if isinstance(event, TurnCompleted):
@@ -107,18 +116,21 @@ async def _turn(env: RunEnv, job: Job, session_id: str, at: float) -> tuple[Occu
 
 async def run_job(env: RunEnv, job: Job, at: float, session_id: str) -> RunOutcome:
     """Run one occurrence to its end within ``job.deadline``; deliver a non-silent answer."""
+    notes: list[str] = []
     with trio.move_on_after(job.deadline) as scope:
-        status, text = await _turn(env, job, session_id, at)
+        message, notes = await _prepare(env, job, at)
+        status, text = await _turn(env, job, session_id, message)
+    noted = "".join(f"[{note}] " for note in notes)
     if scope.cancelled_caught:
-        return RunOutcome(status="failed", detail=f"the run passed its deadline of {job.deadline:g} s and was cancelled", delivered="")
+        return RunOutcome(status="failed", detail=f"{noted}the run passed its deadline of {job.deadline:g} s and was cancelled", delivered="")
     if status != "completed":
-        return RunOutcome(status=status, detail=text[:500], delivered="")
+        return RunOutcome(status=status, detail=(noted + text)[:1000], delivered="")
     if is_silent(text):
-        return RunOutcome(status="silent", detail="[SILENT]", delivered="not delivered: the answer was [SILENT]")
+        return RunOutcome(status="silent", detail=f"{noted}[SILENT]", delivered="not delivered: the answer was [SILENT]")
     path = await save_output(env.home, job.id, job.name, at, text)
     target = resolve(parse_target(job.deliver), job.origin)
     payload: Mapping[str, object] = {"job_id": job.id, "job_name": job.name, "occurrence": at, "session_id": session_id, "answer": text}
     with trio.move_on_after(120.0):  # delivery has its own deadline, past the run's
         delivered = await deliver(target, env.senders, payload)
-        return RunOutcome(status="completed", detail=text[:200], delivered=f"{delivered}; saved {path}")
-    return RunOutcome(status="completed", detail=text[:200], delivered=f"failed: {target.describe()}: delivery took over 120 s; saved {path}")
+        return RunOutcome(status="completed", detail=(noted + text)[:1000], delivered=f"{delivered}; saved {path}")
+    return RunOutcome(status="completed", detail=(noted + text)[:1000], delivered=f"failed: {target.describe()}: delivery took over 120 s; saved {path}")

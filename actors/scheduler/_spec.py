@@ -11,6 +11,7 @@ from supervisor import ChildSpec, Restart
 
 from ._actor import Scheduler, SchedulerOptions
 from ._delivery import Senders
+from ._prerun import script_timeout
 
 DEFAULT_MAX_PARALLEL = 3
 
@@ -54,6 +55,7 @@ def scheduler_options(
         resolve_toolsets=tools_package.resolve_toolsets,
         max_iterations=max_iterations,
         default_model=cron.model,
+        script_timeout=script_timeout(os.environ),
         senders=Senders(platforms=platform_senders if platform_senders is not None else {}, publish=publish, post=post_json),
     )
 

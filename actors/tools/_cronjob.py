@@ -23,7 +23,7 @@ REPLY_TIMEOUT = 15.0
 DESCRIPTION = """\
 Schedule tasks that run later or repeatedly, each in a fresh session with no memory of this
 chat (write a self-contained prompt). Actions: 'create' (prompt, schedule; optional name,
-deliver, timezone, repeat, model), 'list', 'update' (job_id and the fields to change),
+deliver, timezone, repeat, model, skills, script), 'list', 'update' (job_id and the fields to change),
 'pause', 'resume', 'remove', 'run' (run it now), each but create/list with job_id.
 schedule: a duration ('30m', once), 'every 2h', a cron expression ('0 8 * * 1-5') or an ISO
 time ('2026-05-01T08:00'). deliver: 'origin' (back to this conversation, the default),
@@ -41,6 +41,10 @@ class CronjobArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     timezone: Annotated[str | None, msgspec.Meta(description="IANA zone of a cron expression or ISO time.")] = None
     repeat: Annotated[int | None, msgspec.Meta(description="How many runs in all (none: no limit).")] = None
     model: Annotated[str | None, msgspec.Meta(description="The model of its runs.")] = None
+    skills: Annotated[list[str] | None, msgspec.Meta(description="Skills whose instructions each run follows (loaded in full).")] = None
+    script: Annotated[
+        str | None, msgspec.Meta(description="A script under HERMES_HOME/scripts/ run before each run; its output is the run's context ('' removes it).")
+    ] = None
 
 
 def _line(view: JobView) -> str:
@@ -61,7 +65,9 @@ async def cronjob(context: ToolContext, args: CronjobArgs) -> ToolOutput:
         address = delegation.registry.lookup(SCHEDULER_PATH)
     except LookupError:
         return ToolOutput(content="[error] cronjob: this process runs no scheduler; jobs run under 'hermes serve'", ok=False)
-    fields: dict[str, Any] = {k: v for k in ("prompt", "schedule", "name", "deliver", "timezone", "repeat", "model") if (v := getattr(args, k)) is not None}
+    fields: dict[str, Any] = {
+        k: v for k in ("prompt", "schedule", "name", "deliver", "timezone", "repeat", "model", "skills", "script") if (v := getattr(args, k)) is not None
+    }
     if args.action == "create":
         fields = {"deliver": "origin", **fields, "origin": context.session_id, "source": "tool"}
     elif args.action != "list" and not args.job_id:

@@ -72,7 +72,14 @@ def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(
     home.mkdir()
     (home / "config.yaml").write_text(f"model:\n  default: test-model\n  base_url: {model_server.base_url}\n  api_key: upstream\n")
     (home / ".env").write_text(f"API_SERVER_KEY={KEY}\n")
-    create = {"action": "create", "name": "plants", "prompt": "remind me to water the plants", "schedule": "0 8 * * *", "timezone": "Europe/Paris"}
+    create = {
+        "action": "create",
+        "name": "plants",
+        "prompt": "remind me to water the plants",
+        "schedule": "0 8 * * *",
+        "timezone": "Europe/Paris",
+        "script": "weather.py",
+    }
     model_server.script(
         [
             ToolCallsReply(calls=(ScriptedCall(name="cronjob", arguments=json.dumps(create)),)),
@@ -90,9 +97,10 @@ def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(
         assert _run(http, "planner", "what is scheduled?")["output"] == "One job."
         assert _run(http, "planner", "pause it")["output"] == "Which one?"
         # hermes cron against the running server
-        added = _cron(home, url, "add", "every 2h", "back up the notes", "--name", "backup")
+        added = _cron(home, url, "add", "every 2h", "back up the notes", "--name", "backup", "--skills", "notes-backup,rsync", "--script", "du.sh")
         assert added.returncode == 0, added.stderr
         job_id = added.stdout.split()[0]
+        as_added = http.get(f"/api/jobs/{job_id}").json()["job"]
         listed = _cli(home, url, "list")
         tui_lines = asyncio.run(_tui_jobs(url))
         paused = _cli(home, url, "pause", job_id)
@@ -110,6 +118,7 @@ def test_the_cronjob_tool_and_hermes_cron_manage_the_jobs_of_a_running_server(
     assert len(jobs) == 1
     made = jobs[0]
     assert (made["name"], made["schedule"], made["timezone"], made["deliver"], made["origin"]) == ("plants", "0 8 * * *", "Europe/Paris", "origin", "planner")
+    assert made["script"] == "weather.py" and as_added["script"] == "du.sh" and as_added["skills"] == ["notes-backup", "rsync"]
     assert made["state"] == "scheduled" and made["next_run_at"].endswith(("06:00:00+00:00", "07:00:00+00:00"))  # 08:00 in Paris
     results = [m for r in model_server.requests if r.session == "planner" for m in r.body.get("messages", []) if m.get("role") == "tool"]
     contents = [str(m["content"]) for m in results]
