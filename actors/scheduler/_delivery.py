@@ -4,7 +4,8 @@ Targets, as Hermes users write them:
 
 - ``local``: only the output file (every answer is also saved there, whatever the target:
   ``HERMES_HOME/cron/output/<job>/<occurrence>.md``);
-- ``origin``: back where the job was made: a ``<platform>:<chat_id>`` origin goes to that chat,
+- ``origin``: back where the job was made: a ``<platform>:<chat_id>`` origin, or a chat's session
+  (``agent:main:<platform>:<chat_type>:<chat_id>[:<thread_id>]``), goes to that chat;
   a session origin gets a :class:`CronDelivered` event on its stream (TUI, SSE clients);
 - ``<platform>:<chat_id>[:<thread_id>]``: a messaging platform configured under ``platforms:``;
   it is sent through the adapter registered for it (``Senders``), and reported unavailable when
@@ -86,10 +87,18 @@ def parse_target(text: str) -> Target:
     raise ValueError(f"deliver {raw!r} is not a target; use 'local', 'origin', '<platform>:<chat_id>[:<thread_id>]' or an http(s) URL")
 
 
+_CHAT_SESSION = re.compile(r"agent:main:([a-z][a-z0-9_]*):[a-z_]+:([^:]+)(?::([^:]+))?")
+"""A chat's session id (``actors.platforms.gateway``): ``agent:main:<platform>:<chat_type>:<chat_id>[:<thread_id>]``."""
+
+
 def resolve(target: Target, origin: str) -> Target:
-    """``origin`` made concrete: the chat or the session the job came from."""
+    """``origin`` made concrete: the chat or the session the job came from (a job made in a chat's
+    session goes back to that chat)."""
     if target.kind != "origin":
         return target
+    chat = _CHAT_SESSION.fullmatch(origin)
+    if chat is not None:
+        return Target(kind="platform", platform=chat.group(1), chat_id=chat.group(2), thread_id=chat.group(3) or "")
     try:
         found = parse_target(origin)
     except ValueError:
