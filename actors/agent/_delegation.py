@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING, Literal
 import trio
 
 from actors import Address, Reactor, Registry
-from protocols import CancelTurn, SessionInbox, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+from protocols import SessionInbox, StartTurn, TurnCompleted, TurnFailed
 
 from ._hub import HubRegistry
-from ._reader import TrioSubscriber
+from ._reader import run_turn
 
 if TYPE_CHECKING:
     from actors.hooks import Hooks
@@ -124,26 +124,13 @@ class Delegation:
             turn_id = f"{child_id}.turn"
             overrides = SessionOverrides(parent_session_id=self.session_id, depth=self.depth + 1, max_iterations=self.limits.child_iterations)
             address: Address[SessionInbox] = start_child(self.registry, self.registry.lookup(SESSIONS_PATH), child_id, child_id, overrides)
-            hub = self.hubs.get(child_id)
-            reader = TrioSubscriber(self.reactor, turn_id=turn_id)
-            hub.subscribe(reader, after_seq=hub.last_seq)
-            ended = False
-            try:
-                prompt = goal if not context else f"{goal}\n\nContext from the parent task:\n{context}"
-                address.tell(StartTurn(text=prompt, turn_id=turn_id))
-                with trio.fail_after(timeout):
-                    while True:
-                        event = await reader.get()
-                        if isinstance(event, TurnCompleted):
-                            ended = True
-                            return "completed", event.text
-                        if isinstance(event, TurnFailed):
-                            ended = True
-                            return "failed", event.error
-                        if isinstance(event, TurnCancelled | TurnRejected):
-                            ended = True
-                            return "interrupted", event.reason
-            finally:
-                hub.unsubscribe(reader)
-                if not ended:
-                    address.tell(CancelTurn(turn_id=turn_id, reason="the parent task was cancelled"))
+            prompt = goal if not context else f"{goal}\n\nContext from the parent task:\n{context}"
+            with trio.fail_after(timeout):
+                end = await run_turn(
+                    self.reactor, self.hubs.get(child_id), address, StartTurn(text=prompt, turn_id=turn_id), cancel_reason="the parent task was cancelled"
+                )
+            if isinstance(end, TurnCompleted):
+                return "completed", end.text
+            if isinstance(end, TurnFailed):
+                return "failed", end.error
+            return "interrupted", end.reason

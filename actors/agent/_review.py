@@ -19,12 +19,12 @@ import json
 import trio
 
 from actors import Address, Reactor, Registry
-from protocols import CancelTurn, ChatMessage, SessionInbox, StartTurn, ToolFinished, ToolStarted, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+from protocols import ChatMessage, SessionInbox, StartTurn, ToolFinished, ToolStarted, TurnCompleted, TurnFailed
 
 from ._delegation import SessionOverrides
 from ._hub import HubRegistry
 from ._nudges import ReviewPlan
-from ._reader import TrioSubscriber
+from ._reader import run_turn
 from ._review_prompts import review_prompt
 
 
@@ -58,36 +58,25 @@ async def run_review(
     )
     address: Address[SessionInbox] = start_child(registry, registry.lookup(SESSIONS_PATH), review_id, review_id, overrides)
     turn_id = f"{review_id}.turn"
-    hub = hubs.get(review_id)
-    reader = TrioSubscriber(reactor, turn_id=turn_id)
-    hub.subscribe(reader, after_seq=hub.last_seq)
     started: dict[str, str] = {}
     saved: list[str] = []
-    ended = False
-    try:
-        address.tell(StartTurn(text=review_prompt(plan.kind), turn_id=turn_id, history=history))
-        with trio.move_on_after(timeout) as scope:
-            while True:
-                event = await reader.get()
-                if isinstance(event, ToolStarted):
-                    started[event.call_id] = event.arguments
-                elif isinstance(event, ToolFinished) and event.ok:
-                    line = saved_line(event.name, started.get(event.call_id, ""))
-                    if line is not None:
-                        saved.append(line)
-                elif isinstance(event, TurnCompleted):
-                    ended = True
-                    return ReviewOutcome(ok=True, saved=tuple(saved), summary=summarize(saved))
-                elif isinstance(event, TurnFailed | TurnCancelled | TurnRejected):
-                    ended = True
-                    why = event.error if isinstance(event, TurnFailed) else event.reason
-                    return ReviewOutcome(ok=False, saved=tuple(saved), summary=summarize(saved, failed=f"the review failed: {why}"))
-        assert scope.cancelled_caught
-        return ReviewOutcome(ok=False, saved=tuple(saved), summary=summarize(saved, failed=f"the review ran past its {timeout:g} s deadline and was stopped"))
-    finally:
-        hub.unsubscribe(reader)
-        if not ended:
-            address.tell(CancelTurn(turn_id=turn_id, reason="the background review was stopped"))
+
+    def on_event(event: object) -> None:
+        if isinstance(event, ToolStarted):
+            started[event.call_id] = event.arguments
+        elif isinstance(event, ToolFinished) and event.ok:
+            line = saved_line(event.name, started.get(event.call_id, ""))
+            if line is not None:
+                saved.append(line)
+
+    start = StartTurn(text=review_prompt(plan.kind), turn_id=turn_id, history=history)
+    with trio.move_on_after(timeout):
+        end = await run_turn(reactor, hubs.get(review_id), address, start, cancel_reason="the background review was stopped", on_event=on_event)
+        if isinstance(end, TurnCompleted):
+            return ReviewOutcome(ok=True, saved=tuple(saved), summary=summarize(saved))
+        why = end.error if isinstance(end, TurnFailed) else end.reason
+        return ReviewOutcome(ok=False, saved=tuple(saved), summary=summarize(saved, failed=f"the review failed: {why}"))
+    return ReviewOutcome(ok=False, saved=tuple(saved), summary=summarize(saved, failed=f"the review ran past its {timeout:g} s deadline and was stopped"))
 
 
 def saved_line(tool: str, arguments: str) -> str | None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import trio
 
 from actors import Address, Reactor, Registry
-from protocols import CancelTurn, SessionInbox, StartTurn, SwitchModel, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+from protocols import SessionInbox, StartTurn, SwitchModel, TurnCompleted, TurnFailed
 from protocols._scheduler import Job, OccurrenceStatus
 
 from ._delivery import Senders, deliver, is_silent, parse_target, resolve, save_output
@@ -83,35 +83,19 @@ async def _prepare(env: RunEnv, job: Job, at: float) -> tuple[str, list[str]]:
 async def _turn(env: RunEnv, job: Job, session_id: str, text: str) -> tuple[OccurrenceStatus, str]:
     from actors.agent import SESSIONS_PATH
     from actors.agent._delegation import SessionOverrides
-    from actors.agent._reader import TrioSubscriber
+    from actors.agent._reader import run_turn
     from supervisor import start_child
 
     overrides = SessionOverrides(parent_session_id=None, depth=0, blocked_tools=_blocked(env, job), max_iterations=env.max_iterations, source="cron")
     address: Address[SessionInbox] = start_child(env.registry, env.registry.lookup(SESSIONS_PATH), session_id, session_id, overrides)
     hub = env.hubs.get(session_id)  # type: ignore[attr-defined]
-    turn_id = f"{session_id}.run"
-    reader = TrioSubscriber(env.reactor, turn_id=turn_id)
-    hub.subscribe(reader, after_seq=hub.last_seq)
-    ended = False
-    try:
-        if job.model or env.default_model:
-            address.tell(SwitchModel(model=job.model or env.default_model))
-        address.tell(StartTurn(text=text, turn_id=turn_id, policy="reject"))
-        while True:
-            event = await reader.get()
-            if isinstance(event, TurnCompleted):
-                ended = True
-                return "completed", event.text
-            if isinstance(event, TurnFailed):
-                ended = True
-                return "failed", event.error
-            if isinstance(event, TurnCancelled | TurnRejected):
-                ended = True
-                return "failed", event.reason
-    finally:
-        hub.unsubscribe(reader)
-        if not ended:
-            address.tell(CancelTurn(turn_id=turn_id, reason="the job's deadline passed, or the scheduler stopped"))
+    model = job.model or env.default_model
+    start = StartTurn(text=text, turn_id=f"{session_id}.run", policy="reject")
+    before = (SwitchModel(model=model),) if model else ()
+    end = await run_turn(env.reactor, hub, address, start, before=before, cancel_reason="the job's deadline passed, or the scheduler stopped")
+    if isinstance(end, TurnCompleted):
+        return "completed", end.text
+    return "failed", end.error if isinstance(end, TurnFailed) else end.reason
 
 
 async def run_job(env: RunEnv, job: Job, at: float, session_id: str) -> RunOutcome:
