@@ -19,7 +19,7 @@ import dataclasses
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import trio
@@ -264,6 +264,21 @@ class Hooks:
             self.reactor.call_soon(trio.lowlevel.spawn_system_task, self._fire, event, kwargs, where)
         except HermesError:
             pass  # stopping: an observer's event is dropped
+
+    def fire_soon_in_order(self, calls: Sequence[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+        """Several ``(event, kwargs, where)`` as :meth:`fire_soon` does, each after the one before
+        has ended (two ``fire_soon`` calls are two tasks: either may run first)."""
+        wanted = [call for call in calls if self.wants(call[0], call[2].get("tool_name"))]
+        if self.reactor is None or not wanted:
+            return
+        try:
+            self.reactor.call_soon(trio.lowlevel.spawn_system_task, self._fire_all, wanted)
+        except HermesError:
+            pass  # stopping: an observer's event is dropped
+
+    async def _fire_all(self, calls: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+        for event, kwargs, where in calls:
+            await self._fire(event, kwargs, where)
 
     async def _fire(self, event: str, kwargs: dict[str, Any], where: dict[str, Any]) -> None:
         try:

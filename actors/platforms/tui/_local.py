@@ -248,10 +248,14 @@ class LocalSession:
             return
         platform = self.deps.source
         old_hub, new_hub = self.deps.hubs.get(old_session_id), self.deps.hubs.get(new_session_id)
-        hooks.fire_soon("on_session_finalize", {"session_id": old_session_id, "platform": platform}, session_id=old_session_id, publish=old_hub.publish)
-        hooks.fire_soon("on_session_reset", {"session_id": new_session_id, "platform": platform}, session_id=new_session_id, publish=new_hub.publish)
         reset = {"platform": platform, "user_id": "", "session_id": new_session_id, "session_key": new_session_id}
-        hooks.fire_soon("session:reset", reset, session_id=new_session_id, publish=new_hub.publish)
+        hooks.fire_soon_in_order(
+            [
+                ("on_session_finalize", {"session_id": old_session_id, "platform": platform}, {"session_id": old_session_id, "publish": old_hub.publish}),
+                ("on_session_reset", {"session_id": new_session_id, "platform": platform}, {"session_id": new_session_id, "publish": new_hub.publish}),
+                ("session:reset", reset, {"session_id": new_session_id, "publish": new_hub.publish}),
+            ]
+        )
 
     async def reload(self) -> list[str]:
         from actors.platforms._reload import reloaded
