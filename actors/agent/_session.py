@@ -54,7 +54,8 @@ from ._providers import Providers
 from ._review import ReviewOutcome, run_review
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
-from ._session_host import HostConfig, IdleTimer, SessionHost, Timer, Write
+from ._session_host import HostConfig, SessionHost, Write
+from ._session_timers import IdleTimer, Timer
 from ._tools import ToolContext, Workspace
 
 log = logging.getLogger(__name__)

@@ -94,6 +94,7 @@ from ._session_core import (
     undo_cut,
 )
 from ._session_deps import RecoveryPolicy
+from ._session_timers import REFRESH_RETRY, AckCheck, IdleTimer, Timer, TurnTimer
 
 RESTART_FAILED = (
     "the session restarted while this turn was running or waiting; unfinished tools were not re-run "
@@ -160,26 +161,6 @@ class HostConfig:
     parent_session_id: str | None = None
     sanitizer: Sanitizer = sanitize
     """What a loaded transcript goes through (the simulator plants a bug by replacing it)."""
-
-
-REFRESH_RETRY = 0.05
-"""Seconds between two checks of a session waiting to passivate for new settings (its writes unanswered)."""
-
-
-class TurnTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
-    token: Token
-
-
-class IdleTimer(msgspec.Struct, frozen=True, kw_only=True, tag=True):
-    generation: int
-
-
-class AckCheck(msgspec.Struct, frozen=True, kw_only=True, tag=True):
-    """Time to check that the store answered every write sent ``ack_timeout`` ago."""
-
-
-Timer = TurnTimer | IdleTimer | AckCheck
-"""What a session sends itself (``port.after``)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from protocols._store import AppendMessages, CreateSession, MessagesPersisted, S
 
 from ..agent._machine import CallModel, CancelModel, CancelTimer, CancelTool, Persist, RunTool, StartTimer
 from ..agent._session_core import Loaded
-from ..agent._session_host import AckCheck, IdleTimer, TurnTimer
+from ..agent._session_timers import AckCheck, IdleTimer, TurnTimer
 
 
 def show(item: Any) -> str:
