@@ -124,7 +124,9 @@ class Supervisor(Actor[SupervisorInbox]):
         self._restart_times: collections.deque[float] = collections.deque()
         self._stop_queue: collections.deque[str] = collections.deque()
         self._in_flight: set[str] = set()
-        self._after_stops: Callable[[], None] | None = None
+        # What to do once the stop queue drains: each stop sequence adds its own, so a
+        # terminate that arrives during a restart or a shutdown never drops the other's step.
+        self._after_stops: list[Callable[[], None]] = []
         self._backlog: list[ChildExited] = []
         self._shutting_down = False
 
@@ -237,7 +239,7 @@ class Supervisor(Actor[SupervisorInbox]):
             self._stop_queue.remove(event.child_id)
             child.status = "stopped"
             return
-        if self._after_stops is not None or self._shutting_down:
+        if self._after_stops or self._shutting_down:
             if not self._shutting_down:
                 self._backlog.append(event)
             else:
@@ -286,6 +288,8 @@ class Supervisor(Actor[SupervisorInbox]):
         return len(times) <= self._intensity.max_restarts
 
     def _restart(self, group: Sequence[str]) -> None:
+        if self._shutting_down:
+            return  # a shutdown (or an escalation) came while the group stopped: nothing restarts
         delay = self._backoff.delay(len(self._restart_times)) if self._backoff else 0.0
         for child_id in group:
             child = self._children.get(child_id)
@@ -324,8 +328,8 @@ class Supervisor(Actor[SupervisorInbox]):
     def _stop_then(self, child_ids: Sequence[str], then: Callable[[], None]) -> None:
         """Stop ``child_ids`` in the given order (one at a time, or all at once for a
         dynamic supervisor, whose children have no order), then call ``then``."""
-        self._stop_queue.extend(child_ids)
-        self._after_stops = then
+        self._stop_queue.extend(i for i in child_ids if i not in self._stop_queue and i not in self._in_flight)
+        self._after_stops.append(then)
         self._stop_next()
 
     def _stop_next(self) -> None:
@@ -347,8 +351,8 @@ class Supervisor(Actor[SupervisorInbox]):
                 pass  # the runtime is ending: no timeout can fire; wait for the exit itself
         if self._stop_queue or self._in_flight:
             return
-        then, self._after_stops = self._after_stops, None
-        if then is not None:
+        thens, self._after_stops = self._after_stops, []
+        for then in thens:
             then()
         backlog, self._backlog = self._backlog, []
         for event in backlog:

@@ -408,6 +408,42 @@ def test_terminate_child_stops_a_child_for_good(start_runtime: StartRuntime) -> 
     assert incarnations(runtime, "/keep") == [1]
 
 
+def test_a_terminate_during_another_terminate_keeps_both_follow_ups(start_runtime: StartRuntime, probe: Probe) -> None:
+    release = threading.Event()
+    runtime = start_runtime([ChildSpec(id="slow", actor=SlowActor, args=(release, probe)), *specs("other")])
+    slow, other = runtime.lookup("/slow"), runtime.lookup("/other")
+    slow.tell("block")
+    assert probe.get() == "blocked"
+    runtime.root.tell(TerminateChild(child_id="slow"))  # its stop waits for the blocked handler
+    runtime.root.tell(TerminateChild(child_id="other"))  # queued behind it
+    runtime.root.ask("barrier", timeout=DEADLINE)
+    release.set()
+    events = Probe()
+    runtime.subscribe(events.put)
+    for path in ("/slow", "/other"):
+        events.get_matching(lambda e, p=path: isinstance(e, ChildExited) and e.path == p)
+    runtime.root.ask("barrier", timeout=DEADLINE)
+    # Both children are gone for good: the first terminate's step was not overwritten by the second's.
+    for address in (slow, other):
+        with pytest.raises(AddressClosed):
+            address.tell("hello")
+
+
+def test_a_terminate_during_a_shutdown_does_not_stop_the_shutdown_from_finishing(start_runtime: StartRuntime, probe: Probe) -> None:
+    release = threading.Event()
+    runtime = start_runtime([*specs("other"), ChildSpec(id="slow", actor=SlowActor, args=(release, probe))])
+    runtime.lookup("/slow").tell("block")
+    assert probe.get() == "blocked"
+    stopped: list[bool] = []
+    stopper = threading.Thread(target=lambda: stopped.append(runtime.stop(timeout=DEADLINE)))
+    stopper.start()
+    runtime.root.tell(TerminateChild(child_id="other"))  # arrives while the shutdown waits for /slow
+    release.set()
+    stopper.join(DEADLINE)
+    assert stopped == [True]
+    assert runtime.exit_reason == "stopped"
+
+
 def test_backoff_delays_the_restart(start_runtime: StartRuntime) -> None:
     runtime = start_runtime(specs("b"), backoff=Backoff(initial=0.2))
     events = Probe()
