@@ -35,7 +35,21 @@ from ._schema import HermesConfig
 from ._types import accepts_none, bare, container_item, describe, is_struct, member_for, struct_fields
 
 KeyPath = tuple[str | int, ...]
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BOOL_TAG = "tag:yaml.org,2002:bool"
+
+
+class _SafeLoader(_BaseLoader):  # type: ignore[misc]
+    """The safe loader (C parser when built), except that a mapping key written as a plain
+    ``off`` / ``on`` / ``yes`` / ``no`` stays the word: YAML 1.1 reads those as booleans, which
+    turned an MCP server or a platform named ``off:`` into the key ``False``. Values keep
+    YAML 1.1's reading (``enabled: yes`` is true, as Hermes users expect)."""
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.tag == _BOOL_TAG and not key_node.style:
+                key_node.tag = "tag:yaml.org,2002:str"
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-any-return]
 
 
 class ConfigWarning(msgspec.Struct, frozen=True, kw_only=True):

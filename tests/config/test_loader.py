@@ -131,3 +131,12 @@ def test_an_empty_section_or_key_means_its_defaults(tmp_path: Path) -> None:
 def test_yaml_reads_a_bare_off_as_false_and_approvals_accept_it(tmp_path: Path) -> None:
     loaded = load_config(home_with(tmp_path, "approvals:\n  mode: off\n"), {})
     assert loaded.config.approvals.mode is False
+
+
+def test_a_mapping_key_written_off_or_yes_stays_a_name_while_values_keep_yaml_booleans(tmp_path: Path) -> None:
+    config = "mcp_servers:\n  off:\n    command: off-server\n  yes:\n    url: http://127.0.0.1:1/mcp\n    enabled: no\n"
+    loaded = load_config(home_with(tmp_path, config), {})
+    servers = loaded.config.mcp_servers
+    assert sorted(servers) == ["off", "yes"]  # not "False" and "True"
+    assert servers["off"].command == "off-server"
+    assert servers["yes"].enabled is False
