@@ -14,6 +14,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+import msgspec
 import trio
 
 from protocols import PlatformMessage, StartTurn
@@ -53,7 +54,7 @@ async def prepare_turn(fetch: Fetch, message: PlatformMessage, start: StartTurn,
             lines.append(f"[{label} could not be saved in the workspace: {exc.strerror or exc}]")
             continue
         lines.append(saved_note(target, len(data)))
-    return dataclasses.replace(start, text="\n".join(lines) or "(an empty message)", images=tuple(images))
+    return msgspec.structs.replace(start, text="\n".join(lines) or "(an empty message)", images=tuple(images))
 
 
 def _write(target: Path, data: bytes) -> None:

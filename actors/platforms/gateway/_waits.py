@@ -6,6 +6,7 @@ Each returns to the adapter actor as a ``WaitFinished``; the actor decides what 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,6 +18,8 @@ from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
 from actors.agent._reader import TrioSubscriber
 from protocols import ApprovalRequested, CancelTurn, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+
+log = logging.getLogger(__name__)
 
 TERMINAL = (TurnCompleted, TurnFailed, TurnCancelled, TurnRejected)
 
@@ -64,7 +67,10 @@ async def follow_turn(
     event of the turn and is closed before the end is returned, so no edit of a streamed message
     can land after the final reply's."""
     if prepare is not None:
-        start = await prepare(start)
+        try:
+            start = await prepare(start)
+        except Exception as exc:  # a bug in a file's handling must not lose the message (nor crash-loop the adapter)
+            log.warning("gateway: the files of turn %s could not be prepared (%s); the text goes alone", start.turn_id, exc)
     if stream is None:
         return await _follow(registry, reactor, hubs, session_id, start, notify, deadline, store, None)
     async with trio.open_nursery() as nursery:
