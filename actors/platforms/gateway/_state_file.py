@@ -123,7 +123,8 @@ class StateFile:
     def _without_sent(self, state: Durable) -> Durable:
         if not self._sent:
             return state
-        return dataclasses.replace(state, outbox=tuple(o for o in state.outbox if o.turn_id not in self._sent))
+        outbox = tuple(o for o in state.outbox if o.turn_id not in self._sent)
+        return dataclasses.replace(state, outbox=outbox, streams=tuple(p for p in state.streams if p[0] not in self._sent))
 
     async def _write(self, state: Durable) -> None:
         await trio.to_thread.run_sync(write_atomic, self.path, encode(state))
