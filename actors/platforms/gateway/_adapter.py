@@ -395,7 +395,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
             return final, 0, str(exc) or type(exc).__name__
 
     async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
-        """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, if it has them), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
+        """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, or its extras for a final reply), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
         raise NotImplementedError
 
     def delivered(self, status: str, value: Any, error: str) -> None:
