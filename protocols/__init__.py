@@ -35,7 +35,9 @@ from ._gateway import AdapterStatus as AdapterStatus
 from ._gateway import AdapterStatusRequest as AdapterStatusRequest
 from ._gateway import AdapterTimer as AdapterTimer
 from ._gateway import ChatType as ChatType
+from ._gateway import PlatformFile as PlatformFile
 from ._gateway import PlatformMessage as PlatformMessage
+from ._gateway import StreamOpened as StreamOpened
 from ._mcp import McpLinkUp as McpLinkUp
 from ._mcp import McpServerInbox as McpServerInbox
 from ._mcp import McpToolInfo as McpToolInfo
@@ -193,6 +195,7 @@ __all__ = [
     "NoKeyAvailable",
     "NodeSnapshot",
     "NodeState",
+    "PlatformFile",
     "PlatformMessage",
     "PoolInbox",
     "PoolSaveDue",
@@ -241,6 +244,7 @@ __all__ = [
     "StoreReply",
     "StoreStatistics",
     "StoredMessage",
+    "StreamOpened",
     "Subscribe",
     "SupervisorInbox",
     "SwitchModel",

@@ -18,6 +18,18 @@ ChatType = Literal["dm", "group", "channel", "route"]
 AdapterState = Literal["starting", "running", "backoff", "unauthorized", "stopped"]
 
 
+class PlatformFile(Message, frozen=True, kw_only=True):
+    """A file that came with an inbound message (a photo, a document), not yet downloaded."""
+
+    kind: Literal["image", "file"]
+    file_id: str
+    """The platform's handle to fetch it (Telegram: ``getFile``)."""
+    name: str = ""
+    size: int = 0
+    """Bytes, as the platform announced them (0: not said)."""
+    mime: str = ""
+
+
 class PlatformMessage(Message, frozen=True, kw_only=True):
     """One inbound message from a chat platform, in the gateway's terms."""
 
@@ -34,6 +46,8 @@ class PlatformMessage(Message, frozen=True, kw_only=True):
     """The bot was @mentioned (groups answer only when mentioned or replied to)."""
     reply_to_bot: bool = False
     """The message replies to one of the bot's messages."""
+    files: tuple[PlatformFile, ...] = ()
+    """Photos and documents sent with the message (``text`` is then their caption, maybe empty)."""
 
 
 class AdapterStatusRequest(Message, frozen=True, kw_only=True):
@@ -66,3 +80,12 @@ class AdapterTimer(Message, frozen=True, kw_only=True):
     """An adapter's own timer: poll again, retry a start (after a backoff)."""
 
     what: str
+
+
+class StreamOpened(Message, frozen=True, kw_only=True):
+    """A turn's answer is streamed into the platform message ``message_id`` (told by the turn's
+    wait when the first piece was sent): the adapter saves it, so the final reply edits that
+    message, also after a restart."""
+
+    turn_id: str
+    message_id: str

@@ -40,6 +40,7 @@ from protocols import (
     ResolveApproval,
     SessionCommand,
     StartTurn,
+    StreamOpened,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
@@ -54,14 +55,14 @@ from ._dedup import SeenLog
 from ._pairing import new_code, request_code, update_book
 from ._session_key import key_of
 from ._state_file import Durable, Outgoing, StateFile, restore
-from ._waits import follow_turn
+from ._waits import Prepare, Stream, follow_turn
 
 log = logging.getLogger(__name__)
 
 Effect = Callable[[], None]
 """An effect decided before a save and run after it."""
 
-AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequested | PlatformMessage | Literal["port"]
+AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequested | PlatformMessage | StreamOpened | Literal["port"]
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
 turns it follows, inbound messages (a webhook request tells them), ``ask("port")``."""
 
@@ -96,6 +97,8 @@ class GatewayAdapter(Actor[AdapterInbox]):
         self.state_file = StateFile(home / "gateway" / f"{self.platform}.json")
         self.outbox: dict[str, Outgoing] = {}
         """Turn id -> its final reply, saved before it is sent and dropped once it was."""
+        self.streams: dict[str, str] = {}
+        """Turn id -> the platform message its answer streams into (the final reply edits it)."""
         self.version = 0
         self.state: AdapterState = "starting"
         self.detail = ""
@@ -109,6 +112,8 @@ class GatewayAdapter(Actor[AdapterInbox]):
         saved = self.state_file.load()
         self.seen, self.version = saved.seen, saved.version
         self.chats = restore(self.chats, saved)
+        live = {c.running for c in self.chats.chats.values()} | {o.turn_id for o in saved.outbox}
+        self.streams = {turn: mid for turn, mid in saved.streams if turn in live}
         for owed in saved.outbox:  # decided, maybe sent: sent again at most once (a crash in between is the one gap)
             self.outbox[owed.turn_id] = owed
             self.send_final(owed)
@@ -148,6 +153,9 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 return status
             case PlatformMessage():
                 self.accept([message])
+            case StreamOpened(turn_id=turn_id, message_id=message_id):
+                self.streams[turn_id] = message_id
+                self.commit([])  # a restart edits this message, not a second one
             case ApprovalRequested():
                 self.approvals[message.session_id] = message
                 chat = self.chats.chats.get(message.session_id)
@@ -207,7 +215,13 @@ class GatewayAdapter(Actor[AdapterInbox]):
         """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s
         outcome); ``inbound``: the save of a received batch (``persisted`` follows)."""
         self.version += 1
-        durable = Durable(seen=self.seen, chats=tuple(self.chats.chats.values()), outbox=tuple(self.outbox.values()), version=self.version)
+        durable = Durable(
+            seen=self.seen,
+            chats=tuple(self.chats.chats.values()),
+            outbox=tuple(self.outbox.values()),
+            streams=tuple(self.streams.items()),
+            version=self.version,
+        )
         self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
 
     async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
@@ -302,9 +316,30 @@ class GatewayAdapter(Actor[AdapterInbox]):
         start = StartTurn(text=message.text, turn_id=turn_id, policy="interrupt" if interrupt else "queue", instructions=self.instructions(message))
         registry = self._context().registry
         store = self.home / "state.db" if resume else None
+        stream, prepare = self.streamer(message, turn_id), self.preparer(message)
         self.start_wait(
-            follow_turn, registry, self.reactor, self.hubs, key_of(message), start, self.address.tell, TURN_DEADLINE, store, tag="turn", timeout=math.inf
+            follow_turn,
+            registry,
+            self.reactor,
+            self.hubs,
+            key_of(message),
+            start,
+            self.address.tell,
+            TURN_DEADLINE,
+            store,
+            stream,
+            prepare,
+            tag="turn",
+            timeout=math.inf,
         )
+
+    def streamer(self, message: PlatformMessage, turn_id: str) -> Stream | None:
+        """What shows the turn's answer while it runs (platforms that edit messages; None: the final reply only)."""
+        return None
+
+    def preparer(self, message: PlatformMessage) -> Prepare | None:
+        """What turns ``message``'s files into the turn's input (platforms that take files; None: text only)."""
+        return None
 
     def send_final(self, owed: Outgoing) -> None:
         pieces = chunk_text(owed.text, self.limit, self.measure) if self.limit else [owed.text]
@@ -360,7 +395,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
             return final, 0, str(exc) or type(exc).__name__
 
     async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
-        """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, if it has them), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
+        """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, or its extras for a final reply), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""
         raise NotImplementedError
 
     def delivered(self, status: str, value: Any, error: str) -> None:
@@ -376,3 +411,4 @@ class GatewayAdapter(Actor[AdapterInbox]):
         else:
             self.counts["answered"] += 1 if final else 0
         self.outbox.pop(final, None)  # already out of the file (mark_sent) or given up: gone at the next save
+        self.streams.pop(final, None)

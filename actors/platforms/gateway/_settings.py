@@ -11,6 +11,9 @@ platforms:
       allowed_users: [12345]      # also TELEGRAM_ALLOWED_USERS=12345,678 / GATEWAY_ALLOWED_USERS
       busy_policy: queue          # interrupt | queue | steer
       require_mention: true       # groups: answer only when mentioned or replied to
+      streaming: false            # show the answer while it comes, by editing one message
+      edit_interval: 1.0          # seconds between two edits of it
+      tool_progress: false        # a line per tool call in that message ("🔧 terminal: ls")
   webhook:
     enabled: true                 # or WEBHOOK_ENABLED=true
     extra:
@@ -40,6 +43,7 @@ from supervisor import Backoff, ChildSpec, Intensity
 from ._access import AccessPolicy
 from ._chats import Chats
 from ._telegram import TelegramAdapter
+from ._telegram_stream import StreamSettings
 from ._webhook import Route, WebhookAdapter
 
 SUPPORTED = ("telegram", "webhook")
@@ -53,6 +57,12 @@ class TelegramExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     require_mention: bool = True
     context: str = ""
     """A line added to the system prompt of this platform's turns (a persona, house rules)."""
+    streaming: bool = False
+    """Show the answer while it comes, by editing one message (the last edit is the final reply)."""
+    edit_interval: Annotated[float, msgspec.Meta(ge=0.0, le=60.0)] = 1.0
+    """Seconds between two edits of the streamed message (Telegram allows about one a second)."""
+    tool_progress: bool = False
+    """While streaming: a line per tool call above the answer."""
 
 
 class RouteExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -110,6 +120,21 @@ def _yes(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def _workspace(config: HermesConfig, home: Path) -> Path:
+    """The sessions' working directory (``terminal.cwd``): inbound files land there, ``MEDIA:`` files come from there."""
+    from actors.agent._session_settings import workdir
+
+    return workdir(config.terminal.cwd, home / "config.yaml", Path.cwd())
+
+
+def _sees_images(config: HermesConfig) -> bool:
+    """``model.vision``, else what the model's name says (as the API server judges it)."""
+    from actors.agent._model import ModelSettings
+
+    model = config.model.model or config.model.default
+    return ModelSettings(model=model, base_url="", api_key="", vision=config.model.vision).sees_images
+
+
 def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hubs: HubRegistry) -> Gateway:
     """The adapters to start; pure but for building specs."""
     specs: list[ChildSpec] = []
@@ -139,6 +164,9 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
             "chats": Chats(mode=extra.busy_policy),
             "context": extra.context,
             "senders": senders,
+            "stream": StreamSettings(enabled=extra.streaming, interval=extra.edit_interval, tool_progress=extra.tool_progress),
+            "workspace": _workspace(config, home),
+            "vision": _sees_images(config),
         }
         specs.append(ChildSpec(id="telegram", actor=TelegramAdapter, kwargs=kwargs))
     webhook = platforms.get("webhook")

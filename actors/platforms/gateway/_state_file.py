@@ -3,7 +3,9 @@ needs to answer every message exactly once.
 
 - ``seen`` / ``offset``: the inbound dedup log and the platform's poll position;
 - ``chats``: each chat's followed turn (the message that started it) and what waits behind it;
-- ``outbox``: final replies decided but not yet confirmed sent.
+- ``outbox``: final replies decided but not yet confirmed sent;
+- ``streams``: the platform message each streamed turn's answer is shown in (the final reply
+  edits it, so a restart mid-stream still ends in one message with the complete answer).
 
 The three are written together (one atomic write), *before* the effects they decide: a message
 is marked seen in the same write that records the turn it starts, so a restart either sees
@@ -43,6 +45,8 @@ class Durable:
     seen: SeenLog = SeenLog()
     chats: tuple[Chat, ...] = ()
     outbox: tuple[Outgoing, ...] = ()
+    streams: tuple[tuple[str, str], ...] = ()
+    """(turn id, platform message id) of answers streamed by edits."""
     version: int = 0
 
 
@@ -57,6 +61,7 @@ def encode(state: Durable) -> bytes:
         "seen": list(state.seen.ids),
         "chats": [{"running": c.running, "message": builtins(c.message), "queue": [builtins(m) for m in c.queue]} for c in state.chats],
         "outbox": [{"turn_id": o.turn_id, "message": builtins(o.message), "text": o.text} for o in state.outbox],
+        "streams": [list(pair) for pair in state.streams],
     }
     return json.dumps(data).encode()
 
@@ -68,7 +73,8 @@ def decode(text: str) -> Durable:
         Chat(running=str(c["running"]), message=_message(c["message"]), queue=tuple(_message(m) for m in c.get("queue", ()))) for c in data.get("chats", ())
     )
     outbox = tuple(Outgoing(turn_id=str(o["turn_id"]), message=_message(o["message"]), text=str(o["text"])) for o in data.get("outbox", ()))
-    return Durable(seen=seen, chats=chats, outbox=outbox)
+    streams = tuple((str(turn), str(mid)) for turn, mid in data.get("streams", ()))
+    return Durable(seen=seen, chats=chats, outbox=outbox, streams=streams)
 
 
 def restore(chats: Chats, saved: Durable) -> Chats:
@@ -117,7 +123,8 @@ class StateFile:
     def _without_sent(self, state: Durable) -> Durable:
         if not self._sent:
             return state
-        return dataclasses.replace(state, outbox=tuple(o for o in state.outbox if o.turn_id not in self._sent))
+        outbox = tuple(o for o in state.outbox if o.turn_id not in self._sent)
+        return dataclasses.replace(state, outbox=outbox, streams=tuple(p for p in state.streams if p[0] not in self._sent))
 
     async def _write(self, state: Durable) -> None:
         await trio.to_thread.run_sync(write_atomic, self.path, encode(state))

@@ -6,11 +6,19 @@ never confirmed before it is recorded. A failed poll (outage, 429, 5xx) waits by
 :func:`retry_delay` and polls again; a refused token (401/404) is retried every minute and
 shown as ``unauthorized``. Replies are cut at 4,096 UTF-16 units and sent piece by piece,
 each retried after a 429's ``retry_after`` or with backoff.
+
+With ``streaming: true`` a turn's answer is shown while it comes (``_telegram_stream.py``)
+and the final reply's first piece is the last edit of that message; an answer's ``MEDIA:``
+files follow the text as ``sendPhoto`` / ``sendDocument``; a message's photo and document are
+fetched for the turn (``_telegram_media.py``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import ssl
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,16 +27,30 @@ import trio
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
 from ._adapter import Effect, GatewayAdapter, approval_text
-from ._chunks import utf16_units
+from ._chunks import chunk_text, utf16_units
 from ._dedup import SeenLog
 from ._markdown_v2 import to_markdown_v2
+from ._media import split_media
 from ._retry import CallFailed, retry_delay
-from ._telegram_api import CALLBACK_PREFIX, approval_buttons, call, send_payload, to_message, unparsable
+from ._state_file import Outgoing
+from ._telegram_api import CALLBACK_PREFIX, approval_buttons, call, download, edit_payload, not_modified, send_payload, to_message, unparsable, upload
+from ._telegram_media import Attachment, prepare_turn, read_attachment
+from ._telegram_stream import StreamSettings, TelegramStream
+from ._waits import Prepare, Stream
 
 _SSL: ssl.SSLContext | None = None
 """One TLS context for every call (an ``httpx.AsyncClient`` would build its own each time)."""
 UNAUTHORIZED_RETRY = 60.0
 TELEGRAM_LIMIT = 4096
+UPLOAD_TIMEOUT = 120.0
+
+
+@dataclasses.dataclass(frozen=True)
+class FinalExtras:
+    """What a final reply carries besides its text: the streamed message its first piece edits ('' none) and its files."""
+
+    edit: str = ""
+    media: tuple[str, ...] = ()
 
 
 class TelegramAdapter(GatewayAdapter):
@@ -36,8 +58,23 @@ class TelegramAdapter(GatewayAdapter):
     limit = TELEGRAM_LIMIT
     measure = staticmethod(utf16_units)
 
-    def __init__(self, *, token: str, base_url: str, poll_timeout: float, **common: Any) -> None:
+    def __init__(
+        self,
+        *,
+        token: str,
+        base_url: str,
+        poll_timeout: float,
+        stream: StreamSettings | None = None,
+        workspace: Path | None = None,
+        vision: bool = False,
+        **common: Any,
+    ) -> None:
         super().__init__(**common)
+        self.stream_settings = stream or StreamSettings()
+        self.workspace = workspace or Path.cwd()
+        """Where inbound documents are saved and ``MEDIA:`` files may come from (with ``HERMES_HOME/cache``)."""
+        self.vision = vision
+        """Whether the model sees images (a photo is an image part, else a note)."""
         self.token = token
         self.base_url = base_url
         self.poll_timeout = poll_timeout
@@ -55,12 +92,49 @@ class TelegramAdapter(GatewayAdapter):
     def begin(self) -> None:
         self.start_wait(self._call, "getMe", {}, 30.0, tag="me", timeout=60.0)
 
-    async def _call(self, method: str, payload: dict[str, Any], timeout: float) -> Any:
+    async def _client(self) -> httpx.AsyncClient:
         global _SSL
         if _SSL is None:  # building one costs ~70 ms (the CA bundle): once, off the reactor
             _SSL = await trio.to_thread.run_sync(httpx.create_ssl_context)
-        async with httpx.AsyncClient(verify=_SSL) as client:  # one a call: nothing left open when a wait is cancelled
+        return httpx.AsyncClient(verify=_SSL)  # one a call: nothing left open when a wait is cancelled
+
+    async def _call(self, method: str, payload: dict[str, Any], timeout: float) -> Any:
+        async with await self._client() as client:
             return await call(client, self.base_url, self.token, method, payload, timeout=timeout)
+
+    async def _upload(self, method: str, fields: dict[str, Any], field: str, name: str, data: bytes) -> Any:
+        async with await self._client() as client:
+            return await upload(client, self.base_url, self.token, method, fields, field, name, data, timeout=UPLOAD_TIMEOUT)
+
+    async def _fetch(self, file_id: str, limit: int) -> tuple[str, bytes]:
+        async with await self._client() as client:
+            return await download(client, self.base_url, self.token, file_id, limit=limit, timeout=UPLOAD_TIMEOUT)
+
+    # -- streaming and files ----------------------------------------------------------------
+
+    def streamer(self, message: PlatformMessage, turn_id: str) -> Stream | None:
+        if not self.stream_settings.enabled:
+            return None
+        return TelegramStream(self._call, message, turn_id, self.stream_settings, self.address.tell, self.streams.get(turn_id, ""))
+
+    def preparer(self, message: PlatformMessage) -> Prepare | None:
+        if not message.files:
+            return None
+
+        async def prepare(start: Any) -> Any:
+            return await prepare_turn(self._fetch, message, start, workspace=self.workspace, vision=self.vision)
+
+        return prepare
+
+    def send_final(self, owed: Outgoing) -> None:
+        """The final reply: its first piece edits the streamed message (if any), its ``MEDIA:`` files follow the text."""
+        text, media = split_media(owed.text)
+        edit = self.streams.get(owed.turn_id, "")
+        if not media and not edit:
+            super().send_final(owed)
+            return
+        pieces = chunk_text(text, self.limit, self.measure) if text else (["📎"] if edit else [])
+        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, FinalExtras(edit=edit, media=media), tag="deliver", timeout=math.inf)
 
     def other(self, message: Any) -> Any:
         match message:
@@ -141,29 +215,67 @@ class TelegramAdapter(GatewayAdapter):
         text = f"{approval_text(request)}\nTap a button, or reply /approve or /deny."
         self.start_wait(self._deliver, message, [text], "", approval_buttons(request.request_id), tag="deliver", timeout=float("inf"))
 
-    async def deliver(self, message: PlatformMessage, pieces: list[str], markup: dict[str, Any] | None = None) -> int:
+    async def deliver(self, message: PlatformMessage, pieces: list[str], markup: dict[str, Any] | FinalExtras | None = None) -> int:
         """Each piece as MarkdownV2 (plain text when the converted piece is too long, or when
-        Telegram cannot parse it), retried by :func:`retry_delay`; ``markup`` on the last piece."""
+        Telegram cannot parse it), retried by :func:`retry_delay`; ``markup``: buttons on the
+        last piece, or a final reply's extras (the streamed message the first piece edits, files)."""
+        extras = markup if isinstance(markup, FinalExtras) else FinalExtras()
+        buttons = markup if isinstance(markup, dict) else None
         retries = 0
         for i, piece in enumerate(pieces):
-            formatted = to_markdown_v2(piece)
-            plain = utf16_units(formatted) > TELEGRAM_LIMIT
-            buttons = markup if i == len(pieces) - 1 else None
-            attempt = 0
-            while True:
-                attempt += 1
-                payload = send_payload(message, piece if plain else formatted, first=i == 0, parse_mode="" if plain else "MarkdownV2", markup=buttons)
-                try:
-                    with trio.CancelScope(shield=True):  # a stop mid-call must not leave the reply's fate unknown
-                        await self._call("sendMessage", payload, 30.0)
-                    break
-                except CallFailed as failure:
-                    if not plain and unparsable(failure):
-                        plain = True  # never lose a reply to formatting
-                        continue
-                    delay = retry_delay(failure, attempt)
-                    if delay is None:
-                        raise
-                    retries += 1
-                    await trio.sleep(delay)
+            retries += await self._send_text(
+                message, piece, first=i == 0, buttons=buttons if i == len(pieces) - 1 else None, edit=extras.edit if i == 0 else ""
+            )
+        for path in extras.media:
+            item = await read_attachment(path, workspace=self.workspace, home=self.home)
+            if isinstance(item, Attachment):
+                retries += await self._send_file(message, item)
+            else:
+                retries += await self._send_text(message, item, first=False, buttons=None, edit="")
         return retries
+
+    async def _send_text(self, message: PlatformMessage, piece: str, *, first: bool, buttons: dict[str, Any] | None, edit: str) -> int:
+        formatted = to_markdown_v2(piece)
+        plain = utf16_units(formatted) > TELEGRAM_LIMIT
+        attempt = retries = 0
+        while True:
+            attempt += 1
+            text, mode = (piece, "") if plain else (formatted, "MarkdownV2")
+            try:
+                with trio.CancelScope(shield=True):  # a stop mid-call must not leave the reply's fate unknown
+                    if edit:
+                        await self._call("editMessageText", edit_payload(message, edit, text, parse_mode=mode), 30.0)
+                    else:
+                        await self._call("sendMessage", send_payload(message, text, first=first, parse_mode=mode, markup=buttons), 30.0)
+                return retries
+            except CallFailed as failure:
+                if edit and not_modified(failure):
+                    return retries  # this edit was made before (a restart between it and its record)
+                if not plain and unparsable(failure):
+                    plain = True  # never lose a reply to formatting
+                    continue
+                if edit and failure.status == 400:
+                    edit = ""  # the streamed message is gone (deleted, too old): the reply as a new message
+                    continue
+                delay = retry_delay(failure, attempt)
+                if delay is None:
+                    raise
+                retries += 1
+                await trio.sleep(delay)
+
+    async def _send_file(self, message: PlatformMessage, item: Attachment) -> int:
+        method, field = ("sendPhoto", "photo") if item.kind == "photo" else ("sendDocument", "document")
+        fields = {k: v for k, v in send_payload(message, "", first=False).items() if k != "text"}
+        attempt = retries = 0
+        while True:
+            attempt += 1
+            try:
+                with trio.CancelScope(shield=True):
+                    await self._upload(method, fields, field, item.name, item.data)
+                return retries
+            except CallFailed as failure:
+                delay = retry_delay(failure, attempt)
+                if delay is None:
+                    raise
+                retries += 1
+                await trio.sleep(delay)

@@ -1,5 +1,6 @@
 """The Telegram Bot API as this gateway uses it: ``getMe``, ``getUpdates`` (long polling with
-offsets), ``sendMessage``. Parsing is pure; calls are coroutines for the reactor.
+offsets), ``sendMessage``, ``editMessageText``, ``sendPhoto`` / ``sendDocument`` (multipart),
+``getFile`` and the file download. Parsing is pure; calls are coroutines for the reactor.
 
 Every answer is ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code": N,
 "description": "...", "parameters": {"retry_after": S}}``; a failure becomes
@@ -8,11 +9,12 @@ Every answer is ``{"ok": true, "result": ...}`` or ``{"ok": false, "error_code":
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
 
-from protocols import ChatType, PlatformMessage
+from protocols import ChatType, PlatformFile, PlatformMessage
 
 from ._retry import CallFailed
 
@@ -41,6 +43,43 @@ async def call(client: httpx.AsyncClient, base_url: str, token: str, method: str
     except httpx.HTTPError as exc:
         raise CallFailed(0, f"{method}: {type(exc).__name__}: {exc}".replace(token, "<token>")) from None
     return parse_answer(response.status_code, response.content)
+
+
+async def upload(
+    client: httpx.AsyncClient, base_url: str, token: str, method: str, fields: dict[str, Any], field: str, name: str, data: bytes, *, timeout: float
+) -> Any:
+    """``sendPhoto`` / ``sendDocument``: ``multipart/form-data`` with the file as ``field``."""
+    url = f"{base_url.rstrip('/')}/bot{token}/{method}"
+    form = {k: v if isinstance(v, str) else json.dumps(v) for k, v in fields.items()}
+    try:
+        response = await client.post(url, data=form, files={field: (name, data)}, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise CallFailed(0, f"{method}: {type(exc).__name__}: {exc}".replace(token, "<token>")) from None
+    return parse_answer(response.status_code, response.content)
+
+
+async def download(client: httpx.AsyncClient, base_url: str, token: str, file_id: str, *, limit: int, timeout: float) -> tuple[str, bytes]:
+    """``getFile``, then the file from ``<base>/file/bot<token>/<file_path>``: ``(file_path, bytes)``;
+    a file over ``limit`` bytes is refused (before and while it downloads)."""
+    found = await call(client, base_url, token, "getFile", {"file_id": file_id}, timeout=timeout)
+    path = str((found or {}).get("file_path") or "")
+    if not path:
+        raise CallFailed(400, "getFile gave no file_path (the file may be too big for a bot to download)")
+    if int((found or {}).get("file_size") or 0) > limit:
+        raise CallFailed(413, f"the file is over {limit // (1024 * 1024)} MB")
+    url = f"{base_url.rstrip('/')}/file/bot{token}/{path}"
+    try:
+        async with client.stream("GET", url, timeout=timeout) as response:
+            if response.status_code != 200:
+                raise CallFailed(response.status_code, f"the file download answered HTTP {response.status_code}")
+            data = bytearray()
+            async for block in response.aiter_bytes():
+                data += block
+                if len(data) > limit:
+                    raise CallFailed(413, f"the file is over {limit // (1024 * 1024)} MB")
+    except httpx.HTTPError as exc:
+        raise CallFailed(0, f"file download: {type(exc).__name__}: {exc}".replace(token, "<token>")) from None
+    return path, bytes(data)
 
 
 CALLBACK_PREFIX = "cb"
@@ -86,10 +125,11 @@ def to_message(update: dict[str, Any], bot_username: str, bot_id: str) -> Platfo
     message = update.get("message")
     if not isinstance(message, dict):
         return None
-    text = message.get("text") or message.get("caption")
+    text = message.get("text") or message.get("caption") or ""
     chat = message.get("chat") or {}
     sender = message.get("from") or {}
-    if not isinstance(text, str) or "id" not in chat or "message_id" not in message:
+    files = _files(message)
+    if not isinstance(text, str) or (not text and not files) or "id" not in chat or "message_id" not in message:
         return None
     kind = chat.get("type", "private")
     chat_type: ChatType = "dm" if kind == "private" else ("channel" if kind == "channel" else "group")
@@ -112,12 +152,50 @@ def to_message(update: dict[str, Any], bot_username: str, bot_id: str) -> Platfo
         text=text,
         mentioned=mentioned,
         reply_to_bot=reply_to_bot,
+        files=files,
     )
+
+
+def _files(message: dict[str, Any]) -> tuple[PlatformFile, ...]:
+    """A photo (the largest of its sizes) and a document, as the message announces them."""
+    files: list[PlatformFile] = []
+    sizes = [p for p in message.get("photo") or () if isinstance(p, dict) and p.get("file_id")]
+    if sizes:
+        largest = max(sizes, key=lambda p: (int(p.get("width", 0)) * int(p.get("height", 0)), int(p.get("file_size", 0))))
+        files.append(PlatformFile(kind="image", file_id=str(largest["file_id"]), size=int(largest.get("file_size") or 0), mime="image/jpeg"))
+    document = message.get("document")
+    if isinstance(document, dict) and document.get("file_id"):
+        files.append(
+            PlatformFile(
+                kind="file",
+                file_id=str(document["file_id"]),
+                name=str(document.get("file_name") or ""),
+                size=int(document.get("file_size") or 0),
+                mime=str(document.get("mime_type") or ""),
+            )
+        )
+    return tuple(files)
 
 
 def unparsable(failure: CallFailed) -> bool:
     """Telegram refused the formatting (``400 Bad Request: can't parse entities: ...``)."""
     return failure.status == 400 and "can't parse entities" in failure.description.lower()
+
+
+def not_modified(failure: CallFailed) -> bool:
+    """An edit to the text the message already has (``400 Bad Request: message is not modified``): done."""
+    return failure.status == 400 and "message is not modified" in failure.description.lower()
+
+
+def _chat_id(message: PlatformMessage) -> int | str:
+    return int(message.chat_id) if message.chat_id.lstrip("-").isdigit() else message.chat_id
+
+
+def edit_payload(message: PlatformMessage, message_id: str, text: str, *, parse_mode: str = "") -> dict[str, Any]:
+    payload: dict[str, Any] = {"chat_id": _chat_id(message), "message_id": int(message_id), "text": text}
+    if parse_mode:
+        payload["parse_mode"] = parse_mode
+    return payload
 
 
 def send_payload(message: PlatformMessage, text: str, *, first: bool, parse_mode: str = "", markup: dict[str, Any] | None = None) -> dict[str, Any]:

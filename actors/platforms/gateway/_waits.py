@@ -6,9 +6,10 @@ Each returns to the adapter actor as a ``WaitFinished``; the actor decides what 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import trio
 
@@ -18,7 +19,26 @@ from actors.agent._address import SESSIONS_PATH, tell_session
 from actors.agent._reader import TrioSubscriber
 from protocols import ApprovalRequested, CancelTurn, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
 
+log = logging.getLogger(__name__)
+
 TERMINAL = (TurnCompleted, TurnFailed, TurnCancelled, TurnRejected)
+
+
+class Stream(Protocol):
+    """Shows a turn's events in the chat while it runs (``_telegram_stream.py``)."""
+
+    def feed(self, event: Any) -> None:
+        """A session event of the turn (deltas, tool starts; the rest is ignored)."""
+
+    def close(self) -> None:
+        """The turn ended: ``run`` returns once a call in flight is answered."""
+
+    async def run(self) -> None:
+        """Make the calls the events call for until closed."""
+
+
+Prepare = Callable[[StartTurn], Awaitable[StartTurn]]
+"""What a message's files add to its ``StartTurn`` (downloads run here, in the turn's wait)."""
 
 
 async def follow_turn(
@@ -30,6 +50,8 @@ async def follow_turn(
     notify: Callable[[Any], None],
     deadline: float,
     store: Path | None = None,
+    stream: Stream | None = None,
+    prepare: Prepare | None = None,
 ) -> Any:
     """Start ``start`` in its session and return the turn's end (``TurnCompleted`` / ``Failed`` /
     ``Cancelled`` / ``Rejected``; a ``TurnFailed`` of kind ``deadline`` after ``deadline`` seconds,
@@ -39,7 +61,37 @@ async def follow_turn(
     With ``store`` (a restarted adapter re-attaching to a turn its last incarnation followed):
     the hub's kept events are replayed, ``start`` is told again (the session runs a turn id at
     most once, so this only starts a turn that never reached it), and a turn the store already
-    knows as ended returns from the store (the hub no longer keeps it, the process restarted)."""
+    knows as ended returns from the store (the hub no longer keeps it, the process restarted).
+
+    ``prepare`` completes ``start`` first (the message's files downloaded); ``stream`` sees every
+    event of the turn and is closed before the end is returned, so no edit of a streamed message
+    can land after the final reply's."""
+    if prepare is not None:
+        try:
+            start = await prepare(start)
+        except Exception as exc:  # a bug in a file's handling must not lose the message (nor crash-loop the adapter)
+            log.warning("gateway: the files of turn %s could not be prepared (%s); the text goes alone", start.turn_id, exc)
+    if stream is None:
+        return await _follow(registry, reactor, hubs, session_id, start, notify, deadline, store, None)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(stream.run)
+        try:
+            return await _follow(registry, reactor, hubs, session_id, start, notify, deadline, store, stream)
+        finally:
+            stream.close()
+
+
+async def _follow(
+    registry: Registry,
+    reactor: Reactor,
+    hubs: HubRegistry,
+    session_id: str,
+    start: StartTurn,
+    notify: Callable[[Any], None],
+    deadline: float,
+    store: Path | None,
+    stream: Stream | None,
+) -> Any:
     subscriber = TrioSubscriber(reactor, turn_id=start.turn_id)
     hub = hubs.get(session_id)
     hub.subscribe(subscriber, after_seq=0 if store is not None else hub.last_seq)
@@ -56,6 +108,8 @@ async def follow_turn(
                     notify(event)
                 elif isinstance(event, TERMINAL):
                     return event
+                elif stream is not None:
+                    stream.feed(event)
         tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, CancelTurn(turn_id=start.turn_id, reason="no end within the gateway's deadline"))
         return TurnFailed(session_id=session_id, turn_id=start.turn_id, error=f"no answer within {deadline:g} s", kind="deadline")
     finally:

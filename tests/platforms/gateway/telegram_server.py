@@ -1,7 +1,10 @@
 """A Telegram Bot API server for tests, written from Telegram's documented HTTP API
 (https://core.telegram.org/bots/api): ``getMe``, ``getUpdates`` (long polling: updates with
 ``update_id >= offset``; an offset confirms every update before it; waits up to ``timeout``
-seconds for one), ``sendMessage``. Answers are ``{"ok": true, "result": ...}`` or ``{"ok":
+seconds for one), ``sendMessage``, ``editMessageText`` (a message of the bot; the same text again
+is ``400 message is not modified``), ``sendPhoto`` / ``sendDocument`` (``multipart/form-data``,
+the file in the ``photo`` / ``document`` field; at most 10 MB / 50 MB), ``getFile`` and the
+download at ``/file/bot<token>/<file_path>``. Answers are ``{"ok": true, "result": ...}`` or ``{"ok":
 false, "error_code": N, "description": ..., "parameters": {"retry_after": S}}``. A wrong token
 is a 401. Runs on 127.0.0.1 in threads; tests push updates and wait for sent messages.
 """
@@ -9,6 +12,8 @@ is a 401. Runs on 127.0.0.1 in threads; tests push updates and wait for sent mes
 from __future__ import annotations
 
 import dataclasses
+import email.parser
+import email.policy
 import http.server
 import json
 import threading
@@ -51,6 +56,37 @@ class Sent:
         return parse_markdown_v2(self.raw)[1] if self.payload.get("parse_mode") == "MarkdownV2" else []
 
 
+@dataclasses.dataclass
+class Uploaded:
+    """A ``sendPhoto`` / ``sendDocument`` the server accepted."""
+
+    method: str
+    fields: dict[str, str]
+    name: str
+    data: bytes
+
+    @property
+    def chat_id(self) -> int:
+        return int(self.fields["chat_id"])
+
+
+def parse_multipart(content_type: str, body: bytes) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
+    """``multipart/form-data`` as (fields, files: name -> (file name, bytes))."""
+    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
+    parsed = email.parser.BytesParser(policy=email.policy.HTTP).parsebytes(head + body)
+    fields: dict[str, str] = {}
+    files: dict[str, tuple[str, bytes]] = {}
+    for part in parsed.iter_parts():
+        name = str(part.get_param("name", header="content-disposition"))
+        data = part.get_payload(decode=True) or b""
+        filename = part.get_param("filename", header="content-disposition")
+        if filename is None:
+            fields[name] = data.decode()
+        else:
+            files[name] = (str(filename), data)
+    return fields, files
+
+
 class TelegramServer:
     def __init__(self) -> None:
         self.updates: list[dict[str, Any]] = []
@@ -65,6 +101,14 @@ class TelegramServer:
         self.handed: dict[int, float] = {}
         """update_id -> when a getUpdates answer first carried it (monotonic; benchmarks)."""
         self.calls: dict[str, int] = {}
+        self.texts: dict[int, tuple[str, str]] = {}
+        """message_id -> (text, parse_mode) of every message the bot sent, as edited since."""
+        self.edits: list[Sent] = []
+        """Every ``editMessageText`` call (``payload["message_id"]`` names the message)."""
+        self.edit_failures: list[tuple[int, dict[str, Any]]] = []
+        self.uploads: list[Uploaded] = []
+        self.files: dict[str, tuple[str, bytes]] = {}
+        """file_id -> (file_path, bytes): files users sent, for ``getFile``."""
         self.cond = threading.Condition()
         self._next_update = 1
         self._next_message = 1
@@ -73,12 +117,21 @@ class TelegramServer:
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                status, answer = server.handle(self.path, body)
-                data = json.dumps(answer).encode()
+                raw = self.rfile.read(length)
+                kind = self.headers.get("content-type") or ""
+                if self.path.startswith("/file/"):
+                    status, content, answer_type = server.file(self.path)
+                    data = content
+                else:
+                    if kind.startswith("multipart/form-data"):
+                        fields, files = parse_multipart(kind, raw)
+                        status, answer = server.handle(self.path, {**fields, "_files": files})
+                    else:
+                        status, answer = server.handle(self.path, json.loads(raw or b"{}"))
+                    data, answer_type = json.dumps(answer).encode(), "application/json"
                 try:
                     self.send_response(status)
-                    self.send_header("content-type", "application/json")
+                    self.send_header("content-type", answer_type)
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
@@ -128,7 +181,65 @@ class TelegramServer:
             return 200, {"ok": True, "result": True}
         if method == "sendMessage":
             return self.send_message(body)
+        if method == "editMessageText":
+            return self.edit_message(body)
+        if method in ("sendPhoto", "sendDocument"):
+            return self.upload(method, body)
+        if method == "getFile":
+            found = self.files.get(str(body.get("file_id")))
+            if found is None:
+                return 400, {"ok": False, "error_code": 400, "description": "Bad Request: invalid file_id"}
+            return 200, {
+                "ok": True,
+                "result": {"file_id": body["file_id"], "file_unique_id": "u" + str(body["file_id"]), "file_size": len(found[1]), "file_path": found[0]},
+            }
         return 404, {"ok": False, "error_code": 404, "description": "Not Found: method not found"}
+
+    def file(self, path: str) -> tuple[int, bytes, str]:
+        token, _, file_path = path.removeprefix("/file/bot").partition("/")
+        found = next((data for p, data in self.files.values() if p == file_path), None)
+        if token != TOKEN or found is None:
+            return 404, b'{"ok":false,"error_code":404,"description":"Not Found"}', "application/json"
+        return 200, found, "application/octet-stream"
+
+    def edit_message(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        with self.cond:
+            message_id = int(body.get("message_id", 0))
+            text, mode = str(body.get("text", "")), str(body.get("parse_mode") or "")
+            status, answer = 200, {"ok": True, "result": {"message_id": message_id, "chat": {"id": body.get("chat_id")}, "text": text}}
+            if self.edit_failures:
+                status, answer = self.edit_failures.pop(0)
+            elif message_id not in self.texts:
+                status, answer = 400, {"ok": False, "error_code": 400, "description": "Bad Request: message to edit not found"}
+            elif self.texts[message_id] == (text, mode):
+                status, answer = (
+                    400,
+                    {"ok": False, "error_code": 400, "description": "Bad Request: message is not modified: specified new message content is exactly the same"},
+                )
+            elif mode == "MarkdownV2":
+                try:
+                    parse_markdown_v2(text)
+                except CantParse as exc:
+                    status, answer = 400, {"ok": False, "error_code": 400, "description": f"Bad Request: can't parse entities: {exc}"}
+            if status == 200:
+                self.texts[message_id] = (text, mode)
+            self.edits.append(Sent(time.monotonic(), body, status))
+            self.cond.notify_all()
+            return status, answer
+
+    def upload(self, method: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        field, limit = ("photo", 10 * 1024 * 1024) if method == "sendPhoto" else ("document", 50 * 1024 * 1024)
+        files = body.pop("_files", {})
+        if field not in files:
+            return 400, {"ok": False, "error_code": 400, "description": f"Bad Request: there is no {field} in the request"}
+        name, data = files[field]
+        if len(data) > limit:
+            return 400, {"ok": False, "error_code": 400, "description": "Bad Request: file is too big"}
+        with self.cond:
+            self._next_message += 1
+            self.uploads.append(Uploaded(method, {k: str(v) for k, v in body.items()}, name, data))
+            self.cond.notify_all()
+            return 200, {"ok": True, "result": {"message_id": 10_000 + self._next_message, "date": int(time.time()), "chat": {"id": int(body["chat_id"])}}}
 
     def get_updates(self, offset: int, timeout: float) -> list[dict[str, Any]]:
         end = time.monotonic() + min(timeout, DEADLINE)
@@ -161,6 +272,7 @@ class TelegramServer:
                     return 400, {"ok": False, "error_code": 400, "description": f"Bad Request: can't parse entities: {exc}"}
             self._next_message += 1
             self.sent.append(Sent(time.monotonic(), body, 200))
+            self.texts[10_000 + self._next_message] = (str(body.get("text", "")), str(body.get("parse_mode") or ""))
             self.cond.notify_all()
             message = {
                 "message_id": 10_000 + self._next_message,
@@ -189,6 +301,45 @@ class TelegramServer:
             self.updates.append(update)
             self.cond.notify_all()
             return update
+
+    def push_file(self, user_id: int, *, photo: bytes | None = None, document: tuple[str, bytes] | None = None, caption: str = "") -> dict[str, Any]:
+        """A user sends a photo (three sizes, the given bytes the largest) or a document."""
+        with self.cond:
+            n = self._next_update
+            message: dict[str, Any] = {
+                "message_id": n,
+                "date": int(time.time()),
+                "chat": {"id": user_id, "type": "private"},
+                "from": {"id": user_id, "is_bot": False, "first_name": f"user{user_id}"},
+            }
+            if caption:
+                message["caption"] = caption
+            if photo is not None:
+                sizes = []
+                for i, (w, h) in enumerate(((90, 60), (320, 213), (1280, 853))):
+                    file_id = f"photo{n}-{i}"
+                    data = photo if i == 2 else photo[: max(1, len(photo) // (4 - i))]
+                    self.files[file_id] = (f"photos/file_{n}_{i}.jpg", data)
+                    sizes.append({"file_id": file_id, "file_unique_id": f"u{file_id}", "width": w, "height": h, "file_size": len(data)})
+                message["photo"] = sizes
+            if document is not None:
+                file_id = f"doc{n}"
+                self.files[file_id] = (f"documents/file_{n}.bin", document[1])
+                message["document"] = {"file_id": file_id, "file_unique_id": f"u{file_id}", "file_name": document[0], "file_size": len(document[1])}
+            update = {"update_id": n, "message": message}
+            self._next_update += 1
+            self.updates.append(update)
+            self.cond.notify_all()
+            return update
+
+    def wait_for(self, done: Any, what: str) -> None:
+        """Wait (up to the test deadline) until ``done()`` is true (called under the lock)."""
+        end = time.monotonic() + DEADLINE
+        with self.cond:
+            while not done():
+                left = end - time.monotonic()
+                assert left > 0, f"waited in vain for {what}"
+                self.cond.wait(left)
 
     def press(self, user_id: int, sent: Sent, data: str) -> dict[str, Any]:
         """A user taps an inline button of ``sent``: a ``callback_query`` update."""

@@ -154,3 +154,35 @@ def test_a_restart_answers_a_saved_message_that_never_reached_its_session_and_se
     assert owed.text == "the owed answer"
     assert _texts(telegram, ALLOWED + 1) == ["the owed answer", "echo: anything else?", "echo: still one?"]
     assert len(_texts(telegram, ALLOWED)) == 1
+
+
+def test_an_adapter_crashed_mid_stream_finishes_the_same_message_once_after_its_restart(
+    tmp_path: Path, model: ModelServer, telegram: TelegramServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import time
+
+    monkeypatch.setenv("HERMES_CHAOS_ROUTES", "1")
+    home = _home(tmp_path, model, telegram)
+    config = home / "config.yaml"
+    config.write_text(config.read_text() + "      streaming: true\n      edit_interval: 0.1\n")
+    model.script([TextReply(content="a streamed answer that the crash interrupts and the restart finishes", stall_after_chunks=2, stall_seconds=2.0)])
+    state = home / "gateway" / "telegram.json"
+    with launched(home) as (process, base):
+        telegram.push(ALLOWED, "stream it")
+        (streamed,) = telegram.wait_delivered(ALLOWED, 1)  # the stream's first message
+        end = time.monotonic() + DEADLINE
+        while not (state.exists() and json.loads(state.read_text()).get("streams")):  # the barrier: its id is saved
+            assert time.monotonic() < end, "the streamed message's id was never saved"
+            time.sleep(0.01)
+        crashed = httpx.post(f"{base}/v1/chaos/crash", json={"path": "/platforms/telegram"}, headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
+        assert crashed.status_code == 202, crashed.text
+        final = "a streamed answer that the crash interrupts and the restart finishes"
+        telegram.wait_for(lambda: any(e.status == 200 and e.text == final for e in telegram.edits), "the final edit")
+        _stop(process, crashed=True)
+    message_id = 10_002  # the server's first message
+    assert streamed.raw.endswith(" ▌")
+    assert len(telegram.delivered(ALLOWED)) == 1  # no second message: the restarted adapter edited the same one
+    assert telegram.texts[message_id] == (final, "MarkdownV2")
+    assert [e.text for e in telegram.edits if e.status == 200].count(final) == 1
+    assert json.loads(state.read_text())["streams"] == [] and json.loads(state.read_text())["outbox"] == []
