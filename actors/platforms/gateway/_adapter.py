@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import trio
+
 from actors import Actor
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
@@ -99,6 +101,9 @@ class GatewayAdapter(Actor[AdapterInbox]):
         """Turn id -> its final reply, saved before it is sent and dropped once it was."""
         self.streams: dict[str, str] = {}
         """Turn id -> the platform message its answer streams into (the final reply edits it)."""
+        self.stream_saved: dict[str, trio.Event] = {}
+        """Turn id -> set (in the reactor) once its stream's message id is on disk: no edit goes
+        out before, so a crash after an edit always finds the message to finish."""
         self.version = 0
         self.state: AdapterState = "starting"
         self.detail = ""
@@ -155,7 +160,8 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 self.accept([message])
             case StreamOpened(turn_id=turn_id, message_id=message_id):
                 self.streams[turn_id] = message_id
-                self.commit([])  # a restart edits this message, not a second one
+                # a restart edits this message, not a second one; the stream edits only once it is saved
+                self.commit(self.stream_saved_effects(turn_id))
             case ApprovalRequested():
                 self.approvals[message.session_id] = message
                 chat = self.chats.chats.get(message.session_id)
@@ -226,6 +232,12 @@ class GatewayAdapter(Actor[AdapterInbox]):
 
     async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
         return await self.state_file.save(durable), effects, inbound
+
+    def stream_saved_effects(self, turn_id: str) -> list[Effect]:
+        saved = self.stream_saved.pop(turn_id, None)
+        if saved is None:
+            return []
+        return [lambda: self.reactor.call_soon(saved.set)]
 
     def persisted(self, log_: SeenLog) -> None:
         """The log up to ``log_`` is on disk (pollers poll again here)."""
@@ -412,3 +424,4 @@ class GatewayAdapter(Actor[AdapterInbox]):
             self.counts["answered"] += 1 if final else 0
         self.outbox.pop(final, None)  # already out of the file (mark_sent) or given up: gone at the next save
         self.streams.pop(final, None)
+        self.stream_saved.pop(final, None)

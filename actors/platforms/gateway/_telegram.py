@@ -115,7 +115,11 @@ class TelegramAdapter(GatewayAdapter):
     def streamer(self, message: PlatformMessage, turn_id: str) -> Stream | None:
         if not self.stream_settings.enabled:
             return None
-        return TelegramStream(self._call, message, turn_id, self.stream_settings, self.address.tell, self.streams.get(turn_id, ""))
+        known = self.streams.get(turn_id, "")
+        saved = None
+        if not known:  # a new stream: its first edit waits until the message's id is on disk
+            saved = self.stream_saved[turn_id] = trio.Event()
+        return TelegramStream(self._call, message, turn_id, self.stream_settings, self.address.tell, known, saved=saved)
 
     def preparer(self, message: PlatformMessage) -> Prepare | None:
         if not message.files:

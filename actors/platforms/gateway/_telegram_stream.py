@@ -25,6 +25,8 @@ log = logging.getLogger(__name__)
 
 Call = Callable[[str, dict[str, Any], float], Awaitable[Any]]
 CALL_TIMEOUT = 30.0
+SAVE_WAIT = 30.0
+"""Seconds the first edit waits for the streamed message's id to be saved."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -38,7 +40,15 @@ class StreamSettings:
 
 class TelegramStream:
     def __init__(
-        self, call: Call, message: PlatformMessage, turn_id: str, settings: StreamSettings, notify: Callable[[Any], None], message_id: str = ""
+        self,
+        call: Call,
+        message: PlatformMessage,
+        turn_id: str,
+        settings: StreamSettings,
+        notify: Callable[[Any], None],
+        message_id: str = "",
+        *,
+        saved: trio.Event | None = None,
     ) -> None:
         self._call = call
         self._message = message
@@ -47,6 +57,8 @@ class TelegramStream:
         self.plan = StreamPlan(interval=settings.interval, limit=4096, measure=utf16_units, tool_progress=settings.tool_progress, message_id=message_id)
         self._wake = trio.Event()
         self._closed = False
+        self._saved = saved
+        """Set by the adapter once the streamed message's id is saved; no edit goes out before."""
 
     def feed(self, event: Any) -> None:
         if isinstance(event, TextDelta):
@@ -72,6 +84,10 @@ class TelegramStream:
                 continue
             with trio.CancelScope(shield=True):  # a call in flight is answered before the turn's end goes out
                 await self._make(step)
+            if step.kind == "send" and self.plan.message_id and self._saved is not None:
+                with trio.move_on_after(SAVE_WAIT):  # a save that never comes costs only this
+                    await self._saved.wait()
+                self._saved = None
 
     async def _make(self, step: StreamStep) -> None:
         try:

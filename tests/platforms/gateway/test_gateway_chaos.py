@@ -160,7 +160,6 @@ def test_an_adapter_crashed_mid_stream_finishes_the_same_message_once_after_its_
     tmp_path: Path, model: ModelServer, telegram: TelegramServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import json
-    import time
 
     monkeypatch.setenv("HERMES_CHAOS_ROUTES", "1")
     home = _home(tmp_path, model, telegram)
@@ -171,10 +170,10 @@ def test_an_adapter_crashed_mid_stream_finishes_the_same_message_once_after_its_
     with launched(home) as (process, base):
         telegram.push(ALLOWED, "stream it")
         (streamed,) = telegram.wait_delivered(ALLOWED, 1)  # the stream's first message
-        end = time.monotonic() + DEADLINE
-        while not (state.exists() and json.loads(state.read_text()).get("streams")):  # the barrier: its id is saved
-            assert time.monotonic() < end, "the streamed message's id was never saved"
-            time.sleep(0.01)
+        # The barrier: a stream edits only once its message's id is saved, so after the first edit
+        # the state file names the message the restarted adapter must finish.
+        telegram.wait_for(lambda: any(e.status == 200 for e in telegram.edits), "the stream's first edit")
+        assert json.loads(state.read_text())["streams"], "an edit went out before the stream's id was saved"
         crashed = httpx.post(f"{base}/v1/chaos/crash", json={"path": "/platforms/telegram"}, headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
         assert crashed.status_code == 202, crashed.text
         final = "a streamed answer that the crash interrupts and the restart finishes"
