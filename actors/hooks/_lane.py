@@ -14,6 +14,7 @@ import asyncio
 import inspect
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +34,16 @@ class Gather:
     which the last answer sets through one wake-up of the reactor.
     """
 
-    __slots__ = ("_all", "_complete", "_mutex", "_parked", "answers", "done", "expected", "wake")
+    __slots__ = ("_all", "_complete", "_mutex", "_parked", "answers", "done", "expected", "jobs", "took", "wake")
 
     def __init__(self, wake: Wake, expected: int) -> None:
         self.wake = wake
         self.expected = expected
         self.answers: dict[str, tuple[tuple[Any, ...], str | None]] = {}
+        self.took: dict[str, float] = {}
+        """Seconds each shared-lane plugin's callbacks ran (own lanes do not tell)."""
+        self.jobs: list[SharedJob] = []
+        """This call's jobs on shared lanes (more than one when a lane was handed over)."""
         self.done = trio.Event()
         self._all = threading.Lock()
         self._all.acquire()
@@ -46,8 +51,10 @@ class Gather:
         self._complete = False
         self._parked = False
 
-    def answer(self, plugin: str, values: tuple[Any, ...], error: str | None) -> None:
+    def answer(self, plugin: str, values: tuple[Any, ...], error: str | None, took: float | None = None) -> None:
         """From a lane's thread (a dict store is atomic under the GIL)."""
+        if took is not None:
+            self.took[plugin] = took
         self.answers[plugin] = (values, error)
         if len(self.answers) < self.expected:
             return
@@ -107,16 +114,118 @@ class Lane:
         name, jobs = self.name, self.jobs
         while (job := jobs.get()) is not _STOP:
             event, kwargs, gather = job
-            callbacks = unit.callbacks(event) if unit is not None else ()
-            values: list[Any] = []
-            error: str | None = None
-            for callback in callbacks:
-                try:
-                    value = callback(event, kwargs)
-                    if inspect.iscoroutine(value):
-                        value = asyncio.run(value)
-                except (Exception, SystemExit) as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                    break
-                values.append(value)
-            gather.answer(name, tuple(values), error)
+            values, error = run_callbacks(unit, event, kwargs)
+            gather.answer(name, values, error)
+
+
+def run_callbacks(unit: Unit | None, event: str, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], str | None]:
+    """A unit's callbacks for ``event`` in order: their values, or the first one's error."""
+    values: list[Any] = []
+    for callback in unit.callbacks(event) if unit is not None else ():
+        try:
+            value = callback(event, kwargs)
+            if inspect.iscoroutine(value):
+                value = asyncio.run(value)
+        except (Exception, SystemExit) as exc:
+            return tuple(values), f"{type(exc).__name__}: {exc}"
+        values.append(value)
+    return tuple(values), None
+
+
+class SharedJob:
+    """One call's part on a shared lane: several plugins, run one after the other.
+
+    The lane's thread claims each member under ``lock`` before running it; the dispatcher cuts
+    the job under the same lock when it hands the lane over, so each member runs exactly once,
+    on the old lane or (moved) on the new one.
+    """
+
+    __slots__ = ("cut", "event", "gather", "kwargs", "lane", "lock", "members", "next", "running", "since")
+
+    def __init__(self, lane: SharedLane, event: str, kwargs: dict[str, Any], gather: Gather, members: list[tuple[str, Unit]]) -> None:
+        self.lane = lane
+        self.event = event
+        self.kwargs = kwargs
+        self.gather = gather
+        self.members = members
+        self.lock = threading.Lock()
+        self.next = 0
+        self.running = -1
+        """The member running now (-1: none)."""
+        self.since = 0.0
+        """``time.perf_counter()`` when it started."""
+        self.cut = False
+
+    def hand_over(self) -> tuple[str | None, list[tuple[str, Unit]]]:
+        """Stop the job here (in the reactor): the member running now (it keeps the old lane's
+        thread) and the members not started (to run elsewhere)."""
+        with self.lock:
+            self.cut = True
+            running = self.members[self.running][0] if self.running >= 0 else None
+            rest = self.members[self.next :]
+            self.next = len(self.members)
+        return running, rest
+
+
+class SharedLane:
+    """The thread that well-behaved plugins share. The dispatcher owns it (in the reactor):
+    ``open`` holds the jobs submitted and not yet finished; ``retire`` hands it over."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.open: set[SharedJob] = set()
+        self.retired = False
+        self.thread = threading.Thread(target=self._serve, name="hook-lane-shared", daemon=True)
+        self.thread.start()
+
+    def submit(self, job: SharedJob) -> None:
+        self.open.add(job)
+        job.gather.jobs.append(job)
+        self.jobs.put(job)
+
+    def running(self) -> tuple[str, float] | None:
+        """The member running longest now, and since when (``time.perf_counter``)."""
+        oldest: tuple[str, float] | None = None
+        for job in self.open:
+            index, since = job.running, job.since
+            if index >= 0 and (oldest is None or since < oldest[1]):
+                oldest = (job.members[index][0], since)
+        return oldest
+
+    def retire(self) -> tuple[str | None, list[tuple[SharedJob, list[tuple[str, Unit]]]]]:
+        """Hand the lane over (in the reactor): every open job is cut. The plugin running now
+        keeps the thread (it ends after that callback, or stays stuck in it); the members not
+        started are returned, with their jobs, to be run elsewhere."""
+        self.retired = True
+        stuck: str | None = None
+        moved: list[tuple[SharedJob, list[tuple[str, Unit]]]] = []
+        for job in self.open:
+            running, rest = job.hand_over()
+            stuck = stuck or running
+            if rest:
+                moved.append((job, rest))
+        self.open.clear()
+        self.jobs.put(_STOP)
+        return stuck, moved
+
+    def close(self) -> None:
+        self.retired = True
+        self.jobs.put(_STOP)
+
+    def _serve(self) -> None:
+        jobs, now = self.jobs, time.perf_counter
+        while (job := jobs.get()) is not _STOP:
+            members, lock, gather = job.members, job.lock, job.gather
+            while True:
+                with lock:
+                    if job.cut or job.next >= len(members):
+                        break
+                    index = job.running = job.next
+                    job.next += 1
+                    job.since = started = now()
+                name, unit = members[index]
+                values, error = run_callbacks(unit, job.event, job.kwargs)
+                took = now() - started
+                with lock:
+                    job.running = -1
+                gather.answer(name, values, error, took)
