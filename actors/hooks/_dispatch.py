@@ -38,7 +38,7 @@ from ._actor import HookActor
 from ._decide import Answer, first_block, skip_reason
 from ._lane import Gather, Lane, SharedJob, SharedLane
 from ._names import gateway_matches
-from ._placement import Standing, after_fault, budget_for, place, stalled, still_behaved
+from ._placement import Place, Standing, after_fault, budget_for, place, stalled, still_behaved
 from ._shell import ShellHook, payload, run_shell_hook
 from ._unit import Unit, UnitSource
 
@@ -88,8 +88,12 @@ class _Slot:
     stuck: list[threading.Thread] = dataclasses.field(default_factory=list)
     """Threads abandoned in a hung callback of it (those still alive count against the cap)."""
 
-    def standing(self) -> Standing:
-        return Standing(gateway=self.source.kind == "gateway", loaded=self.unit is not None, behaved=self.behaved, disabled=self.disabled)
+    place: Place = "own"
+    """Where its calls run (``_placement.place``, kept up to date by ``restand``)."""
+
+    def restand(self) -> None:
+        """After a change of its unit, behaviour or state: where its calls run now."""
+        self.place = place(Standing(gateway=self.source.kind == "gateway", loaded=self.unit is not None, behaved=self.behaved, disabled=self.disabled))
 
     def stuck_alive(self) -> int:
         self.stuck = [t for t in self.stuck if t.is_alive()]
@@ -174,6 +178,7 @@ class Hooks:
             if slot.name == name and slot.generation == generation:
                 slot.events = unit.events() if unit is not None else frozenset()
                 slot.unit, slot.load_error = unit, error
+                slot.restand()
 
     def _exited(self, name: str) -> None:
         """From a hook actor's thread as it stops: the last one closes the shared lane."""
@@ -221,7 +226,8 @@ class Hooks:
         stop_at_block: bool = False,
         shell: bool = True,
     ) -> list[Answer]:
-        """Every subscribed hook's answers to ``event``, in dispatch order (in the reactor)."""
+        """Every subscribed hook's answers to ``event``, in dispatch order (in the reactor); a
+        plugin callback's None (no decision) is no answer."""
         answers = await self._call_plugins(event, kwargs, publish)
         if shell and not (stop_at_block and first_block(answers) is not None):
             answers += await self._call_shell(event, kwargs, session_id, cwd, tool_name, tool_input, publish, stop_at_block)
@@ -253,7 +259,7 @@ class Hooks:
             assert slot.lane is not None
             slot.in_flight += 1
             slot.calls += 1
-            if slot.unit is not None and place(slot.standing()) == "shared":
+            if slot.place == "shared" and slot.unit is not None:
                 together.append((slot.name, slot.unit))
             else:
                 slot.lane.submit(event, kwargs, gather)
@@ -266,13 +272,16 @@ class Hooks:
         for job in gather.jobs:
             job.lane.open.discard(job)
         quick = time.perf_counter() - started <= QUICK_WAIT
+        budget = budget_for(self.deadline)
         answers: list[Answer] = []
         for slot in sent:  # alphabetical: the slots are sorted by name
             slot.in_flight -= 1
             slot.quick = quick
             answer = gather.answers.get(slot.name)
             reason = skip_reason(answer)
-            slot.behaved = still_behaved(slot.behaved, reason, gather.took.get(slot.name, 0.0), budget_for(self.deadline))
+            if slot.behaved and not still_behaved(True, reason, gather.took.get(slot.name, 0.0), budget):
+                slot.behaved = False
+                slot.restand()
             if answer is None and slot.name in unreached:  # a plugin before it hung: not its fault
                 self._report(slot, event, "timeout", "not reached in time: another plugin held the shared lane", publish)
             elif answer is None:
@@ -280,7 +289,7 @@ class Hooks:
             elif reason is not None:
                 self._fault(slot, event, reason, answer[1] or "an answer past the size limit", publish)
             else:
-                answers += [Answer(slot.name, value) for value in answer[0]]
+                answers += [Answer(slot.name, value) for value in answer[0] if value is not None]
             slot.held = None
         return answers
 
@@ -330,6 +339,7 @@ class Hooks:
         if stuck is not None:
             slot = self._slot(stuck)
             slot.behaved, slot.held = False, lane.thread
+            slot.restand()
             log.warning("plugin %s held the shared hook lane past %g s: it runs on a lane of its own from now on", stuck, budget_for(self.deadline))
         for job, rest in moved:
             together = [(name, unit) for name, unit in rest if name != stuck]
@@ -427,6 +437,7 @@ class Hooks:
         action, why = after_fault(reason == "timeout", slot.stuck_alive())
         if action == "disable":
             slot.disabled = why
+            slot.restand()
             log.error("plugin %s %s", slot.name, why)
             return
         self._replace(slot)
@@ -439,6 +450,7 @@ class Hooks:
         slot.restarts += 1
         slot.in_flight = 0
         slot.unit = None
+        slot.restand()
         lane = Lane(slot.name)
         try:
             slot.address.tell(ReloadPlugin(lane=lane, generation=slot.generation))
@@ -460,7 +472,7 @@ class Hooks:
                     "faults": s.faults,
                     "restarts": s.restarts,
                     "last_fault": s.last_fault,
-                    "lane": place(s.standing()),
+                    "lane": s.place,
                     "stuck_threads": s.stuck_alive(),
                     "disabled": s.disabled,
                 }

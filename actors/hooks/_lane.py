@@ -124,7 +124,7 @@ def run_callbacks(unit: Unit | None, event: str, kwargs: dict[str, Any]) -> tupl
     for callback in unit.callbacks(event) if unit is not None else ():
         try:
             value = callback(event, kwargs)
-            if inspect.iscoroutine(value):
+            if value is not None and inspect.iscoroutine(value):
                 value = asyncio.run(value)
         except (Exception, SystemExit) as exc:
             return tuple(values), f"{type(exc).__name__}: {exc}"
@@ -135,12 +135,12 @@ def run_callbacks(unit: Unit | None, event: str, kwargs: dict[str, Any]) -> tupl
 class SharedJob:
     """One call's part on a shared lane: several plugins, run one after the other.
 
-    The lane's thread claims each member under ``lock`` before running it; the dispatcher cuts
-    the job under the same lock when it hands the lane over, so each member runs exactly once,
-    on the old lane or (moved) on the new one.
+    Each member is claimed before it runs, by the lane's thread or by the dispatcher when it
+    hands the lane over (``claims.setdefault``: atomic, the first claim wins), so each member
+    runs exactly once: on the old lane, or moved to another one.
     """
 
-    __slots__ = ("cut", "event", "gather", "kwargs", "lane", "lock", "members", "next", "running", "since")
+    __slots__ = ("claims", "event", "gather", "kwargs", "lane", "members", "running", "since")
 
     def __init__(self, lane: SharedLane, event: str, kwargs: dict[str, Any], gather: Gather, members: list[tuple[str, Unit]]) -> None:
         self.lane = lane
@@ -148,23 +148,20 @@ class SharedJob:
         self.kwargs = kwargs
         self.gather = gather
         self.members = members
-        self.lock = threading.Lock()
-        self.next = 0
+        self.claims: dict[int, bool] = {}
+        """Member index -> True: the lane's thread runs it; False: moved away."""
+        self.since = 0.0
+        """``time.perf_counter()`` when the running member started."""
         self.running = -1
         """The member running now (-1: none)."""
-        self.since = 0.0
-        """``time.perf_counter()`` when it started."""
-        self.cut = False
 
     def hand_over(self) -> tuple[str | None, list[tuple[str, Unit]]]:
         """Stop the job here (in the reactor): the member running now (it keeps the old lane's
         thread) and the members not started (to run elsewhere)."""
-        with self.lock:
-            self.cut = True
-            running = self.members[self.running][0] if self.running >= 0 else None
-            rest = self.members[self.next :]
-            self.next = len(self.members)
-        return running, rest
+        rest = [member for index, member in enumerate(self.members) if self.claims.setdefault(index, False) is False]
+        answered = self.gather.answers
+        holder = next((name for index, (name, _) in enumerate(self.members) if self.claims[index] and name not in answered), None)
+        return holder, rest
 
 
 class SharedLane:
@@ -215,17 +212,14 @@ class SharedLane:
     def _serve(self) -> None:
         jobs, now = self.jobs, time.perf_counter
         while (job := jobs.get()) is not _STOP:
-            members, lock, gather = job.members, job.lock, job.gather
-            while True:
-                with lock:
-                    if job.cut or job.next >= len(members):
-                        break
-                    index = job.running = job.next
-                    job.next += 1
-                    job.since = started = now()
-                name, unit = members[index]
-                values, error = run_callbacks(unit, job.event, job.kwargs)
-                took = now() - started
-                with lock:
-                    job.running = -1
-                gather.answer(name, values, error, took)
+            claim, gather, event, kwargs = job.claims.setdefault, job.gather, job.event, job.kwargs
+            started = job.since = now()
+            for index, (name, unit) in enumerate(job.members):
+                if not claim(index, True):
+                    break  # handed over: the rest runs elsewhere
+                job.running = index
+                values, error = run_callbacks(unit, event, kwargs)
+                job.running = -1
+                ended = job.since = now()
+                gather.answer(name, values, error, ended - started)
+                started = ended
