@@ -140,6 +140,8 @@ class Hooks:
         self.registry: Registry | None = None
         self.reactor: Reactor | None = None
         self.ready = trio.Event()
+        self.loaded = trio.Event()
+        """Set (in the reactor) once every plugin's first load is done, well or not."""
         self.calls = 0
         self.shared: SharedLane | None = None
         """The lane well-behaved plugins share (in the reactor; made at first use, anew after a hand-over)."""
@@ -155,6 +157,8 @@ class Hooks:
         for slot in self.slots:
             self._start(slot)
         reactor.call_soon(self.ready.set)
+        if not self.slots:
+            reactor.call_soon(self.loaded.set)
 
     def _start(self, slot: _Slot) -> None:
         assert self.registry is not None
@@ -179,6 +183,8 @@ class Hooks:
                 slot.events = unit.events() if unit is not None else frozenset()
                 slot.unit, slot.load_error = unit, error
                 slot.restand()
+        if all(slot.events is not None for slot in self.slots):
+            self.loaded.set()
 
     def _exited(self, name: str) -> None:
         """From a hook actor's thread as it stops: the last one closes the shared lane."""
