@@ -285,7 +285,7 @@ class Hooks:
             slot.quick = quick
             answer = gather.answers.get(slot.name)
             reason = skip_reason(answer)
-            if slot.behaved and not still_behaved(True, reason, gather.took.get(slot.name, 0.0), budget):
+            if slot.behaved and slot.name not in unreached and not still_behaved(True, reason, gather.took.get(slot.name, 0.0), budget):
                 slot.behaved = False
                 slot.restand()
             if answer is None and slot.name in unreached:  # a plugin before it hung: not its fault

@@ -166,7 +166,8 @@ class SharedJob:
 
 class SharedLane:
     """The thread that well-behaved plugins share. The dispatcher owns it (in the reactor):
-    ``open`` holds the jobs submitted and not yet finished; ``retire`` hands it over."""
+    ``open`` holds the jobs submitted and not yet finished (the thread drops those it finished,
+    the dispatcher those whose call ended); ``retire`` hands it over."""
 
     def __init__(self) -> None:
         self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
@@ -183,7 +184,7 @@ class SharedLane:
     def running(self) -> tuple[str, float] | None:
         """The member running longest now, and since when (``time.perf_counter``)."""
         oldest: tuple[str, float] | None = None
-        for job in self.open:
+        for job in list(self.open):  # a copy: the lane's thread discards the jobs it finished
             index, since = job.running, job.since
             if index >= 0 and (oldest is None or since < oldest[1]):
                 oldest = (job.members[index][0], since)
@@ -196,7 +197,7 @@ class SharedLane:
         self.retired = True
         stuck: str | None = None
         moved: list[tuple[SharedJob, list[tuple[str, Unit]]]] = []
-        for job in self.open:
+        for job in list(self.open):
             running, rest = job.hand_over()
             stuck = stuck or running
             if rest:
@@ -223,3 +224,4 @@ class SharedLane:
                 ended = job.since = now()
                 gather.answer(name, values, error, ended - started)
                 started = ended
+            self.open.discard(job)  # atomic under the GIL; the reactor reads copies

@@ -146,3 +146,25 @@ def test_a_plugin_hanging_on_every_call_is_disabled_at_the_cap_of_stuck_threads(
         assert _lanes(hooks) == {"a-fine": "shared", "z-hangs": "off"}
     finally:
         runtime.stop(timeout=DEADLINE)
+
+
+def test_a_slow_plugin_gets_the_shared_lane_handed_over_and_runs_on_its_own_lane_after(tmp_path: Path, pipe: tuple[int, int]) -> None:
+    # b-waits blocks until c-frees, after it alphabetically, has run: only a hand-over lets it.
+    waits = f"import os, threading\n\ndef register(ctx):\n    ctx.register_hook('pre_llm_call', lambda **kw: os.read({pipe[0]}, 1) and {{'context': f'{{NAME}} {{threading.get_ident()}}'}})\n"
+    frees = (
+        f"import os, threading\n\ndef frees(**kw):\n    os.write({pipe[1]}, b'y')\n    return {{'context': f'{{NAME}} {{threading.get_ident()}}'}}\n\n"
+        "def register(ctx):\n    ctx.register_hook('pre_llm_call', frees)\n"
+    )
+    runtime, hooks = _start(tmp_path, {"a": ANSWER, "b-waits": waits, "c-frees": frees}, deadline=DEADLINE)
+    try:
+        published: list[Any] = []
+        first = _call(runtime, hooks, published)
+        assert sorted(first) == ["a", "b-waits", "c-frees"] and published == []  # slow is no fault
+        assert first["a"] == first["b-waits"] != first["c-frees"]
+        assert _lanes(hooks) == {"a": "shared", "b-waits": "own", "c-frees": "shared"}
+        second = _call(runtime, hooks, published)
+        assert sorted(second) == ["a", "b-waits", "c-frees"] and published == []
+        assert second["a"] == second["c-frees"] == first["c-frees"] != second["b-waits"]
+        assert {p["name"]: (p["faults"], p["restarts"]) for p in hooks.statistics()["plugins"]} == {n: (0, 0) for n in ("a", "b-waits", "c-frees")}
+    finally:
+        runtime.stop(timeout=DEADLINE)
