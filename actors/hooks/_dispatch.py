@@ -65,6 +65,7 @@ def hooks_spec() -> ChildSpec:
 @dataclasses.dataclass
 class _Slot:
     source: UnitSource
+    name: str = dataclasses.field(init=False, default="")
     generation: int = 0
     address: Address[Any] | None = None
     lane: Lane | None = None
@@ -99,9 +100,8 @@ class _Slot:
         self.stuck = [t for t in self.stuck if t.is_alive()]
         return len(self.stuck)
 
-    @property
-    def name(self) -> str:
-        return self.source.name
+    def __post_init__(self) -> None:
+        self.name = self.source.name  # read several times per call: no property chain
 
     def child_id(self) -> str:
         return self.name.replace("/", "_")
