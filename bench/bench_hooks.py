@@ -1,5 +1,6 @@
 """Added latency of hooks per tool call: the pre_tool_call dispatch of 1 and of 5 in-process
-no-op plugin hooks (each plugin in its own actor's lane; goal <= 20 us each) and of 1 shell hook
+no-op plugin hooks (well-behaved plugins share one lane: one thread hand-off per call; goal
+<= 20 us each) and of 1 shell hook
 (goal <= 15 ms, spawn included), against a call with no hook, all in one run. Two floors in the
 same run: the round trip reactor -> another thread -> reactor with nothing else in it: a
 ``queue.SimpleQueue`` there and a ``threading.Lock`` the reactor blocks on back (the path a quick

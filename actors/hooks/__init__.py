@@ -1,7 +1,8 @@
 """Event hooks: Python plugins, gateway hooks (HOOK.yaml + handler.py) and shell hooks.
 
-One dispatcher (``Hooks``) serves all three; each plugin runs in its own supervised actor
-under ``/hooks``, each shell hook in its own process group. The decisions on what the answers
+One dispatcher (``Hooks``) serves all three; each plugin has its own supervised actor under
+``/hooks`` (well-behaved plugins' callbacks run in one shared thread, the others in their
+actor's own: ``_placement``), each shell hook runs in its own process group. The decisions on what the answers
 mean are pure (``_decide``).
 """
 

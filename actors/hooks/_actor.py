@@ -1,12 +1,14 @@
 """``HookActor``: one per plugin (or gateway hook), under ``/hooks``; owns the plugin's lane.
 
 A callback is user code: it may raise, hang or answer too much. The actor loads the plugin
-(a fresh import) and runs its callbacks in its lane's thread (``_lane.Lane``), which the
-dispatcher feeds directly: a call costs no trip through the actor's mailbox. A hang stalls
+(a fresh import), tells the dispatcher the loaded unit (well-behaved plugins' callbacks run in
+the dispatcher's shared lane, ``_placement``) and runs the others in its own lane's thread
+(``_lane.Lane``), which the dispatcher feeds directly: a call costs no trip through the
+actor's mailbox. A hang stalls
 only that lane. After a fault the dispatcher tells ``ReloadPlugin`` with a new lane: the actor
 closes the old one (a stuck thread is abandoned: it never reads again), imports the plugin
 afresh and starts the new lane; a restart of the plugin that costs no supervisor round trip.
-The actor closes its lane on every exit. An ``async def`` callback runs to completion on an
+The actor closes its lane on every exit (the last actor to stop closes the shared lane). An ``async def`` callback runs to completion on an
 event loop of its own in the lane's thread.
 """
 
@@ -22,17 +24,18 @@ from protocols._hooks import ReloadPlugin
 
 from ._lane import Lane
 from ._plugins import PluginError
-from ._unit import UnitSource, load_unit
+from ._unit import Unit, UnitSource, load_unit
 
 log = logging.getLogger("hermes.hooks")
 
-Loaded = Callable[[str, int, frozenset[str] | None, tuple[str, ...], str | None], None]
-"""Told (from this thread) what a load gave: name, generation, events, warnings, error."""
+Loaded = Callable[[str, int, Unit | None, tuple[str, ...], str | None], None]
+"""Told (from this thread) what a load gave: name, generation, the unit, warnings, error."""
 
 
 class HookActor(Actor[ReloadPlugin]):
-    def __init__(self, source: UnitSource, generation: int, loaded: Loaded, lane: Lane) -> None:
+    def __init__(self, source: UnitSource, generation: int, loaded: Loaded, lane: Lane, exited: Callable[[str], None]) -> None:
         super().__init__()
+        self.exited = exited
         self.source = source
         self.generation = generation
         self.report = loaded
@@ -55,12 +58,13 @@ class HookActor(Actor[ReloadPlugin]):
         except PluginError as exc:
             log.warning("%s", exc)
             self.lane.start(None)
-            self.report(self.source.name, self.generation, frozenset(), (), str(exc))
+            self.report(self.source.name, self.generation, None, (), str(exc))
             return
         for warning in unit.warnings:
             log.warning("%s", warning)
         self.lane.start(unit)
-        self.report(self.source.name, self.generation, unit.events(), unit.warnings, None)
+        self.report(self.source.name, self.generation, unit, unit.warnings, None)
 
     def terminated(self, kind: ExitKind) -> None:
         self.lane.close()
+        self.exited(self.source.name)

@@ -1,9 +1,12 @@
 """``Hooks``: the one dispatcher of plugin, gateway and shell hooks (it runs in the reactor).
 
-A call goes to every plugin subscribed to the event at once (each in its own actor's lane: a
-thread fed straight from here, ``_lane``), waits for their answers up to the call's deadline
-(blocking the reactor at most ``QUICK_WAIT`` for plugins that answer quickly, then as a trio
-wait the last answer wakes), then runs the matching shell hooks one after
+A call goes to every plugin subscribed to the event at once: the plugins that have always
+answered well as one job on the shared lane (one thread, their callbacks one after the other),
+each other plugin on its own actor's lane (``_lane``; which lane: ``_placement``). It waits for
+their answers up to the call's deadline (blocking the reactor at most ``QUICK_WAIT`` for plugins
+that answer quickly, then as a trio wait the last answer wakes; while it waits it watches the
+shared lane: a callback that holds it past the shared budget gets the lane handed over, the
+others go on at once on a fresh shared lane), then runs the matching shell hooks one after
 the other. The answers come back in dispatch order (plugins alphabetically, then shell hooks
 in config order) for the pure rules of ``_decide``. A plugin that raises, misses the deadline
 or floods is skipped for that call, reported (log, the session's event stream as
@@ -18,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -32,10 +36,11 @@ from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, start_c
 
 from ._actor import HookActor
 from ._decide import Answer, first_block, skip_reason
-from ._lane import Gather, Lane
+from ._lane import Gather, Lane, SharedJob, SharedLane
 from ._names import gateway_matches
+from ._placement import Place, Standing, after_fault, budget_for, place, stalled, still_behaved
 from ._shell import ShellHook, payload, run_shell_hook
-from ._unit import UnitSource
+from ._unit import Unit, UnitSource
 
 log = logging.getLogger("hermes.hooks")
 
@@ -60,6 +65,7 @@ def hooks_spec() -> ChildSpec:
 @dataclasses.dataclass
 class _Slot:
     source: UnitSource
+    name: str = dataclasses.field(init=False, default="")
     generation: int = 0
     address: Address[Any] | None = None
     lane: Lane | None = None
@@ -73,10 +79,29 @@ class _Slot:
     faults: int = 0
     restarts: int = 0
     last_fault: str = ""
+    unit: Unit | None = None
+    """What its actor loaded (the shared lane runs it); None until loaded."""
+    behaved: bool = True
+    """Never slow, faulty or late: it runs on the shared lane (see ``_placement``)."""
+    disabled: str | None = None
+    held: threading.Thread | None = None
+    """The retired shared lane's thread its callback kept running in (this call)."""
+    stuck: list[threading.Thread] = dataclasses.field(default_factory=list)
+    """Threads abandoned in a hung callback of it (those still alive count against the cap)."""
 
-    @property
-    def name(self) -> str:
-        return self.source.name
+    place: Place = "own"
+    """Where its calls run (``_placement.place``, kept up to date by ``restand``)."""
+
+    def restand(self) -> None:
+        """After a change of its unit, behaviour or state: where its calls run now."""
+        self.place = place(Standing(gateway=self.source.kind == "gateway", loaded=self.unit is not None, behaved=self.behaved, disabled=self.disabled))
+
+    def stuck_alive(self) -> int:
+        self.stuck = [t for t in self.stuck if t.is_alive()]
+        return len(self.stuck)
+
+    def __post_init__(self) -> None:
+        self.name = self.source.name  # read several times per call: no property chain
 
     def child_id(self) -> str:
         return self.name.replace("/", "_")
@@ -85,6 +110,8 @@ class _Slot:
 def _subscribed(slot: _Slot, event: str) -> bool:
     """Whether ``slot`` takes ``event`` (before its load: every event of its kind)."""
     gateway = slot.source.kind == "gateway"
+    if slot.disabled is not None:
+        return False
     if slot.events is None:
         return gateway == (":" in event)
     if gateway:
@@ -113,7 +140,14 @@ class Hooks:
         self.registry: Registry | None = None
         self.reactor: Reactor | None = None
         self.ready = trio.Event()
+        self.loaded = trio.Event()
+        """Set (in the reactor) once every plugin's first load is done, well or not."""
         self.calls = 0
+        self.shared: SharedLane | None = None
+        """The lane well-behaved plugins share (in the reactor; made at first use, anew after a hand-over)."""
+        self._life = threading.Lock()
+        self._live = 0
+        self._stopping = False
 
     # -- lifecycle (from the thread that started the runtime) --------------------------------
 
@@ -123,26 +157,53 @@ class Hooks:
         for slot in self.slots:
             self._start(slot)
         reactor.call_soon(self.ready.set)
+        if not self.slots:
+            reactor.call_soon(self.loaded.set)
 
     def _start(self, slot: _Slot) -> None:
         assert self.registry is not None
         supervisor = self.registry.lookup(HOOKS_PATH)
         lane = Lane(slot.name)
-        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded, lane)
+        with self._life:
+            self._live += 1
+        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded, lane, self._exited)
         slot.lane = lane
 
-    def _loaded(self, name: str, generation: int, events: frozenset[str] | None, warnings: tuple[str, ...], error: str | None) -> None:
+    def _loaded(self, name: str, generation: int, unit: Unit | None, warnings: tuple[str, ...], error: str | None) -> None:
         """From a hook actor's thread: what its load gave."""
         if self.reactor is not None:
             try:
-                self.reactor.call_soon(self._note_loaded, name, generation, events, error)
+                self.reactor.call_soon(self._note_loaded, name, generation, unit, error)
             except HermesError:
                 pass
 
-    def _note_loaded(self, name: str, generation: int, events: frozenset[str] | None, error: str | None) -> None:
+    def _note_loaded(self, name: str, generation: int, unit: Unit | None, error: str | None) -> None:
         for slot in self.slots:
             if slot.name == name and slot.generation == generation:
-                slot.events, slot.load_error = events, error
+                slot.events = unit.events() if unit is not None else frozenset()
+                slot.unit, slot.load_error = unit, error
+                slot.restand()
+        if all(slot.events is not None for slot in self.slots):
+            self.loaded.set()
+
+    def _exited(self, name: str) -> None:
+        """From a hook actor's thread as it stops: the last one closes the shared lane."""
+        with self._life:
+            self._live -= 1
+            if self._live > 0:
+                return
+            self._stopping = True
+            lane = self.shared
+        if lane is not None:
+            lane.close()
+
+    def _shared_lane(self) -> SharedLane | None:
+        """The shared lane (in the reactor), made if needed; None once the hook actors stopped."""
+        if self.shared is None:
+            with self._life:
+                if not self._stopping:
+                    self.shared = SharedLane()
+        return self.shared
 
     # -- what is subscribed ----------------------------------------------------------------------
 
@@ -171,7 +232,8 @@ class Hooks:
         stop_at_block: bool = False,
         shell: bool = True,
     ) -> list[Answer]:
-        """Every subscribed hook's answers to ``event``, in dispatch order (in the reactor)."""
+        """Every subscribed hook's answers to ``event``, in dispatch order (in the reactor); a
+        plugin callback's None (no decision) is no answer."""
         answers = await self._call_plugins(event, kwargs, publish)
         if shell and not (stop_at_block and first_block(answers) is not None):
             answers += await self._call_shell(event, kwargs, session_id, cwd, tool_name, tool_input, publish, stop_at_block)
@@ -198,29 +260,104 @@ class Hooks:
             return []
         gather = Gather(trio.lowlevel.current_trio_token().run_sync_soon, len(sent))
         started = time.perf_counter()
+        together: list[tuple[str, Unit]] = []
         for slot in sent:
             assert slot.lane is not None
             slot.in_flight += 1
             slot.calls += 1
-            slot.lane.submit(event, kwargs, gather)
+            if slot.place == "shared" and slot.unit is not None:
+                together.append((slot.name, slot.unit))
+            else:
+                slot.lane.submit(event, kwargs, gather)
+        if together:
+            self._submit_shared(event, kwargs, gather, together)
         done = gather.wait_briefly(QUICK_WAIT) if all(slot.quick for slot in sent) else gather.park()
+        unreached: set[str] = set()
         if not done:
-            with trio.move_on_after(self.deadline):
-                await gather.done.wait()
+            unreached = await self._await(gather, started + self.deadline)
+        for job in gather.jobs:
+            job.lane.open.discard(job)
         quick = time.perf_counter() - started <= QUICK_WAIT
+        budget = budget_for(self.deadline)
         answers: list[Answer] = []
         for slot in sent:  # alphabetical: the slots are sorted by name
             slot.in_flight -= 1
             slot.quick = quick
             answer = gather.answers.get(slot.name)
             reason = skip_reason(answer)
-            if answer is None:
+            if slot.behaved and slot.name not in unreached and not still_behaved(True, reason, gather.took.get(slot.name, 0.0), budget):
+                slot.behaved = False
+                slot.restand()
+            if answer is None and slot.name in unreached:  # a plugin before it hung: not its fault
+                self._report(slot, event, "timeout", "not reached in time: another plugin held the shared lane", publish)
+            elif answer is None:
                 self._fault(slot, event, "timeout", f"no answer within {self.deadline:g} s", publish)
             elif reason is not None:
                 self._fault(slot, event, reason, answer[1] or "an answer past the size limit", publish)
             else:
-                answers += [Answer(slot.name, value) for value in answer[0]]
+                answers += [Answer(slot.name, value) for value in answer[0] if value is not None]
+            slot.held = None
         return answers
+
+    def _submit_shared(self, event: str, kwargs: dict[str, Any], gather: Gather, members: list[tuple[str, Unit]]) -> None:
+        lane = self._shared_lane()
+        if lane is None:  # stopping: each on its own (closed) lane, answered empty
+            for name, _ in members:
+                own = self._slot(name).lane
+                if own is not None:
+                    own.submit(event, kwargs, gather)
+            return
+        lane.submit(SharedJob(lane, event, kwargs, gather, members))
+
+    async def _await(self, gather: Gather, end: float) -> set[str]:
+        """Await the answers until ``end`` (``time.perf_counter``), handing the shared lane over
+        whenever a callback holds it past the budget; the members not reached by ``end``."""
+        budget = budget_for(self.deadline)
+        while not gather.done.is_set():
+            now = time.perf_counter()
+            if now >= end:
+                break
+            wait = end - now
+            lane = self.shared
+            if lane is not None and lane.open:
+                running = lane.running()
+                if running is not None and stalled(now - running[1], budget):
+                    self._hand_over(lane)
+                    continue
+                wait = min(wait, (running[1] if running is not None else now) + budget - now)
+            with trio.move_on_after(max(wait, 0.0)):
+                await gather.done.wait()
+        unreached: set[str] = set()
+        if not gather.done.is_set():
+            for job in gather.jobs:  # the deadline: what of this call is still on the shared lane stops
+                if job.lane is self.shared and job in job.lane.open:
+                    holder, rest = job.hand_over()
+                    unreached.update(name for name, _ in rest)
+                    if holder is not None and holder not in gather.answers:
+                        self._hand_over(job.lane)
+        return unreached
+
+    def _hand_over(self, lane: SharedLane) -> None:
+        """``lane`` is held by a callback past the budget: that plugin keeps the lane's thread
+        (and leaves the shared lane for good); every other job goes on a fresh shared lane."""
+        self.shared = None
+        stuck, moved = lane.retire()
+        if stuck is not None:
+            slot = self._slot(stuck)
+            slot.behaved, slot.held = False, lane.thread
+            slot.restand()
+            log.warning("plugin %s held the shared hook lane past %g s: it runs on a lane of its own from now on", stuck, budget_for(self.deadline))
+        for job, rest in moved:
+            together = [(name, unit) for name, unit in rest if name != stuck]
+            for name, _ in rest:
+                own = self._slot(name).lane
+                if name == stuck and own is not None:
+                    own.submit(job.event, job.kwargs, job.gather)
+            if together:
+                self._submit_shared(job.event, job.kwargs, job.gather, together)
+
+    def _slot(self, name: str) -> _Slot:
+        return next(slot for slot in self.slots if slot.name == name)
 
     async def _call_shell(
         self,
@@ -288,14 +425,28 @@ class Hooks:
 
     # -- faults ------------------------------------------------------------------------------------------
 
-    def _fault(self, slot: _Slot, event: str, reason: str, detail: str, publish: Publish | None, *, replace: bool = True) -> None:
-        slot.faults += 1
-        slot.last_fault = f"{event} {reason}: {detail}"[:300]
+    def _report(self, slot: _Slot, event: str, reason: str, detail: str, publish: Publish | None) -> None:
         log.warning("plugin %s skipped for %s (%s): %s", slot.name, event, reason, detail)
         if publish is not None:
             publish(HookSkipped(hook=slot.name, event=event, reason=reason, detail=detail[:300]))
-        if replace:
-            self._replace(slot)
+
+    def _fault(self, slot: _Slot, event: str, reason: str, detail: str, publish: Publish | None, *, replace: bool = True) -> None:
+        slot.faults += 1
+        slot.last_fault = f"{event} {reason}: {detail}"[:300]
+        self._report(slot, event, reason, detail, publish)
+        if not replace:
+            return
+        if reason == "timeout":  # its thread is stuck in the callback: abandoned
+            thread = slot.held if slot.held is not None else slot.lane.thread if slot.lane is not None else None
+            if thread is not None and thread not in slot.stuck:
+                slot.stuck.append(thread)
+        action, why = after_fault(reason == "timeout", slot.stuck_alive())
+        if action == "disable":
+            slot.disabled = why
+            slot.restand()
+            log.error("plugin %s %s", slot.name, why)
+            return
+        self._replace(slot)
 
     def _replace(self, slot: _Slot) -> None:
         """A fresh import on a fresh lane for ``slot`` (its actor is told; the old lane is closed or abandoned)."""
@@ -304,6 +455,8 @@ class Hooks:
         slot.generation += 1
         slot.restarts += 1
         slot.in_flight = 0
+        slot.unit = None
+        slot.restand()
         lane = Lane(slot.name)
         try:
             slot.address.tell(ReloadPlugin(lane=lane, generation=slot.generation))
@@ -325,6 +478,9 @@ class Hooks:
                     "faults": s.faults,
                     "restarts": s.restarts,
                     "last_fault": s.last_fault,
+                    "lane": s.place,
+                    "stuck_threads": s.stuck_alive(),
+                    "disabled": s.disabled,
                 }
                 for s in self.slots
             ],

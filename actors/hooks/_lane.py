@@ -1,4 +1,6 @@
-"""``Lane``: the thread one plugin incarnation's callbacks run in, fed by a lock-free queue.
+"""``Lane``: the thread one plugin incarnation's callbacks run in, fed by a lock-free queue;
+``SharedLane``: the one thread the well-behaved plugins share (``_placement``), a call's
+plugins run one after the other there, so five plugins cost one hand-off, not five.
 
 The dispatcher (in the reactor) puts a call on a lane and awaits every lane's answer under one
 deadline. A lane is owned by its plugin's ``HookActor``: the actor loads the plugin, starts the
@@ -14,6 +16,7 @@ import asyncio
 import inspect
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,12 +36,16 @@ class Gather:
     which the last answer sets through one wake-up of the reactor.
     """
 
-    __slots__ = ("_all", "_complete", "_mutex", "_parked", "answers", "done", "expected", "wake")
+    __slots__ = ("_all", "_complete", "_mutex", "_parked", "answers", "done", "expected", "jobs", "took", "wake")
 
     def __init__(self, wake: Wake, expected: int) -> None:
         self.wake = wake
         self.expected = expected
         self.answers: dict[str, tuple[tuple[Any, ...], str | None]] = {}
+        self.took: dict[str, float] = {}
+        """Seconds each shared-lane plugin's callbacks ran (own lanes do not tell)."""
+        self.jobs: list[SharedJob] = []
+        """This call's jobs on shared lanes (more than one when a lane was handed over)."""
         self.done = trio.Event()
         self._all = threading.Lock()
         self._all.acquire()
@@ -46,8 +53,10 @@ class Gather:
         self._complete = False
         self._parked = False
 
-    def answer(self, plugin: str, values: tuple[Any, ...], error: str | None) -> None:
+    def answer(self, plugin: str, values: tuple[Any, ...], error: str | None, took: float | None = None) -> None:
         """From a lane's thread (a dict store is atomic under the GIL)."""
+        if took is not None:
+            self.took[plugin] = took
         self.answers[plugin] = (values, error)
         if len(self.answers) < self.expected:
             return
@@ -107,16 +116,114 @@ class Lane:
         name, jobs = self.name, self.jobs
         while (job := jobs.get()) is not _STOP:
             event, kwargs, gather = job
-            callbacks = unit.callbacks(event) if unit is not None else ()
-            values: list[Any] = []
-            error: str | None = None
-            for callback in callbacks:
-                try:
-                    value = callback(event, kwargs)
-                    if inspect.iscoroutine(value):
-                        value = asyncio.run(value)
-                except (Exception, SystemExit) as exc:
-                    error = f"{type(exc).__name__}: {exc}"
-                    break
-                values.append(value)
-            gather.answer(name, tuple(values), error)
+            values, error = run_callbacks(unit, event, kwargs)
+            gather.answer(name, values, error)
+
+
+def run_callbacks(unit: Unit | None, event: str, kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], str | None]:
+    """A unit's callbacks for ``event`` in order: their values, or the first one's error."""
+    values: list[Any] = []
+    for callback in unit.callbacks(event) if unit is not None else ():
+        try:
+            value = callback(event, kwargs)
+            if value is not None and inspect.iscoroutine(value):
+                value = asyncio.run(value)
+        except (Exception, SystemExit) as exc:
+            return tuple(values), f"{type(exc).__name__}: {exc}"
+        values.append(value)
+    return tuple(values), None
+
+
+class SharedJob:
+    """One call's part on a shared lane: several plugins, run one after the other.
+
+    Each member is claimed before it runs, by the lane's thread or by the dispatcher when it
+    hands the lane over (``claims.setdefault``: atomic, the first claim wins), so each member
+    runs exactly once: on the old lane, or moved to another one.
+    """
+
+    __slots__ = ("claims", "event", "gather", "kwargs", "lane", "members", "running", "since")
+
+    def __init__(self, lane: SharedLane, event: str, kwargs: dict[str, Any], gather: Gather, members: list[tuple[str, Unit]]) -> None:
+        self.lane = lane
+        self.event = event
+        self.kwargs = kwargs
+        self.gather = gather
+        self.members = members
+        self.claims: dict[int, bool] = {}
+        """Member index -> True: the lane's thread runs it; False: moved away."""
+        self.since = 0.0
+        """``time.perf_counter()`` when the running member started."""
+        self.running = -1
+        """The member running now (-1: none)."""
+
+    def hand_over(self) -> tuple[str | None, list[tuple[str, Unit]]]:
+        """Stop the job here (in the reactor): the member running now (it keeps the old lane's
+        thread) and the members not started (to run elsewhere)."""
+        rest = [member for index, member in enumerate(self.members) if self.claims.setdefault(index, False) is False]
+        answered = self.gather.answers
+        holder = next((name for index, (name, _) in enumerate(self.members) if self.claims[index] and name not in answered), None)
+        return holder, rest
+
+
+class SharedLane:
+    """The thread that well-behaved plugins share. The dispatcher owns it (in the reactor):
+    ``open`` holds the jobs submitted and not yet finished (the thread drops those it finished,
+    the dispatcher those whose call ended); ``retire`` hands it over."""
+
+    def __init__(self) -> None:
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.open: set[SharedJob] = set()
+        self.retired = False
+        self.thread = threading.Thread(target=self._serve, name="hook-lane-shared", daemon=True)
+        self.thread.start()
+
+    def submit(self, job: SharedJob) -> None:
+        self.open.add(job)
+        job.gather.jobs.append(job)
+        self.jobs.put(job)
+
+    def running(self) -> tuple[str, float] | None:
+        """The member running longest now, and since when (``time.perf_counter``)."""
+        oldest: tuple[str, float] | None = None
+        for job in list(self.open):  # a copy: the lane's thread discards the jobs it finished
+            index, since = job.running, job.since
+            if index >= 0 and (oldest is None or since < oldest[1]):
+                oldest = (job.members[index][0], since)
+        return oldest
+
+    def retire(self) -> tuple[str | None, list[tuple[SharedJob, list[tuple[str, Unit]]]]]:
+        """Hand the lane over (in the reactor): every open job is cut. The plugin running now
+        keeps the thread (it ends after that callback, or stays stuck in it); the members not
+        started are returned, with their jobs, to be run elsewhere."""
+        self.retired = True
+        stuck: str | None = None
+        moved: list[tuple[SharedJob, list[tuple[str, Unit]]]] = []
+        for job in list(self.open):
+            running, rest = job.hand_over()
+            stuck = stuck or running
+            if rest:
+                moved.append((job, rest))
+        self.open.clear()
+        self.jobs.put(_STOP)
+        return stuck, moved
+
+    def close(self) -> None:
+        self.retired = True
+        self.jobs.put(_STOP)
+
+    def _serve(self) -> None:
+        jobs, now = self.jobs, time.perf_counter
+        while (job := jobs.get()) is not _STOP:
+            claim, gather, event, kwargs = job.claims.setdefault, job.gather, job.event, job.kwargs
+            started = job.since = now()
+            for index, (name, unit) in enumerate(job.members):
+                if not claim(index, True):
+                    break  # handed over: the rest runs elsewhere
+                job.running = index
+                values, error = run_callbacks(unit, event, kwargs)
+                job.running = -1
+                ended = job.since = now()
+                gather.answer(name, values, error, ended - started)
+                started = ended
+            self.open.discard(job)  # atomic under the GIL; the reactor reads copies
