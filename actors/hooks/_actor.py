@@ -8,7 +8,7 @@ actor's mailbox. A hang stalls
 only that lane. After a fault the dispatcher tells ``ReloadPlugin`` with a new lane: the actor
 closes the old one (a stuck thread is abandoned: it never reads again), imports the plugin
 afresh and starts the new lane; a restart of the plugin that costs no supervisor round trip.
-The actor closes its lane on every exit (the last actor to stop closes the shared lane). An ``async def`` callback runs to completion on an
+The actor closes its lane on every exit (the shared lane closes when the reactor stops). An ``async def`` callback runs to completion on an
 event loop of its own in the lane's thread.
 """
 
@@ -33,9 +33,8 @@ Loaded = Callable[[str, int, Unit | None, tuple[str, ...], str | None], None]
 
 
 class HookActor(Actor[ReloadPlugin]):
-    def __init__(self, source: UnitSource, generation: int, loaded: Loaded, lane: Lane, exited: Callable[[str], None]) -> None:
+    def __init__(self, source: UnitSource, generation: int, loaded: Loaded, lane: Lane) -> None:
         super().__init__()
-        self.exited = exited
         self.source = source
         self.generation = generation
         self.report = loaded
@@ -67,4 +66,3 @@ class HookActor(Actor[ReloadPlugin]):
 
     def terminated(self, kind: ExitKind) -> None:
         self.lane.close()
-        self.exited(self.source.name)

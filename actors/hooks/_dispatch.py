@@ -145,8 +145,6 @@ class Hooks:
         self.calls = 0
         self.shared: SharedLane | None = None
         """The lane well-behaved plugins share (in the reactor; made at first use, anew after a hand-over)."""
-        self._life = threading.Lock()
-        self._live = 0
         self._stopping = False
 
     # -- lifecycle (from the thread that started the runtime) --------------------------------
@@ -156,6 +154,7 @@ class Hooks:
         self.registry, self.reactor = registry, reactor
         for slot in self.slots:
             self._start(slot)
+        reactor.at_stop(self._close_shared)
         reactor.call_soon(self.ready.set)
         if not self.slots:
             reactor.call_soon(self.loaded.set)
@@ -164,9 +163,7 @@ class Hooks:
         assert self.registry is not None
         supervisor = self.registry.lookup(HOOKS_PATH)
         lane = Lane(slot.name)
-        with self._life:
-            self._live += 1
-        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded, lane, self._exited)
+        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded, lane)
         slot.lane = lane
 
     def _loaded(self, name: str, generation: int, unit: Unit | None, warnings: tuple[str, ...], error: str | None) -> None:
@@ -186,23 +183,17 @@ class Hooks:
         if all(slot.events is not None for slot in self.slots):
             self.loaded.set()
 
-    def _exited(self, name: str) -> None:
-        """From a hook actor's thread as it stops: the last one closes the shared lane."""
-        with self._life:
-            self._live -= 1
-            if self._live > 0:
-                return
-            self._stopping = True
-            lane = self.shared
-        if lane is not None:
-            lane.close()
+    async def _close_shared(self) -> None:
+        """When the reactor stops: the shared lane's thread ends. Not when the hook actors stop:
+        one that crashes is restarted, and the others' calls still need the lane."""
+        self._stopping = True
+        if self.shared is not None:
+            self.shared.close()
 
     def _shared_lane(self) -> SharedLane | None:
-        """The shared lane (in the reactor), made if needed; None once the hook actors stopped."""
-        if self.shared is None:
-            with self._life:
-                if not self._stopping:
-                    self.shared = SharedLane()
+        """The shared lane (in the reactor), made if needed; None once the reactor stopped."""
+        if self.shared is None and not self._stopping:
+            self.shared = SharedLane()
         return self.shared
 
     # -- what is subscribed ----------------------------------------------------------------------

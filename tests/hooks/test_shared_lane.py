@@ -99,8 +99,26 @@ def test_five_well_behaved_plugins_answer_from_one_shared_thread(tmp_path: Path)
     finally:
         runtime.stop(timeout=DEADLINE)
     assert hooks.shared is not None
-    hooks.shared.thread.join(timeout=DEADLINE)  # the last hook actor to stop closed it
+    hooks.shared.thread.join(timeout=DEADLINE)  # the reactor's stop closed it
     assert not hooks.shared.thread.is_alive()
+
+
+def test_a_hook_actor_that_crashes_is_restarted_and_every_plugin_still_answers_on_the_shared_lane(tmp_path: Path) -> None:
+    from protocols import ChildRestarted, InjectCrash
+
+    runtime, hooks = _start(tmp_path, {"only": ANSWER}, deadline=DEADLINE)
+    restarted = threading.Event()
+    runtime.subscribe(lambda e: restarted.set() if isinstance(e, ChildRestarted) and e.path == "/hooks/only" else None)
+    try:
+        published: list[Any] = []
+        before = _call(runtime, hooks, published)
+        runtime.lookup("/hooks/only").tell(InjectCrash())
+        assert restarted.wait(DEADLINE)
+        runtime.lookup("/hooks/only").ask("barrier", timeout=DEADLINE)  # its load is reported
+        # The only hook actor stopping (it crashed) did not end the shared lane for good.
+        assert _call(runtime, hooks, published) == before and published == []
+    finally:
+        runtime.stop(timeout=DEADLINE)
 
 
 def test_a_plugin_hanging_in_the_shared_lane_is_skipped_the_others_answer_and_it_moves_out(tmp_path: Path, pipe: tuple[int, int]) -> None:
