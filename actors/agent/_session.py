@@ -43,6 +43,7 @@ from protocols._session import (
 from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
 
 from ._approvals import ApprovalGate
+from ._auxiliary import auxiliary_model
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
 from ._hooked import TurnHooks, hooked_model, hooked_tool
@@ -239,6 +240,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             tools=deps.tools,
             settings=deps.tool_settings,
             hooks=deps.hooks,
+            auxiliary=auxiliary_model(deps.clients, self.settings(), self.session_id, summary_model=deps.config.summary_model),
         )
         run = deps.tools[effect.name].run
         if deps.hooks is not None:
