@@ -50,7 +50,7 @@ from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._model import ModelSettings, call_model
-from ._nudges import NudgeCounters, TurnFacts, plan_after_turn, seeded
+from ._nudges import NudgeCounters, TurnFacts, admit_review, plan_after_turn, seeded
 from ._providers import Providers
 from ._review import ReviewOutcome, run_review
 from ._session_core import Loaded, offered_tools
@@ -281,7 +281,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
             if self.nudge_counters is None:
                 earlier = sum(1 for m in transcript if m.role == "user") - (1 if user_turn else 0)
                 self.nudge_counters = seeded(max(0, earlier), self.deps.nudges)
-            self.nudge_counters, plan = plan_after_turn(self.nudge_counters, facts, self.deps.nudges, self.deps.tools.keys())
+            self.nudge_counters, due = plan_after_turn(self.nudge_counters, facts, self.deps.nudges, self.deps.tools.keys())
+            plan = admit_review(due, len(self.reviews))
             if plan is None:
                 return
             nudges, context = self.deps.nudges, self._context()

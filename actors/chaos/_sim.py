@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, get_args
 
 from protocols._faults import FaultPlan
 
@@ -33,6 +33,7 @@ from ._faults import default_plan
 from ._invariants import Violation
 from ._sim_client import SimClient
 from ._sim_process import schedule_process_death
+from ._sim_review import ReviewBug, SimReviews
 from ._sim_session import PlantedBug, SimSession
 from ._sim_world import TOOL_SCHEMAS, World
 
@@ -141,6 +142,9 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
     world = World(seed, plan, mask=frozenset(mask), trace=options.trace)
     world.store.ack_before_commit = options.bug == "ack_before_commit"
     world.store.half_segments = options.bug == "half_segment"
+    if plan.reviews.enabled:
+        world.reviews = SimReviews(world)
+        world.reviews.bug = options.bug if options.bug in get_args(ReviewBug) else None  # type: ignore[assignment]
     config = _config_of(plan)
     sessions = []
     for k in range(plan.workload.sessions):
