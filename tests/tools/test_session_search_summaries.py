@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -9,12 +10,14 @@ from typing import Any
 import pytest
 
 import actors.tools._session_search  # noqa: F401 - registers the tool
-from actors.agent import ModelClients, ModelSettings, ToolContext, ToolOutput, Workspace
+from actors.agent import MachineConfig, ModelClients, ModelSettings, ToolContext, ToolOutput, Workspace
 from actors.agent._auxiliary import AuxiliaryModel, auxiliary_model
-from actors.chaos import HttpError, ModelServer, TextReply
+from actors.chaos import HttpError, ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.tools import REGISTRY
 from actors.tools._session_search_plan import EXCERPT_CHARS, excerpt
-from protocols import ChatMessage, StoredMessage
+from protocols import ChatMessage, StoredMessage, ToolFinished, TurnCompleted
+from tests.agent.session_kit import start_kit, until
+from tests.conftest import DEADLINE
 
 from .test_session_search_tool import write_store
 
@@ -135,3 +138,28 @@ def test_one_huge_message_is_clipped_and_a_short_session_is_whole() -> None:
     text = excerpt([stored(0, "a" * 50_000), stored(1, "short answer")], [0])
     assert "[...]" in text and len(text) < 2_200 and text.endswith("[assistant] short answer")
     assert excerpt([stored(0, "hello"), stored(1, "hi")], [1]) == "[user] hello\n[assistant] hi"
+
+
+def test_in_a_running_session_the_tool_asks_the_summary_model_and_the_model_sees_the_summary(tmp_path: Path, model_server: ModelServer) -> None:
+    """Through the session actor: its tool context carries the side-call model (``compression.summary_model``)."""
+    store = tmp_path / "state.db"
+    write_store(store)
+    tools = {"session_search": REGISTRY.get("session_search").spec()}
+    config = MachineConfig(traits={n: t.traits for n, t in tools.items()}, retry_base=0.01, turn_timeout=60.0, summary_model="small-model")
+    kit = start_kit(store, model_server, tools=tools, config=config)
+    try:
+        search_call = ToolCallsReply(calls=(ScriptedCall(name="session_search", arguments=json.dumps({"query": "kubernetes", "limit": 1})),))
+        model_server.script([search_call, TextReply(content="Found it: kubeadm.")], session="u")
+        model_server.script([TextReply(content="They drained the nodes and upgraded with kubeadm.")], model="small-model")
+        probe = kit.subscribe("u")
+        kit.start_turn("u", "what did we do about kubernetes?")
+        events = until(probe, TurnCompleted)
+        finished = next(e for e in events if isinstance(e, ToolFinished))
+        assert finished.ok and "   They drained the nodes and upgraded with kubeadm." in finished.preview
+        assert events[-1].text == "Found it: kubeadm."
+        summary = next(r for r in model_server.requests if r.body.get("model") == "small-model")
+        assert "Drain each node" in summary.body["messages"][-1]["content"] and "tools" not in summary.body
+        last = [r for r in model_server.requests if r.session == "u"][-1]
+        assert "They drained the nodes" in json.dumps(last.body["messages"])  # the tool result reached the model
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
