@@ -90,8 +90,8 @@ async def _summarise(model: AuxiliaryModel | None, query: str, read: list[_Read]
             answers[number] = await model.ask(request)
         except AuxiliaryFailed as exc:
             failures[number] = f"the model {model.model} failed: {exc}"
-        except (OSError, ValueError) as exc:  # a connection refused or a body that is not JSON
-            failures[number] = f"the model {model.model} could not be reached: {type(exc).__name__}: {exc}"
+        except Exception as exc:  # whatever else breaks a side call, the hits are kept (trio.Cancelled is no Exception)
+            failures[number] = f"the model {model.model} could not be asked: {type(exc).__name__}: {exc}"
 
     with trio.move_on_after(model.timeout):
         async with trio.open_nursery() as nursery:
