@@ -31,7 +31,7 @@ store and the supervisor can see:
   ``segment_unpaired``, ``segment_mixed``, ``summary_split_pair``, ``compressed_before_commit``,
   ``too_many_passes``, ``answered_twice``; see ``_compress_checks``.
 - Background reviews' rules (simulator): ``review_overlap``, ``review_past_deadline``,
-  ``review_never_ended``, ``review_delayed_turn``; see ``_review_checks``.
+  ``review_never_ended``, ``review_delayed_turn``, ``review_in_user_transcript``; see ``_review_checks``.
 
 Crashes are learnt from supervision events: ``ChildRestarted`` of a session's path means
 its previous incarnation died; the turns it had open must then be ended by the recovery

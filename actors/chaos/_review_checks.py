@@ -5,16 +5,19 @@
 - ``review_never_ended``: a review still running when the world came to rest.
 - ``review_delayed_turn``: a ``StartTurn`` told to a running session while its review ran did
   not reach the session at once (the user's next turn waited for the review).
+- ``review_in_user_transcript``: the user's stored transcript at rest holds a message one of its
+  reviews wrote (a review writes in its own session only).
 
-That a review never changes the user's transcript or turn outcome is kept by the general rules
-(``terminal_count``, the stored transcript's checks): the review writes nothing to the user's
-session, and its ``ReviewFinished`` follows the turn's end on the user's stream.
+That a review never changes the user's turn outcome is kept by the general rules
+(``terminal_count``: a turn ends once; the review forks after that end).
 """
 
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+
+from protocols import ChatMessage
 
 Violate = Callable[[str, str, str, float], None]
 
@@ -24,6 +27,8 @@ class ReviewChecks:
         self.violate, self.counts = violate, counts
         self.running: dict[str, dict[str, tuple[float, float]]] = {}
         """Session -> review id -> (started, deadline)."""
+        self.written: dict[str, dict[str, str]] = {}
+        """Session -> content of a message one of its reviews wrote -> that review's id."""
         self.told: dict[tuple[str, str], float] = {}
         """(session, turn id) -> when a StartTurn was told while a review of the session ran."""
 
@@ -57,6 +62,18 @@ class ReviewChecks:
         told = self.told.pop((session_id, turn_id), None)
         if told is not None and now > told:
             self.violate("review_delayed_turn", session_id, f"turn {turn_id} reached the session {now - told:.3f} s after it was sent, while a review ran", now)
+
+    def wrote(self, session_id: str, review_id: str, message: ChatMessage) -> None:
+        self.written.setdefault(session_id, {})[message.content or ""] = review_id
+
+    def user_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
+        """The user's stored transcript at rest (every segment): none of its reviews' messages in it."""
+        written = self.written.get(session_id, {})
+        for message in messages:
+            review_id = written.get(message.content or "")
+            if review_id is not None:
+                self.violate("review_in_user_transcript", session_id, f"the stored transcript holds a {message.role} message of review {review_id}", now)
+                return
 
     def finish(self, now: float) -> None:
         for session_id, reviews in self.running.items():

@@ -159,6 +159,8 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
         for session in sessions:
             sid = session.session_id
             originals = store.originals(sid) if sid in store.copied else None
+            if world.reviews is not None:
+                checker.reviews.user_transcript(sid, store.durable.get(sid, []), world.now)
             checker.durable_transcript(sid, store.segment(sid), world.now, originals=originals)
     else:
         checker.violate("no_quiescence", "-", f"the world was still busy after {options.max_steps} steps", world.now)

@@ -8,8 +8,9 @@ from the loaded transcript, as a restarted actor does. A review runs beside the 
 (another session in the runtime: here a heap entry) and ends one way of four, drawn from the
 plan (stream ``reviews``): it saves and ends ``ok``; its model call fails at once; its child
 crashes part way; it hangs and its deadline stops it. Each end is a ``ReviewFinished`` on the
-user's stream (``ok`` or not). When the session's actor dies or passivates its waits are
-cancelled, the review's with them: it ends then, with no event.
+user's stream (``ok`` or not). The review's child session stores its prompt and, when it
+ends ``ok``, its answer, in its own session. When the session's actor dies or passivates its
+waits are cancelled, the review's with them: it ends then, with no event.
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Literal
 
-from protocols import ReviewFinished, SessionEvent, StartTurn, ToolStarted, TurnCompleted, TurnStarted
+from protocols import ChatMessage, ReviewFinished, SessionEvent, StartTurn, ToolStarted, TurnCompleted, TurnStarted
 from protocols._session import TERMINAL_EVENTS
 
-from ..agent._nudges import MEMORY_TOOL, SKILL_TOOL, NudgeCounters, NudgeSettings, TurnFacts, admit_review, plan_after_turn, seeded
+from ..agent._nudges import MEMORY_TOOL, SKILL_TOOL, NudgeCounters, NudgeSettings, ReviewKind, TurnFacts, admit_review, plan_after_turn, seeded
+from ..agent._review_prompts import review_prompt
 from ._sim_world import TOOL_NAMES
 
 if TYPE_CHECKING:
@@ -28,12 +30,13 @@ if TYPE_CHECKING:
     from ._sim_supervisor import Incarnation
     from ._sim_world import World
 
-ReviewBug = Literal["review_overlap", "review_no_deadline", "review_blocks_turn"]
+ReviewBug = Literal["review_overlap", "review_no_deadline", "review_blocks_turn", "review_writes_user_session"]
 """Review bugs a test plants on purpose (with the ``review`` preset):
 
 - ``review_overlap``: a review due while one runs starts anyway (no ``admit_review``).
 - ``review_no_deadline``: a hung review is stopped only long after its deadline.
 - ``review_blocks_turn``: a session holds a StartTurn that arrives while its review runs until the review ends.
+- ``review_writes_user_session``: a review stores its messages in the user's session instead of its own.
 """
 AVAILABLE = (*TOOL_NAMES, MEMORY_TOOL, SKILL_TOOL)
 """The tools the simulated sessions have, as the nudge planner sees them."""
@@ -43,7 +46,7 @@ AVAILABLE = (*TOOL_NAMES, MEMORY_TOOL, SKILL_TOOL)
 class _Review:
     review_id: str
     turn_id: str
-    kind: str
+    kind: ReviewKind
     incarnation: Incarnation
     entry: int = 0
     ends: float = 0.0
@@ -97,6 +100,7 @@ class SimReviews:
         self.running[sid].append(review)
         world.checker.reviews.started(sid, review.review_id, world.now, faults.deadline_s)
         world.note(f"{sid}: review {review.review_id} ({review.kind}) forked after {review.turn_id}")
+        self._write(sid, review, ChatMessage(role="user", content=f"{review_prompt(review.kind)}\n[{review.review_id}]"))  # durable before its turn
         work = dice.uniform("reviews", 0.01, max(0.01, faults.work_max_s))
         if dice.fault("reviews", "model_error", faults.model_error):
             end, ok, summary = dice.uniform("reviews", 0.001, 0.05), False, "the review failed: simulated HTTP 500"
@@ -114,8 +118,16 @@ class SimReviews:
         world, sid = self.world, session.session_id
         self.running[sid].remove(review)
         world.checker.reviews.ended(sid, review.review_id, world.now, "ok" if ok else "failed")
+        if ok:
+            self._write(sid, review, ChatMessage(role="assistant", content=f"{summary} [{review.review_id}]"))
         if review.incarnation is session.current:
             session.publish(ReviewFinished(turn_id=review.turn_id, review_session_id=review.review_id, kind=review.kind, summary=summary, ok=ok))
+
+    def _write(self, session_id: str, review: _Review, message: ChatMessage) -> None:
+        """The review's child session stores a message of its own (its session, never the user's)."""
+        target = session_id if self.bug == "review_writes_user_session" else review.review_id
+        self.world.checker.reviews.wrote(session_id, review.review_id, message)
+        self.world.store.commit_now(target, (message,))
 
     def session_down(self, session_id: str) -> None:
         """The session's actor died or stopped: its waits, the reviews among them, are cancelled."""

@@ -13,6 +13,7 @@ PLANTED: dict[ReviewBug, tuple[int, str]] = {
     "review_overlap": (0, "review_overlap"),
     "review_no_deadline": (17, "review_past_deadline"),
     "review_blocks_turn": (0, "review_delayed_turn"),
+    "review_writes_user_session": (0, "review_in_user_transcript"),
 }
 """Planted bug -> a seed of the ``review`` preset that it breaks, and the rule that catches it."""
 
