@@ -278,4 +278,7 @@ def format_result(result: SimResult, *, plan_name: str | None = None, trace: boo
 
 def summary(counts: dict[str, Any]) -> str:
     keys = ("sessions", "turns", "completed", "failed", "cancelled", "rejected", "queued", "restarts", "recovered", "tool_runs", "faults")
-    return ", ".join(f"{k} {counts.get(k, 0)}" for k in keys)
+    line = ", ".join(f"{k} {counts.get(k, 0)}" for k in keys)
+    if counts.get("reviews"):  # plans with background reviews: how they ended
+        line += ", " + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("reviews", "reviews_ok", "reviews_failed", "reviews_cancelled", "turns_during_review"))
+    return line
