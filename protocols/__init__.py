@@ -27,6 +27,7 @@ from ._faults import HookFaults as HookFaults
 from ._faults import KeyFaults as KeyFaults
 from ._faults import MessageFaults as MessageFaults
 from ._faults import ModelFaults as ModelFaults
+from ._faults import ReviewFaults as ReviewFaults
 from ._faults import StoreFaults as StoreFaults
 from ._faults import ToolFaults as ToolFaults
 from ._faults import Workload as Workload
@@ -217,6 +218,7 @@ __all__ = [
     "ResponseDeleted",
     "ResponseStored",
     "RestartDue",
+    "ReviewFaults",
     "ReviewFinished",
     "Role",
     "SavePoolState",

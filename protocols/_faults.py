@@ -19,6 +19,7 @@ The tree::
     │   └── key_faults  KeyFaults  per API key: 429 (with or without a reset hint), 401, 402
     ├── tools      ToolFaults      raise, hang past the timeout, huge output, slow
     ├── hooks      HookFaults      a plugin's pre_tool_call hook raises, hangs, answers garbage, is slow
+    ├── reviews    ReviewFaults    background reviews (nudges) in the workload: crash, hang, failed model call
     ├── store      StoreFaults     busy, slow commit, crash between write and ack
     └── workload   Workload        sessions, user messages, busy policies, cancels, limits
 """
@@ -249,6 +250,39 @@ class HookFaults(Message, frozen=True, kw_only=True):
         return self.raises + self.hang + self.garbage + self.slow > 0
 
 
+class ReviewFaults(Message, frozen=True, kw_only=True):
+    """Background reviews in the workload, and their faults, per review.
+
+    With ``enabled`` a session counts its turns as the runtime does (the real nudge planner,
+    at these intervals) and forks a review when one is due; the review runs beside the user's
+    session until it ends or its deadline (``deadline_s``) stops it.
+    """
+
+    enabled: bool = False
+    memory_interval: int = 2
+    """User turns between memory reviews (``memory.nudge_interval``; small, so short sessions review)."""
+    min_turns: int = 1
+    skill_interval: int = 3
+    """Model calls between skill reviews (``skills.creation_nudge_interval``)."""
+    work_max_s: float = 2.0
+    """Longest normal review, seconds."""
+    deadline_s: float = 5.0
+    crash: float = 0.0
+    """The review's child session crashes part way (ends ``ok=False``)."""
+    hang: float = 0.0
+    """The review never ends by itself (its deadline stops it)."""
+    model_error: float = 0.0
+    """The review's model call fails (ends ``ok=False`` at once)."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("crash", "hang", "model_error"))
+        _check_seconds(self, ("work_max_s", "deadline_s"))
+        for name in ("memory_interval", "min_turns", "skill_interval"):
+            if getattr(self, name) < 0:
+                msg = f"ReviewFaults.{name} must be >= 0, not {getattr(self, name)}"
+                raise ValueError(msg)
+
+
 class StoreFaults(Message, frozen=True, kw_only=True):
     """Faults of the store writer, per write."""
 
@@ -335,5 +369,6 @@ class FaultPlan(Message, frozen=True, kw_only=True):
     model: ModelFaults = msgspec.field(default_factory=ModelFaults)
     tools: ToolFaults = msgspec.field(default_factory=ToolFaults)
     hooks: HookFaults = msgspec.field(default_factory=HookFaults)
+    reviews: ReviewFaults = msgspec.field(default_factory=ReviewFaults)
     store: StoreFaults = msgspec.field(default_factory=StoreFaults)
     workload: Workload = msgspec.field(default_factory=Workload)

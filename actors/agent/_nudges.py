@@ -117,3 +117,9 @@ def seeded(user_turns: int, settings: NudgeSettings) -> NudgeCounters:
     """The counters of a session loaded with ``user_turns`` stored user turns (a restart does not restart the period)."""
     interval = settings.memory_interval
     return NudgeCounters(user_turns=user_turns, turns_since_memory=user_turns % interval if interval > 0 else 0)
+
+
+def admit_review(plan: ReviewPlan | None, running: int) -> ReviewPlan | None:
+    """One review per session at a time: a review due while ``running`` ones run is dropped (its
+    counters were reset all the same), so reviews never pile up behind a slow or hung one."""
+    return plan if plan is not None and running == 0 else None

@@ -43,13 +43,14 @@ from protocols._session import (
 from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
 
 from ._approvals import ApprovalGate
+from ._auxiliary import auxiliary_model
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
 from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._model import ModelSettings, call_model
-from ._nudges import NudgeCounters, TurnFacts, plan_after_turn, seeded
+from ._nudges import NudgeCounters, TurnFacts, admit_review, plan_after_turn, seeded
 from ._providers import Providers
 from ._review import ReviewOutcome, run_review
 from ._session_core import Loaded, offered_tools
@@ -239,6 +240,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             tools=deps.tools,
             settings=deps.tool_settings,
             hooks=deps.hooks,
+            auxiliary=auxiliary_model(deps.clients, self.settings(), self.session_id, summary_model=deps.config.summary_model),
         )
         run = deps.tools[effect.name].run
         if deps.hooks is not None:
@@ -279,7 +281,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
             if self.nudge_counters is None:
                 earlier = sum(1 for m in transcript if m.role == "user") - (1 if user_turn else 0)
                 self.nudge_counters = seeded(max(0, earlier), self.deps.nudges)
-            self.nudge_counters, plan = plan_after_turn(self.nudge_counters, facts, self.deps.nudges, self.deps.tools.keys())
+            self.nudge_counters, due = plan_after_turn(self.nudge_counters, facts, self.deps.nudges, self.deps.tools.keys())
+            plan = admit_review(due, len(self.reviews))
             if plan is None:
                 return
             nudges, context = self.deps.nudges, self._context()

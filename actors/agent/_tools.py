@@ -22,6 +22,8 @@ from ._plan import ToolTraits
 if TYPE_CHECKING:
     from actors.hooks import Hooks
 
+    from ._auxiliary import AuxiliaryModel
+
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class ToolOutput:
@@ -93,6 +95,8 @@ class ToolContext:
     settings: ToolSettings = ToolSettings()
     hooks: Hooks | None = None
     """The runtime's hooks, for a tool's own hook points (the terminal's ``transform_terminal_output``)."""
+    auxiliary: AuxiliaryModel | None = None
+    """The model a tool may ask for text of its own (session_search's summaries); None: no model."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

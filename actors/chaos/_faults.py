@@ -17,7 +17,7 @@ from typing import Literal, TypeVar
 import msgspec
 
 from protocols._base import from_json, to_json
-from protocols._faults import CrashFaults, FaultPlan, HookFaults, KeyFaults, MessageFaults, ModelFaults, StoreFaults, ToolFaults, Workload
+from protocols._faults import CrashFaults, FaultPlan, HookFaults, KeyFaults, MessageFaults, ModelFaults, ReviewFaults, StoreFaults, ToolFaults, Workload
 
 from .._errors import UsageError
 
@@ -160,6 +160,13 @@ def hooks_plan() -> FaultPlan:
     return msgspec.structs.replace(default_plan(), name="hooks", hooks=HookFaults(raises=0.05, hang=0.03, garbage=0.06, slow=0.08))
 
 
+def review_plan() -> FaultPlan:
+    """The default faults plus background reviews after qualifying turns: some crash, hang past their deadline or fail their model call."""
+    base = default_plan()
+    reviews = ReviewFaults(enabled=True, crash=0.1, hang=0.1, model_error=0.1)
+    return msgspec.structs.replace(base, name="review", reviews=reviews, workload=msgspec.structs.replace(base.workload, min_messages=2, max_messages=3))
+
+
 PRESETS = {
     "calm": calm_plan,
     "default": default_plan,
@@ -172,6 +179,7 @@ PRESETS = {
     "keys": keys_plan,
     "long": long_plan,
     "hooks": hooks_plan,
+    "review": review_plan,
 }
 """Named plans. Every one keeps every invariant: CI sweeps seeds 0-15,999 of each
 (``tests/chaos/test_sweeps.py``); ``hermes chaos sim --all-presets`` sweeps more by hand."""

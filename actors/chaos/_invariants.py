@@ -30,6 +30,8 @@ store and the supervisor can see:
 - Context compression's rules (simulator): ``loaded_mixed_segments``, ``loaded_unpaired``,
   ``segment_unpaired``, ``segment_mixed``, ``summary_split_pair``, ``compressed_before_commit``,
   ``too_many_passes``, ``answered_twice``; see ``_compress_checks``.
+- Background reviews' rules (simulator): ``review_overlap``, ``review_past_deadline``,
+  ``review_never_ended``, ``review_delayed_turn``, ``review_in_user_transcript``; see ``_review_checks``.
 
 Crashes are learnt from supervision events: ``ChildRestarted`` of a session's path means
 its previous incarnation died; the turns it had open must then be ended by the recovery
@@ -61,6 +63,7 @@ from protocols._session import (
 from ..agent._sanitize import sanitize
 from ._compress_checks import CompressionChecks
 from ._pool_checks import PoolChecks
+from ._review_checks import ReviewChecks
 
 RECOVERY_BOUND = 2.0
 """Seconds from a crash to the recovery's verdict on the turn it interrupted (a restart, then
@@ -180,6 +183,8 @@ class Invariants:
         """The credential pool's rules (``_pool_checks``)."""
         self.compression = CompressionChecks(self.violate, self.counts)
         """Context compression's rules (``_compress_checks``)."""
+        self.reviews = ReviewChecks(self.violate, self.counts)
+        """Background reviews' rules (``_review_checks``)."""
 
     # -- reporting ---------------------------------------------------------------------------------
 
@@ -492,6 +497,7 @@ class Invariants:
         for path, due in self._exit_due.items():
             self.violate("two_live_actors", _session_of(path), f"{path} incarnation {due} never reported its exit", now)
         self.pool.finish(now)
+        self.reviews.finish(now)
         return self.violations
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, get_args
 
 from protocols._faults import FaultPlan
 
@@ -33,6 +33,7 @@ from ._faults import default_plan
 from ._invariants import Violation
 from ._sim_client import SimClient
 from ._sim_process import schedule_process_death
+from ._sim_review import ReviewBug, SimReviews
 from ._sim_session import PlantedBug, SimSession
 from ._sim_world import TOOL_SCHEMAS, World
 
@@ -141,6 +142,9 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
     world = World(seed, plan, mask=frozenset(mask), trace=options.trace)
     world.store.ack_before_commit = options.bug == "ack_before_commit"
     world.store.half_segments = options.bug == "half_segment"
+    if plan.reviews.enabled:
+        world.reviews = SimReviews(world)
+        world.reviews.bug = options.bug if options.bug in get_args(ReviewBug) else None  # type: ignore[assignment]
     config = _config_of(plan)
     sessions = []
     for k in range(plan.workload.sessions):
@@ -155,6 +159,8 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
         for session in sessions:
             sid = session.session_id
             originals = store.originals(sid) if sid in store.copied else None
+            if world.reviews is not None:
+                checker.reviews.user_transcript(sid, store.durable.get(sid, []), world.now)
             checker.durable_transcript(sid, store.segment(sid), world.now, originals=originals)
     else:
         checker.violate("no_quiescence", "-", f"the world was still busy after {options.max_steps} steps", world.now)
@@ -272,4 +278,7 @@ def format_result(result: SimResult, *, plan_name: str | None = None, trace: boo
 
 def summary(counts: dict[str, Any]) -> str:
     keys = ("sessions", "turns", "completed", "failed", "cancelled", "rejected", "queued", "restarts", "recovered", "tool_runs", "faults")
-    return ", ".join(f"{k} {counts.get(k, 0)}" for k in keys)
+    line = ", ".join(f"{k} {counts.get(k, 0)}" for k in keys)
+    if counts.get("reviews"):  # plans with background reviews: how they ended
+        line += ", " + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("reviews", "reviews_ok", "reviews_failed", "reviews_cancelled", "turns_during_review"))
+    return line

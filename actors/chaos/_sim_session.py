@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from protocols import KeyLeased, LeaseKey, ReportKey, Token
+from protocols import KeyLeased, LeaseKey, ReportKey, StartTurn, Token
 from protocols._session import ContextCompressed, SessionEvent, UserMessageSaved
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
@@ -28,6 +28,7 @@ from ..agent._session_host import HostConfig, SessionHost, Write
 from ..agent._session_timers import IdleTimer
 from ..agent._turn_state import Compressing, PersistingSegment
 from ._sim_pool import PoolBug
+from ._sim_review import ReviewBug
 from ._sim_supervisor import Incarnation, SimSupervised
 from ._sim_trace import show
 from ._sim_world import World
@@ -42,8 +43,9 @@ CompressionBug = Literal["half_segment", "compressed_before_commit", "split_summ
 - ``compressed_before_commit``: the session says ``ContextCompressed`` when it sends the segment write, not once it is committed.
 - ``split_summary_pair``: a summary request leaves out the last tool result of the middle (a planner whose cut splits a call from its result).
 """
-PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"] | PoolBug | CompressionBug
-"""Bugs a test plants on purpose, to prove the checker catches them (the pool's: ``PoolBug``; compression's: ``CompressionBug``):
+PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"] | PoolBug | CompressionBug | ReviewBug
+"""Bugs a test plants on purpose, to prove the checker catches them (the pool's: ``PoolBug``; compression's: ``CompressionBug``;
+background reviews': ``ReviewBug``):
 
 - ``drop_settle``: synthetic results that settle a cancelled or failed turn are never written (the store answers as if they were).
 - ``rerun_tools``: a recovering session runs the calls it finds unanswered again.
@@ -88,10 +90,14 @@ class SimSession(SimSupervised):
 
     def crash(self, reason: str) -> None:
         self._count_phase("crash")
+        if self.world.reviews is not None:
+            self.world.reviews.session_down(self.session_id)
         super().crash(reason)
 
     def process_died(self) -> None:
         self._count_phase("death")
+        if self.world.reviews is not None:
+            self.world.reviews.session_down(self.session_id)
         super().process_died()
         self.open_turns = OpenTurns()  # the hub lived in the dead process's memory
 
@@ -227,6 +233,8 @@ class SimSession(SimSupervised):
             world.note(f"{self.session_id} emits {show(event)}")
         checker = world.checker
         checker.event(self.session_id, event, world.now, subscriber=self)
+        if world.reviews is not None:
+            world.reviews.observe(self, event)
         if isinstance(event, UserMessageSaved):
             checker.user_message_durable(self.session_id, event.turn_id, world.store.user_texts.get(self.session_id, ()), world.now)
         if self.client is not None:
@@ -236,7 +244,27 @@ class SimSession(SimSupervised):
         self.crash(why)
 
     def passivate(self) -> None:
+        if self.world.reviews is not None:
+            self.world.reviews.session_down(self.session_id)
         self.stopped_normally()
+
+    # -- background reviews (``_sim_review``) --------------------------------------------------------
+
+    def tell(self, message: Any) -> None:
+        reviews = self.world.reviews
+        if reviews is not None:
+            reviews.told(self, message)
+            end = reviews.ends_at(self.session_id) if self.bug == "review_blocks_turn" and type(message) is StartTurn else None
+            if end is not None:  # planted: the turn waits for the review
+                self.world.at(end, super().tell, message)
+                return
+        super().tell(message)
+
+    def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
+        reviews = self.world.reviews
+        if reviews is not None and from_address and type(message) is StartTurn:
+            self.world.checker.reviews.turn_received(self.session_id, message.turn_id, self.world.now)
+        super().handle(incarnation, message, from_address=from_address)
 
     def idle(self, generation: int, state: SessionState) -> None:
         world = self.world

@@ -167,6 +167,11 @@ class SimStore:
             for call in message.tool_calls:
                 calls.add(call.id)
 
+    def commit_now(self, session_id: str, messages: tuple[ChatMessage, ...]) -> None:
+        """A write of a session the simulator runs as no ``SimSession`` (a review's child session):
+        committed at once, answered to no one."""
+        self._apply(session_id, messages)
+
     def _mark(self, session_id: str, mark: TurnMark) -> None:
         turns = self.turns.setdefault(session_id, {})
         if mark.event == "started":

@@ -37,6 +37,7 @@ from ._sim_pool import SimPool
 from ._sim_store import SimStore
 
 if TYPE_CHECKING:
+    from ._sim_review import SimReviews
     from ._sim_session import SimSession
     from ._sim_supervisor import Incarnation
 
@@ -100,6 +101,8 @@ class World:
         self.died_at = -math.inf
         """When the process last died (the pool learns of it later, and needs to know what happened before)."""
         self.tool_runs: collections.Counter[str] = collections.Counter()
+        self.reviews: SimReviews | None = None
+        """Background reviews (``_sim_review``), when the plan enables them."""
 
     @property
     def down(self) -> bool:
