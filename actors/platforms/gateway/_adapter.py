@@ -3,9 +3,11 @@
 An adapter executes the gateway's decisions; it decides nothing itself:
 
 - inbound: a batch of :class:`PlatformMessage` (from a poll, a webhook request) is deduped
-  (:class:`SeenLog`) and decided: each message is checked (:func:`decide_access`, pairing as
-  a wait on the shared book), commands (``/stop``, ``/approve``, ``/deny``) and the busy
-  policy (:class:`Chats`) change the chats; the seen log and the chats are saved together
+  (:class:`SeenLog`), screened by the ``pre_gateway_dispatch`` hooks (a wait, ``_dispatch_hook``:
+  skip, rewrite, allow) and decided: each message is checked (:func:`decide_access`, pairing as
+  a wait on the shared book), slash commands (``_chat_commands``) answer or ask the session, a
+  burst of a chat's messages is held and joined (``_burst``, a timer), a stale session is
+  replaced (``_resets``) and the busy policy (:class:`Chats`) changes the chats; the seen log and the chats are saved together
   (:class:`StateFile`, a reactor wait) and only then are the decided effects run;
 - a turn is one wait (:func:`follow_turn`) that ends with the turn's end event;
 - a final reply is saved in the outbox first, then sent as one wait (the subclass's
@@ -19,6 +21,7 @@ reply) and may override ``limit`` / ``measure`` (chunking).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import time
@@ -26,9 +29,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
+
 from actors import Actor
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
+from actors.platforms._slash_commands import parse
 from protocols import (
     AdapterState,
     AdapterStatus,
@@ -40,18 +46,25 @@ from protocols import (
     ResolveApproval,
     SessionCommand,
     StartTurn,
+    SwitchModel,
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
     TurnRejected,
+    TurnUndone,
+    UndoTurn,
     WaitFinished,
 )
 
+from . import _burst
 from ._access import AccessPolicy, decide_access
+from ._chat_commands import AskSession, Builtin, NewSession, Notice, answer_text, decide_command
 from ._chats import Action, Cancel, Chats, Reply, Start
 from ._chunks import Measure, chunk_text
 from ._dedup import SeenLog
+from ._dispatch_hook import HOOK, screen
 from ._pairing import new_code, request_code, update_book
+from ._resets import ChatSession, ResetPolicy, chat_key_of, session_id_of, stale_reason
 from ._session_key import key_of
 from ._state_file import Durable, Outgoing, StateFile, restore
 from ._waits import follow_turn
@@ -82,9 +95,36 @@ class GatewayAdapter(Actor[AdapterInbox]):
     limit = 0
     """The platform's message length limit (0: none)."""
     measure: Measure = len
+    takes_commands = True
+    """Whether a text starting with ``/`` is a slash command (a webhook's prompt is not)."""
 
-    def __init__(self, *, home: Path, hubs: HubRegistry, policy: AccessPolicy, chats: Chats, context: str = "", senders: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        home: Path,
+        hubs: HubRegistry,
+        policy: AccessPolicy,
+        chats: Chats,
+        context: str = "",
+        senders: dict[str, Any] | None = None,
+        hooks: Any = None,
+        resets: ResetPolicy | None = None,
+        burst_window: float = 0.0,
+        tz: dt.tzinfo | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__()
+        self.hooks = hooks
+        """The runtime's :class:`actors.hooks.Hooks` (None: no hooks)."""
+        self.reset_policy = resets or ResetPolicy()
+        self.burst_window = burst_window
+        self.tz = tz
+        self.clock = clock
+        self.sessions: dict[str, ChatSession] = {}
+        """Chat key -> its session's generation and last message time (``_resets``)."""
+        self.bursts: dict[str, _burst.Burst] = {}
+        self.screening: list[tuple[list[PlatformMessage], int | None]] = []
+        """Batches waiting for (the first: in) the ``pre_gateway_dispatch`` hooks, in order."""
         self.senders = senders
         """The gateway's table of running adapters' senders (scheduled jobs' answers, ``_scheduled.py``)."""
         self.home = home
@@ -109,11 +149,17 @@ class GatewayAdapter(Actor[AdapterInbox]):
         saved = self.state_file.load()
         self.seen, self.version = saved.seen, saved.version
         self.chats = restore(self.chats, saved)
+        self.sessions = dict(saved.sessions)
         for owed in saved.outbox:  # decided, maybe sent: sent again at most once (a crash in between is the one gap)
             self.outbox[owed.turn_id] = owed
             self.send_final(owed)
         for chat in self.chats.chats.values():
-            self.follow(chat.message, chat.running, interrupt=False, resume=True)
+            self.follow(chat.message, chat.running, interrupt=False, resume=True, session_id=chat.session())
+        if saved.held:  # a burst held when the adapter stopped goes now
+            grouped: dict[str, list[PlatformMessage]] = {}
+            for held in saved.held:
+                grouped.setdefault(key_of(held), []).append(held)
+            self.commit([effect for group in grouped.values() for effect in self.dispatch(_burst.joined(tuple(group)))])
         if saved.chats or saved.outbox:
             log.info("gateway %s: re-attached to %d turn(s), %d reply(ies) owed", self.platform, len(saved.chats), len(saved.outbox))
         self.begin()
@@ -148,9 +194,18 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 return status
             case PlatformMessage():
                 self.accept([message])
+            case AdapterTimer(what="burst"):
+                self.burst_due()
+            case WaitFinished(tag="screen", status=status, value=value):
+                batch, offset = self.screening.pop(0)
+                self.decide(batch, offset, value if status == "ok" else {})
+                if self.screening:
+                    self.screen_next()
+            case WaitFinished(tag="ask", status=status, value=value, error=error):
+                self.asked(status, value, error)
             case ApprovalRequested():
                 self.approvals[message.session_id] = message
-                chat = self.chats.chats.get(message.session_id)
+                chat = self.chats.chats.get(chat_key_of(message.session_id))
                 if chat is not None:
                     self.ask_approval(chat.message, message)
             case WaitFinished(tag="persist", status="ok", value=(saved, effects, inbound)):
@@ -185,17 +240,49 @@ class GatewayAdapter(Actor[AdapterInbox]):
     # -- inbound --------------------------------------------------------------------------
 
     def accept(self, batch: list[PlatformMessage], *, offset: int | None = None) -> None:
-        """Dedup a batch, decide what is new, save the log with the chats, then run the effects."""
+        """Dedup a batch, decide what is new, save the log with the chats, then run the effects
+        (the ``pre_gateway_dispatch`` hooks first, when any is registered: batches wait their turn)."""
         self.counts["received"] += len(batch)
+        if self.hooks is not None and self.hooks.wants(HOOK):
+            self.screening.append((batch, offset))
+            if len(self.screening) == 1:
+                self.screen_next()
+            return
+        self.decide(batch, offset, {})
+
+    def _fresh(self, batch: list[PlatformMessage]) -> list[int]:
+        """The indexes of the batch's new messages (the first of each key not seen before)."""
         keys = [self.dedup_key(m) for m in batch]
         fresh = set(self.seen.fresh(keys))
-        effects: list[Effect] = []
-        for item, key in zip(batch, keys, strict=True):
-            if key in fresh:  # the first of the batch with this key
+        found = []
+        for index, key in enumerate(keys):
+            if key in fresh:
                 fresh.discard(key)
-                effects.extend(self.handle(item))
-            else:
+                found.append(index)
+        return found
+
+    def screen_next(self) -> None:
+        batch, _ = self.screening[0]
+        indexes = self._fresh(batch)
+        self.start_wait(self._screen, batch, indexes, tag="screen", timeout=60.0 + 310.0 * len(indexes))
+
+    async def _screen(self, batch: list[PlatformMessage], indexes: list[int]) -> dict[int, tuple[str, str]]:
+        verdicts = await screen(self.hooks, [batch[i] for i in indexes])
+        return dict(zip(indexes, verdicts, strict=True))
+
+    def decide(self, batch: list[PlatformMessage], offset: int | None, verdicts: dict[int, tuple[str, str]]) -> None:
+        keys = [self.dedup_key(m) for m in batch]
+        fresh = set(self._fresh(batch))
+        effects: list[Effect] = []
+        for index, item in enumerate(batch):
+            if index not in fresh:
                 self.counts["duplicates"] += 1
+                continue
+            action, detail = verdicts.get(index, ("allow", ""))
+            if action == "skip":  # marked seen all the same: it is not delivered again
+                log.info("gateway %s: message %s skipped by %s%s", self.platform, item.message_id, HOOK, f" ({detail})" if detail else "")
+                continue
+            effects.extend(self.handle(msgspec.structs.replace(item, text=detail) if action == "rewrite" else item))
         previous = self.seen
         self.seen = previous.add(keys, offset=offset)
         if self.seen is previous and not effects:
@@ -207,7 +294,15 @@ class GatewayAdapter(Actor[AdapterInbox]):
         """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s
         outcome); ``inbound``: the save of a received batch (``persisted`` follows)."""
         self.version += 1
-        durable = Durable(seen=self.seen, chats=tuple(self.chats.chats.values()), outbox=tuple(self.outbox.values()), version=self.version)
+        held = tuple(m for burst in self.bursts.values() for m in burst.messages)
+        durable = Durable(
+            seen=self.seen,
+            chats=tuple(self.chats.chats.values()),
+            outbox=tuple(self.outbox.values()),
+            version=self.version,
+            sessions=dict(self.sessions),
+            held=held,
+        )
         self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
 
     async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
@@ -261,34 +356,151 @@ class GatewayAdapter(Actor[AdapterInbox]):
             self.execute([Reply(message, text, final=False)])
 
     def allowed(self, message: PlatformMessage) -> list[Effect]:
-        command = message.text.strip().split(maxsplit=1)[0].lower() if message.text.strip() else ""
-        command = command.split("@", 1)[0]  # /stop@botname in groups
-        if command == "/stop":
-            self.chats, actions = self.chats.on_stop(message)
-        elif command in ("/approve", "/deny"):
-            named = [w[1:] for w in message.text.split()[1:2] if w.startswith("#")]  # a button names its request: "/approve #<id>"
-            return [lambda: self.resolve(message, approve=command == "/approve", request_id=named[0] if named else "")]
-        else:
-            self.chats, actions = self.chats.on_message(message)
-        return [lambda: self.execute(actions)]
+        """A message of an allowed user: a command, or a message for the agent (held while a burst lasts)."""
+        parsed = parse(message.text) if self.takes_commands else None
+        if parsed is None:
+            return self.hold(message) if self.burst_window > 0 else self.dispatch(message)
+        effects = self.release(key_of(message))  # a burst held before the command goes first
+        decision = decide_command(parsed, running=key_of(message) in self.chats.chats)
+        match decision:
+            case Builtin(name="stop"):
+                self.chats, actions = self.chats.on_stop(message)
+                effects.append(lambda: self.execute(actions))
+            case Builtin(name=name):
+                named = [w[1:] for w in parsed.argument.split()[:1] if w.startswith("#")]  # a button names its request: "/approve #<id>"
+                effects.append(lambda: self.resolve(message, approve=name == "approve", request_id=named[0] if named else ""))
+            case Notice(text=text):
+                effects.append(lambda: self.execute([Reply(message, text, final=False)]))
+            case NewSession():
+                effects += self.new_session(message, "new")
+                effects.append(lambda: self.execute([Reply(message, "Started a new session; the last one is kept.", final=False)]))
+            case AskSession(what=what, argument=argument):
+                effects.append(lambda: self.ask(message, what, argument))
+        return effects
 
     def resolve(self, message: PlatformMessage, *, approve: bool, request_id: str = "") -> None:
         """Answer the approval the chat's turn waits for (``/approve``, ``/deny``, a button;
         a button of an earlier approval never answers a later one)."""
-        request = self.approvals.get(key_of(message))
+        session_id = self.current_session(key_of(message))
+        request = self.approvals.get(session_id)
         if request is None or (request_id and not request.request_id.endswith(request_id)):
             self.execute([Reply(message, "Nothing is waiting for an approval.", final=False)])
             return
-        del self.approvals[key_of(message)]
-        self.tell_session(key_of(message), ResolveApproval(request_id=request.request_id, choice="once" if approve else "deny"))
+        del self.approvals[session_id]
+        self.tell_session(session_id, ResolveApproval(request_id=request.request_id, choice="once" if approve else "deny"))
+
+    # -- sessions: bursts, resets, commands (``_burst``, ``_resets``, ``_chat_commands``) ---------
+
+    def hold(self, message: PlatformMessage) -> list[Effect]:
+        """Hold ``message`` in its chat's burst (saved with the seen log); a timer sends the burst."""
+        now = self.clock()
+        self.bursts = _burst.add(self.bursts, key_of(message), message, now, self.burst_window)
+        delay = max(0.0, self.bursts[key_of(message)].due - now)
+        return [lambda: self.send_after(delay, AdapterTimer(what="burst"))]
+
+    def release(self, key: str) -> list[Effect]:
+        """Send ``key``'s held burst now (a command of the chat comes after it)."""
+        self.bursts, message = _burst.take(self.bursts, key)
+        return self.dispatch(message) if message is not None else []
+
+    def burst_due(self) -> None:
+        now = self.clock()
+        self.bursts, ready = _burst.take_due(self.bursts, now)
+        due = _burst.next_due(self.bursts)
+        if due is not None:  # a burst that grew since this timer was set: its own timer may have fired early
+            self.send_after(max(0.01, due - now), AdapterTimer(what="burst"))
+        if ready:
+            self.commit([effect for _, message in ready for effect in self.dispatch(message)])
+
+    def current_session(self, key: str) -> str:
+        return session_id_of(key, self.sessions.get(key, ChatSession()).generation)
+
+    def dispatch(self, message: PlatformMessage) -> list[Effect]:
+        """A message for the agent: a fresh session first if the chat's is stale (the reset
+        policy), ``session:start`` on a session's first message, then the busy policy."""
+        key, now = key_of(message), self.clock()
+        effects: list[Effect] = []
+        current = self.sessions.get(key)
+        if current is not None and key not in self.chats.chats:
+            why = stale_reason(self.reset_policy, current.last_at, now, self.tz)
+            if why is not None:
+                log.info("gateway %s: %s gets a new session (%s)", self.platform, key, why)
+                effects += self.new_session(message, why)
+                current = self.sessions[key]
+        generation = current.generation if current is not None else 1
+        session_id = session_id_of(key, generation)
+        if current is None or current.last_at <= 0:
+            start = {"platform": self.platform, "user_id": message.user_id, "session_id": session_id, "session_key": key}
+            effects.append(lambda: self.fire([("session:start", start, self.where(session_id))]))
+        self.sessions[key] = ChatSession(generation=generation, last_at=now)
+        self.chats, actions = self.chats.on_message(message, session_id)
+        effects.append(lambda: self.execute(actions))
+        return effects
+
+    def new_session(self, message: PlatformMessage, why: str) -> list[Effect]:
+        """The chat's next session (its generation + 1); the hooks hear of it as of ``/new`` in the TUI."""
+        key = key_of(message)
+        current = self.sessions.get(key, ChatSession())
+        old, new = session_id_of(key, current.generation), session_id_of(key, current.generation + 1)
+        self.sessions[key] = ChatSession(generation=current.generation + 1)
+        self.approvals.pop(old, None)
+        where = {"platform": self.platform, "user_id": message.user_id, "session_key": key}
+        calls = [
+            ("on_session_finalize", {"session_id": old, "platform": self.platform}, self.where(old)),
+            ("session:end", {**where, "session_id": old, "reason": why}, self.where(old)),
+            ("on_session_reset", {"session_id": new, "platform": self.platform}, self.where(new)),
+            ("session:reset", {**where, "session_id": new}, self.where(new)),
+        ]
+        return [lambda: self.fire(calls)]
+
+    def where(self, session_id: str) -> dict[str, Any]:
+        return {"session_id": session_id, "publish": self.hubs.get(session_id).publish}
+
+    def fire(self, calls: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> None:
+        if self.hooks is not None:
+            self.hooks.fire_soon_in_order(calls)
+
+    def ask(self, message: PlatformMessage, what: str, argument: str) -> None:
+        """Ask the chat's session (``/undo``, ``/retry``, ``/model <name>``) or the store (``/usage``, ``/model``), as a wait."""
+        session_id = self.current_session(key_of(message))
+        registry = self._context().registry
+        self.start_wait(self._ask, registry, message, what, argument, session_id, tag="ask", timeout=60.0)
+
+    async def _ask(self, registry: Any, message: PlatformMessage, what: str, argument: str, session_id: str) -> tuple[PlatformMessage, str, str, str, Any]:
+        import trio
+
+        from actors.agent._reader import TrioSubscriber
+
+        try:
+            if what == "usage" or (what == "model" and not argument):
+                answer: Any = await trio.to_thread.run_sync(_stored_session, self.home / "state.db", session_id)
+            else:
+                reply_to = TrioSubscriber(self.reactor)
+                command = SwitchModel(model=argument, reply_to=reply_to) if what == "model" else UndoTurn(reply_to=reply_to)
+                tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, command)
+                answer = "the session did not answer within 20 s; try again"
+                with trio.move_on_after(20.0):
+                    answer = await reply_to.get()
+        except Exception as exc:
+            answer = str(exc) or type(exc).__name__
+        return message, what, argument, session_id, answer
+
+    def asked(self, status: str, value: Any, error: str) -> None:
+        if status != "ok":  # _ask returns every outcome itself: only a bug lands here
+            raise RuntimeError(f"a command's question failed ({status}: {error})")
+        message, what, argument, session_id, answer = value
+        if what == "retry" and isinstance(answer, TurnUndone) and not answer.error and answer.text:
+            self.commit(self.dispatch(msgspec.structs.replace(message, text=answer.text)))  # the /retry message's id: a turn of its own
+            return
+        self.execute([Reply(message, answer_text(what, argument, answer, session_id), final=False)])
 
     # -- effects --------------------------------------------------------------------------
 
     def execute(self, actions: list[Action]) -> None:
         for action in actions:
             match action:
-                case Start(message=message, turn_id=turn_id, interrupt=interrupt):
-                    self.follow(message, turn_id, interrupt=interrupt)
+                case Start(message=message, turn_id=turn_id, interrupt=interrupt, session_id=session_id):
+                    self.follow(message, turn_id, interrupt=interrupt, session_id=session_id)
                 case Reply(message=message, text=text, final=True, turn_id=turn_id) if turn_id:
                     self.send_final(self.outbox[turn_id])
                 case Reply(message=message, text=text, final=final):
@@ -297,13 +509,24 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 case Cancel(session_id=session_id, turn_id=turn_id):
                     self.tell_session(session_id, CancelTurn(turn_id=turn_id, reason="stopped from the chat (/stop)"))
 
-    def follow(self, message: PlatformMessage, turn_id: str, *, interrupt: bool, resume: bool = False) -> None:
-        """Start (or, ``resume``, re-attach to) the turn ``turn_id`` of ``message``'s chat, as one wait."""
+    def follow(self, message: PlatformMessage, turn_id: str, *, interrupt: bool, resume: bool = False, session_id: str = "") -> None:
+        """Start (or, ``resume``, re-attach to) the turn ``turn_id`` of ``message``'s chat
+        (in ``session_id``, else the chat's key), as one wait."""
         start = StartTurn(text=message.text, turn_id=turn_id, policy="interrupt" if interrupt else "queue", instructions=self.instructions(message))
         registry = self._context().registry
         store = self.home / "state.db" if resume else None
         self.start_wait(
-            follow_turn, registry, self.reactor, self.hubs, key_of(message), start, self.address.tell, TURN_DEADLINE, store, tag="turn", timeout=math.inf
+            follow_turn,
+            registry,
+            self.reactor,
+            self.hubs,
+            session_id or key_of(message),
+            start,
+            self.address.tell,
+            TURN_DEADLINE,
+            store,
+            tag="turn",
+            timeout=math.inf,
         )
 
     def send_final(self, owed: Outgoing) -> None:
@@ -376,3 +599,16 @@ class GatewayAdapter(Actor[AdapterInbox]):
         else:
             self.counts["answered"] += 1 if final else 0
         self.outbox.pop(final, None)  # already out of the file (mark_sent) or given up: gone at the next save
+
+
+def _stored_session(store: Path, session_id: str) -> Any:
+    """The session's row in the store (None: not there, or no store yet)."""
+    if not store.exists():
+        return None
+    from actors.store import StoreError, StoreReader
+
+    try:
+        with StoreReader(store) as reader:
+            return reader.get_session(session_id)
+    except StoreError:
+        return None

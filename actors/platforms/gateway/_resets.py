@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+
 from actors.config._schema import SessionResetSection as ResetPolicy
 
 __all__ = ["ChatSession", "ResetPolicy", "chat_key_of", "day_boundary", "session_id_of", "stale_reason"]
