@@ -396,7 +396,10 @@ class GatewayAdapter(Actor[AdapterInbox]):
         now = self.clock()
         self.bursts = _burst.add(self.bursts, key_of(message), message, now, self.burst_window)
         delay = max(0.0, self.bursts[key_of(message)].due - now)
-        return [lambda: self.send_after(delay, AdapterTimer(what="burst"))]
+        return [lambda: self.arm_burst(delay)]
+
+    def arm_burst(self, delay: float) -> None:
+        self.send_after(delay, AdapterTimer(what="burst"))
 
     def release(self, key: str) -> list[Effect]:
         """Send ``key``'s held burst now (a command of the chat comes after it)."""
@@ -408,7 +411,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
         self.bursts, ready = _burst.take_due(self.bursts, now)
         due = _burst.next_due(self.bursts)
         if due is not None:  # a burst that grew since this timer was set: its own timer may have fired early
-            self.send_after(max(0.01, due - now), AdapterTimer(what="burst"))
+            self.arm_burst(max(0.01, due - now))
         if ready:
             self.commit([effect for _, message in ready for effect in self.dispatch(message)])
 
@@ -417,7 +420,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
 
     def dispatch(self, message: PlatformMessage) -> list[Effect]:
         """A message for the agent: a fresh session first if the chat's is stale (the reset
-        policy), ``session:start`` on a session's first message, then the busy policy."""
+        policy), then the busy policy."""
         key, now = key_of(message), self.clock()
         effects: list[Effect] = []
         current = self.sessions.get(key)
@@ -428,10 +431,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 effects += self.new_session(message, why)
                 current = self.sessions[key]
         generation = current.generation if current is not None else 1
-        session_id = session_id_of(key, generation)
-        if current is None or current.last_at <= 0:
-            start = {"platform": self.platform, "user_id": message.user_id, "session_id": session_id, "session_key": key}
-            effects.append(lambda: self.fire([("session:start", start, self.where(session_id))]))
+        session_id = session_id_of(key, generation)  # its first turn fires session:start (the session core does)
         self.sessions[key] = ChatSession(generation=generation, last_at=now)
         self.chats, actions = self.chats.on_message(message, session_id)
         effects.append(lambda: self.execute(actions))
