@@ -34,7 +34,7 @@ import msgspec
 from actors import Actor
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
-from actors.platforms._slash_commands import parse
+from actors.platforms._slash_commands import lookup, parse
 from protocols import (
     AdapterState,
     AdapterStatus,
@@ -78,6 +78,8 @@ AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequ
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
 turns it follows, inbound messages (a webhook request tells them), ``ask("port")``."""
 
+SESSION_FIRES = frozenset({"model", "undo"})
+"""Commands whose ``command:<name>`` hook the session fires itself (as for the API and the TUI)."""
 TURN_DEADLINE = 3600.0
 """Seconds the gateway follows one turn (the session's own deadline ends it sooner)."""
 DELIVERY_DEADLINE = 900.0
@@ -362,6 +364,10 @@ class GatewayAdapter(Actor[AdapterInbox]):
             return self.hold(message) if self.burst_window > 0 else self.dispatch(message)
         effects = self.release(key_of(message))  # a burst held before the command goes first
         decision = decide_command(parsed, running=key_of(message) in self.chats.chats)
+        if lookup(parsed.name, "gateway") is not None and parsed.name not in SESSION_FIRES:
+            session_id = self.current_session(key_of(message))
+            context = {"platform": self.platform, "user_id": message.user_id, "session_id": session_id, "command": parsed.name, "args": parsed.argument}
+            effects.append(lambda: self.fire([(f"command:{parsed.name}", context, self.where(session_id))]))
         match decision:
             case Builtin(name="stop"):
                 self.chats, actions = self.chats.on_stop(message)
@@ -486,8 +492,9 @@ class GatewayAdapter(Actor[AdapterInbox]):
         return message, what, argument, session_id, answer
 
     def asked(self, status: str, value: Any, error: str) -> None:
-        if status != "ok":  # _ask returns every outcome itself: only a bug lands here
-            raise RuntimeError(f"a command's question failed ({status}: {error})")
+        if status != "ok":  # _ask answers every failure itself but its wait's own deadline
+            log.warning("gateway %s: a command's question got no answer (%s: %s)", self.platform, status, error)
+            return
         message, what, argument, session_id, answer = value
         if what == "retry" and isinstance(answer, TurnUndone) and not answer.error and answer.text:
             self.commit(self.dispatch(msgspec.structs.replace(message, text=answer.text)))  # the /retry message's id: a turn of its own

@@ -105,7 +105,7 @@ def _with_hooks(home: Path, port: int) -> None:
     (plugin / "__init__.py").write_text(PLUGIN.format(port=port))
     hook = home / "hooks" / "session-log"
     hook.mkdir(parents=True)
-    (hook / "HOOK.yaml").write_text("name: session-log\nevents: [session:start, session:end, session:reset]\n")
+    (hook / "HOOK.yaml").write_text("name: session-log\nevents: [session:start, session:end, session:reset, 'command:*']\n")
     (hook / "handler.py").write_text(HANDLER.format(port=port))
 
 
@@ -137,14 +137,25 @@ def test_commands_a_reset_and_the_dispatch_hook_in_a_telegram_chat(tmp_path: Pat
         assert say("after the reset") == "echo: after the reset"
         fresh = _last_call_messages(model)
         assert say("/usage").startswith(f"Session {KEY}#2: 2 messages")
-        heard.wait_for("session:reset", f"{KEY}#2")
+        expected = [
+            ["command:help", KEY],
+            ["command:usage", KEY],
+            ["command:undo", KEY],
+            ["command:model", KEY],
+            ["command:reset", KEY],
+            ["command:usage", f"{KEY}#2"],
+        ]
+        for call in [*expected, ["session:reset", f"{KEY}#2"]]:
+            heard.wait_for(*call)
         calls = heard.wait_for("session:start", f"{KEY}#2")
         _stop(process)
+    # Each command once (/foo is no command; /undo and /model are the session's own), whoever fired it.
+    assert sorted(c[:2] for c in calls if c[0].startswith("command:")) == sorted(expected)
     assert "rewritten" not in fresh and "after the reset" in fresh  # the new session has its own history
     assert not any("ambient chatter" in str(r.body.get("messages")) for r in model.requests)
     dispatched = [c[1] for c in calls if c[0] == "pre_gateway_dispatch"]
     assert dispatched[:3] == ["ambient chatter", "rewrite me", "second"]
-    lifecycle = [c[:2] for c in calls if c[0] != "pre_gateway_dispatch"]
+    lifecycle = [c[:2] for c in calls if c[0] != "pre_gateway_dispatch" and not c[0].startswith("command:")]
     # One reset is heard in order; the new session's start is a call of its own (it may overtake).
     assert ["session:start", f"{KEY}#2"] in lifecycle
     assert [c for c in lifecycle if c != ["session:start", f"{KEY}#2"]] == [
