@@ -202,7 +202,7 @@ class SessionResetSection(msgspec.Struct, frozen=True, kw_only=True):
     at_hour: Annotated[int, msgspec.Meta(ge=0, le=23)] = 4
     """``daily``: the first message after this hour (local time, or ``timezone:``) starts a fresh session."""
     notify: bool = True
-    """Hermes's key; read, not applied by this build."""
+    """Tell the chat when the policy started a fresh session (a notice before the answer)."""
 
 
 class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):

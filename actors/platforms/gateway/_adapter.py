@@ -442,6 +442,9 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 log.info("gateway %s: %s gets a new session (%s)", self.platform, key, why)
                 effects += self.new_session(message, why)
                 current = self.sessions[key]
+                if self.reset_policy.notify:
+                    notice = Reply(message, f"A new session started ({why}); earlier messages are not in its context.", final=False)
+                    effects.append(lambda: self.execute([notice]))
         generation = current.generation if current is not None else 1
         session_id = session_id_of(key, generation)  # its first turn fires session:start (the session core does)
         self.sessions[key] = ChatSession(generation=generation, last_at=now)

@@ -181,13 +181,16 @@ def test_a_burst_is_one_turn_and_a_stale_session_is_replaced(tmp_path: Path, mod
     with launched(home) as (process, _):
         telegram.push(ALLOWED, "one thought")
         telegram.push(ALLOWED, "in two messages")
-        (reply,) = telegram.wait_delivered(ALLOWED, 1)
+        first = telegram.wait_delivered(ALLOWED, 2)
         telegram.push(ALLOWED, "/usage")  # a command is not held: its reply is the barrier for a second turn
-        usage = telegram.wait_delivered(ALLOWED, 2)[1]
+        usage = telegram.wait_delivered(ALLOWED, 3)[2]
         heard.wait_for("session:reset", f"{KEY}#2")
         calls = heard.wait_for("session:start", f"{KEY}#2")
         _stop(process)
-    assert reply.text == "echo: one thought\nin two messages"
+    assert sorted(s.text for s in first) == [  # the notice goes out before the turn starts; sent apart, either may land first
+        "A new session started (idle for 60 minutes); earlier messages are not in its context.",
+        "echo: one thought\nin two messages",
+    ]
     assert usage.text.startswith(f"Session {KEY}#2: 2 messages")  # one turn, in the new session
     lifecycle = [c[:2] for c in calls if c[0] != "pre_gateway_dispatch"]
     assert [c for c in lifecycle if c[0] != "session:start"] == [
