@@ -38,7 +38,7 @@ COMMANDS: tuple[Command, ...] = (
     Command("stop", "/stop", "cancel the running turn (also Esc or Ctrl+C)"),
     Command("retry", "/retry", "send your last message again"),
     Command("undo", "/undo", "take back the last exchange (your message returns to the prompt)"),
-    Command("compress", "/compress [topic]", "summarise the conversation's middle now, keeping the topic in detail", surfaces=TUI),
+    Command("compress", "/compress [topic]", "summarise the conversation's middle now, keeping the topic in detail"),
     Command("usage", "/usage", "tokens used by the last turn and by the session"),
     Command("approve", "/approve", "run the command the agent waits to run", surfaces=GATEWAY),
     Command("deny", "/deny", "refuse the command the agent waits to run", surfaces=GATEWAY),

@@ -42,6 +42,8 @@ from protocols import (
     AdapterTimer,
     ApprovalRequested,
     CancelTurn,
+    CompressContext,
+    ContextCompressed,
     PlatformMessage,
     ResolveApproval,
     SessionCommand,
@@ -84,8 +86,10 @@ PLATFORM_HINTS = {
 }
 """How a platform shows replies: the platform's line of each turn's instructions (the system
 prompt's own line is the API server's, shared by every session of ``hermes serve``)."""
-SESSION_FIRES = frozenset({"model", "undo"})
+SESSION_FIRES = frozenset({"model", "undo", "compress"})
 """Commands whose ``command:<name>`` hook the session fires itself (as for the API and the TUI)."""
+COMPRESS_DEADLINE = 600.0
+"""Seconds ``/compress`` is followed (its summary is a model call; it goes on past this)."""
 TURN_DEADLINE = 3600.0
 """Seconds the gateway follows one turn (the session's own deadline ends it sooner)."""
 DELIVERY_DEADLINE = 900.0
@@ -479,7 +483,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
         """Ask the chat's session (``/undo``, ``/retry``, ``/model <name>``) or the store (``/usage``, ``/model``), as a wait."""
         session_id = self.current_session(key_of(message))
         registry = self._context().registry
-        self.start_wait(self._ask, registry, message, what, argument, session_id, tag="ask", timeout=60.0)
+        self.start_wait(self._ask, registry, message, what, argument, session_id, tag="ask", timeout=COMPRESS_DEADLINE + 30.0)
 
     async def _ask(self, registry: Any, message: PlatformMessage, what: str, argument: str, session_id: str) -> tuple[PlatformMessage, str, str, str, Any]:
         import trio
@@ -489,6 +493,8 @@ class GatewayAdapter(Actor[AdapterInbox]):
         try:
             if what == "usage" or (what == "model" and not argument):
                 answer: Any = await trio.to_thread.run_sync(_stored_session, self.home / "state.db", session_id)
+            elif what == "compress":
+                answer = await self._compress(registry, session_id, argument, f"gw-compress-{message.platform}-{message.chat_id}-{message.message_id}")
             else:
                 reply_to = TrioSubscriber(self.reactor)
                 command = SwitchModel(model=argument, reply_to=reply_to) if what == "model" else UndoTurn(reply_to=reply_to)
@@ -499,6 +505,29 @@ class GatewayAdapter(Actor[AdapterInbox]):
         except Exception as exc:
             answer = str(exc) or type(exc).__name__
         return message, what, argument, session_id, answer
+
+    async def _compress(self, registry: Any, session_id: str, focus: str, turn_id: str) -> tuple[Any, Any]:
+        """``/compress``: the compression's turn, told and followed to its end (``(compressed, end)``)."""
+        import trio
+
+        from actors.agent._reader import TrioSubscriber
+
+        subscriber = TrioSubscriber(self.reactor, turn_id=turn_id)
+        hub = self.hubs.get(session_id)
+        hub.subscribe(subscriber, after_seq=hub.last_seq)
+        compressed, end = None, None
+        try:
+            tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, CompressContext(focus=focus, turn_id=turn_id))
+            with trio.move_on_after(COMPRESS_DEADLINE):
+                while end is None:
+                    event = await subscriber.get()
+                    if isinstance(event, ContextCompressed):
+                        compressed = event
+                    elif isinstance(event, (TurnCompleted, TurnFailed, TurnCancelled, TurnRejected)):
+                        end = event
+        finally:
+            hub.unsubscribe(subscriber)
+        return compressed, end
 
     def asked(self, status: str, value: Any, error: str) -> None:
         if status != "ok":  # _ask answers every failure itself but its wait's own deadline

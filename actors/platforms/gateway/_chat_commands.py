@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any, Literal
 
 from actors.platforms._slash_commands import Parsed, did_you_mean, help_lines, lookup
-from protocols import ModelSwitched, SessionRecord, TurnUndone
+from protocols import ContextCompressed, ModelSwitched, SessionRecord, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected, TurnUndone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Notice:
 
 @dataclasses.dataclass(frozen=True)
 class AskSession:
-    what: Literal["undo", "retry", "model", "usage"]
+    what: Literal["undo", "retry", "model", "usage", "compress"]
     argument: str = ""
 
 
@@ -65,6 +65,8 @@ def decide_command(parsed: Parsed, *, running: bool) -> CommandDecision:
         return AskSession("model", parsed.argument)
     if name in ("undo", "retry"):
         return Notice(BUSY.format(name=name)) if running else AskSession(name)  # type: ignore[arg-type]
+    if name == "compress":
+        return Notice(BUSY.format(name=name)) if running else AskSession("compress", parsed.argument)
     return Notice(f"/{name} is not available in chats; /help lists what is.")  # a gateway command without a case here
 
 
@@ -87,6 +89,8 @@ def answer_text(what: str, argument: str, answer: Any, session_id: str) -> str:
             return f"Model: {model}. /model <name> switches this chat's session."
         case "usage":
             return usage_text(answer if isinstance(answer, SessionRecord) else None, session_id)
+        case "compress" if isinstance(answer, tuple):
+            return compress_text(*answer)
     return f"/{what}: no answer"
 
 
@@ -98,3 +102,20 @@ def usage_text(record: SessionRecord | None, session_id: str) -> str:
         f"Session {session_id}: {record.message_count} messages, "
         f"{record.input_tokens} tokens in{cached}, {record.output_tokens} out, {record.tool_call_count} tool calls."
     )
+
+
+def compress_text(compressed: ContextCompressed | None, end: Any) -> str:
+    """The reply to ``/compress``: what the compression's turn did."""
+    match end:
+        case TurnCompleted() if compressed is not None:
+            return (
+                f"Compressed the conversation: {compressed.summarised} messages summarised "
+                f"(about {compressed.tokens_before} tokens before, {compressed.tokens_after} after)."
+            )
+        case TurnCompleted(text=text):
+            return text or "Nothing was compressed."  # the session says why
+        case TurnFailed(error=error):
+            return f"The compression failed: {error}; the conversation is unchanged."
+        case TurnCancelled(reason=reason) | TurnRejected(reason=reason):
+            return f"The compression did not run: {reason}."
+    return "The compression did not end in time; it goes on in the session."

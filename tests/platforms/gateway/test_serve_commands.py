@@ -136,6 +136,7 @@ def test_commands_a_reset_and_the_dispatch_hook_in_a_telegram_chat(tmp_path: Pat
         assert say("/reset") == "Started a new session; the last one is kept."
         assert say("after the reset") == "echo: after the reset"
         fresh = _last_call_messages(model)
+        compressed = say("/compress")
         assert say("/usage").startswith(f"Session {KEY}#2: 2 messages")
         expected = [
             ["command:help", KEY],
@@ -143,6 +144,7 @@ def test_commands_a_reset_and_the_dispatch_hook_in_a_telegram_chat(tmp_path: Pat
             ["command:undo", KEY],
             ["command:model", KEY],
             ["command:reset", KEY],
+            ["command:compress", f"{KEY}#2"],
             ["command:usage", f"{KEY}#2"],
         ]
         for call in [*expected, ["session:reset", f"{KEY}#2"]]:
@@ -152,6 +154,7 @@ def test_commands_a_reset_and_the_dispatch_hook_in_a_telegram_chat(tmp_path: Pat
     # Each command once (/foo is no command; /undo and /model are the session's own), whoever fired it.
     assert sorted(c[:2] for c in calls if c[0].startswith("command:")) == sorted(expected)
     assert "rewritten" not in fresh and "after the reset" in fresh  # the new session has its own history
+    assert compressed.startswith("Nothing to compress: the conversation (2 messages)"), compressed  # the compression's turn, followed
     assert "shown as Telegram messages" in fresh  # the platform's hint, in the turn's instructions
     assert not any("ambient chatter" in str(r.body.get("messages")) for r in model.requests)
     dispatched = [c[1] for c in calls if c[0] == "pre_gateway_dispatch"]

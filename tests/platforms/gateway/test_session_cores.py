@@ -20,7 +20,7 @@ from actors.platforms.gateway._resets import ChatSession, ResetPolicy, chat_key_
 from actors.platforms.gateway._state_file import Durable, StateFile, decode, encode
 from actors.platforms.tui._commands import COMMANDS as TUI_COMMANDS
 from actors.platforms.tui._commands import canonical
-from protocols import ModelSwitched, PlatformMessage, SessionRecord, TurnUndone
+from protocols import ContextCompressed, ModelSwitched, PlatformMessage, SessionRecord, TurnCompleted, TurnFailed, TurnUndone
 
 UTC = dt.UTC
 KEY = "agent:main:telegram:dm:42"
@@ -42,7 +42,7 @@ def test_one_table_serves_both_surfaces_with_aliases() -> None:
         *("new", "resume", "sessions", "model", "tools", "cron", "stop", "retry", "undo", "compress", "usage", "tree", "reload", "help", "quit")
     ]
     gateway = [c.name for c in on("gateway")]
-    assert gateway == ["new", "model", "stop", "retry", "undo", "usage", "approve", "deny", "help"]
+    assert gateway == ["new", "model", "stop", "retry", "undo", "compress", "usage", "approve", "deny", "help"]
     assert lookup("reset", "gateway") == lookup("new", "gateway") == lookup("RESET", "tui")
     assert lookup("approve", "tui") is None and lookup("tree", "gateway") is None
     assert canonical("q") == canonical("exit") == "quit" and canonical("reset") == "new" and canonical("nope") == "nope"
@@ -72,7 +72,8 @@ def test_what_a_command_does_in_a_chat() -> None:
     help_ = decide("/help")
     assert isinstance(help_, Notice) and "/approve" in help_.text and "/tree" not in help_.text
     assert decide("/foo") == Notice("unknown command /foo. /help lists the commands.")
-    assert decide("/compress") == Notice("/compress works in hermes chat, not in chats; /help lists what works here.")
+    assert decide("/compress the plan") == AskSession("compress", "the plan") and isinstance(decide("/compress", running=True), Notice)
+    assert decide("/tree") == Notice("/tree works in hermes chat, not in chats; /help lists what works here.")
 
 
 def test_the_answers_to_a_sessions_question_are_worded() -> None:
@@ -84,6 +85,13 @@ def test_the_answers_to_a_sessions_question_are_worded() -> None:
     assert answer_text("usage", "", record, "s") == "Session s: 4 messages, 120 tokens in (100 from the prompt cache), 30 out, 1 tool calls."
     assert answer_text("usage", "", None, "s") == "Session s: no turns yet."
     assert answer_text("model", "m2", "no session", "s") == "/model failed: no session"
+    done = TurnCompleted(session_id="s", turn_id="t", text="")
+    compressed = ContextCompressed(session_id="s", turn_id="t", tokens_before=900, tokens_after=300, summarised=6)
+    assert answer_text("compress", "", (compressed, done), "s") == "Compressed the conversation: 6 messages summarised (about 900 tokens before, 300 after)."
+    assert answer_text("compress", "", (None, TurnFailed(session_id="s", turn_id="t", error="model down")), "s").startswith(
+        "The compression failed: model down"
+    )
+    assert answer_text("compress", "", (None, None), "s") == "The compression did not end in time; it goes on in the session."
 
 
 # -- generations and the reset policy --------------------------------------------------------------
