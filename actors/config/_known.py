@@ -34,7 +34,7 @@ HERMES_ROOT_KEYS = _words(
     vertex video_gen voice wake_word web whatsapp x_search known_plugin_toolsets
     known_builtin_toolsets group_sessions_per_user thread_sessions_per_user stt_echo_transcripts
     reset_triggers always_log_local filter_silence_narration multiplex_profiles profile_routes
-    require_mention unauthorized_dm_behavior signal
+    require_mention unauthorized_dm_behavior signal session_reset
     """
 )
 """Every top-level key Hermes reads."""

@@ -192,6 +192,19 @@ class CronSection(msgspec.Struct, frozen=True, kw_only=True):
     """Job runs at once (None: 3); the others wait their turn."""
 
 
+class SessionResetSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``session_reset:`` (Hermes's block), applied by the gateway (``actors/platforms/gateway/_resets.py``):
+    when a chat's next message starts a fresh session; ``platforms.<name>.extra.session_reset`` per platform."""
+
+    mode: Literal["idle", "daily", "both", "none"] = "both"
+    idle_minutes: Annotated[int, msgspec.Meta(ge=1)] = 1440
+    """``idle``: a message after this many minutes without one starts a fresh session."""
+    at_hour: Annotated[int, msgspec.Meta(ge=0, le=23)] = 4
+    """``daily``: the first message after this hour (local time, or ``timezone:``) starts a fresh session."""
+    notify: bool = True
+    """Tell the chat when the policy started a fresh session (a notice before the answer)."""
+
+
 class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The whole of config.yaml, file values over defaults."""
 
@@ -227,4 +240,5 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     hooks_auto_accept: bool = False
     """Allow every shell hook without asking (as ``--accept-hooks``)."""
     cron: CronSection = CronSection()
+    session_reset: SessionResetSection = SessionResetSection()
     timezone: str = ""

@@ -127,3 +127,24 @@ def skip_reason(answer: tuple[tuple[Any, ...], str | None] | None) -> SkipReason
 def hook_cost(answered_after: float, deadline: float) -> float:
     """What one call of the plugins costs the caller: the last answer's time, at most the deadline."""
     return min(answered_after, deadline)
+
+
+DispatchVerdict = tuple[Literal["allow", "skip", "rewrite"], str]
+
+
+def dispatch_verdict(answers: Iterable[Answer]) -> DispatchVerdict:
+    """``pre_gateway_dispatch``: the first answer that is an action dict decides (``{"action":
+    "skip", "reason"}``, ``{"action": "rewrite", "text"}``, ``{"action": "allow"}``); anything
+    else, a rewrite without text included, is ignored. ``("allow", "")`` when nothing decides."""
+    for answer in answers:
+        value = answer.value
+        if not isinstance(value, dict):
+            continue
+        action = value.get("action")
+        if action == "skip":
+            return "skip", str(value.get("reason") or "")
+        if action == "rewrite" and isinstance(value.get("text"), str):
+            return "rewrite", value["text"]
+        if action == "allow":
+            return "allow", ""
+    return "allow", ""

@@ -106,7 +106,7 @@ def run_serve(
     try:  # the gateway's adapters (platforms: in config.yaml, tokens in .env)
         from .gateway import load_gateway
 
-        gateway = load_gateway(loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs)
+        gateway = load_gateway(loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs, hooks=hooks)
     except ConfigError as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
@@ -157,7 +157,7 @@ def run_serve(
             runtime.start()
             if hooks is not None:
                 hooks.bind(runtime.registry, runtime.reactor)
-                hooks.fire_soon("gateway:startup", {"platforms": ["api"]})
+                hooks.fire_soon("gateway:startup", {"platforms": ["api", *(spec.id for spec in gateway.specs)]})
             server = runtime.lookup(API_SERVER_PATH)
             try:
                 bound = server.ask("port", timeout=10)

@@ -3,9 +3,11 @@
 An adapter executes the gateway's decisions; it decides nothing itself:
 
 - inbound: a batch of :class:`PlatformMessage` (from a poll, a webhook request) is deduped
-  (:class:`SeenLog`) and decided: each message is checked (:func:`decide_access`, pairing as
-  a wait on the shared book), commands (``/stop``, ``/approve``, ``/deny``) and the busy
-  policy (:class:`Chats`) change the chats; the seen log and the chats are saved together
+  (:class:`SeenLog`), screened by the ``pre_gateway_dispatch`` hooks (a wait, ``_dispatch_hook``:
+  skip, rewrite, allow) and decided: each message is checked (:func:`decide_access`, pairing as
+  a wait on the shared book), slash commands (``_chat_commands``) answer or ask the session, a
+  burst of a chat's messages is held and joined (``_burst``, a timer), a stale session is
+  replaced (``_resets``) and the busy policy (:class:`Chats`) changes the chats; the seen log and the chats are saved together
   (:class:`StateFile`, a reactor wait) and only then are the decided effects run;
 - a turn is one wait (:func:`follow_turn`) that ends with the turn's end event;
 - a final reply is saved in the outbox first, then sent as one wait (the subclass's
@@ -19,6 +21,7 @@ reply) and may override ``limit`` / ``measure`` (chunking).
 
 from __future__ import annotations
 
+import datetime as dt
 import logging
 import math
 import time
@@ -26,11 +29,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
+import msgspec
 import trio
 
 from actors import Actor
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
+from actors.platforms._slash_commands import lookup, parse
 from protocols import (
     AdapterState,
     AdapterStatus,
@@ -50,11 +55,16 @@ from protocols import (
     WaitFinished,
 )
 
+from . import _burst
 from ._access import AccessPolicy, decide_access
+from ._chat_commands import AskSession, Builtin, NewSession, Notice, decide_command
+from ._chat_sessions import ChatSessions
 from ._chats import Action, Cancel, Chats, Reply, Start
 from ._chunks import Measure, chunk_text
 from ._dedup import SeenLog
+from ._dispatch_hook import HOOK, screen
 from ._pairing import new_code, request_code, update_book
+from ._resets import ChatSession, ResetPolicy, chat_key_of
 from ._session_key import key_of
 from ._state_file import Durable, Outgoing, StateFile, restore
 from ._waits import Prepare, Stream, follow_turn
@@ -68,6 +78,14 @@ AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequ
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
 turns it follows, inbound messages (a webhook request tells them), ``ask("port")``."""
 
+PLATFORM_HINTS = {
+    "telegram": "Replies are shown as Telegram messages: keep them short; bold, italic, code and links render, tables and HTML do not.",
+    "webhook": "The reply is posted to a webhook as plain text, read by a program or a person later; nobody can answer back.",
+}
+"""How a platform shows replies: the platform's line of each turn's instructions (the system
+prompt's own line is the API server's, shared by every session of ``hermes serve``)."""
+SESSION_FIRES = frozenset({"model", "undo", "compress"})
+"""Commands whose ``command:<name>`` hook the session fires itself (as for the API and the TUI)."""
 TURN_DEADLINE = 3600.0
 """Seconds the gateway follows one turn (the session's own deadline ends it sooner)."""
 DELIVERY_DEADLINE = 900.0
@@ -78,16 +96,43 @@ def approval_text(request: ApprovalRequested) -> str:
     return f"Approval needed: {request.command}\n({'; '.join(request.reasons)})"
 
 
-class GatewayAdapter(Actor[AdapterInbox]):
+class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
     """One chat platform: inbound messages to sessions, each turn's end back as one reply."""
 
     platform = "platform"
     limit = 0
     """The platform's message length limit (0: none)."""
     measure: Measure = len
+    takes_commands = True
+    """Whether a text starting with ``/`` is a slash command (a webhook's prompt is not)."""
 
-    def __init__(self, *, home: Path, hubs: HubRegistry, policy: AccessPolicy, chats: Chats, context: str = "", senders: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        home: Path,
+        hubs: HubRegistry,
+        policy: AccessPolicy,
+        chats: Chats,
+        context: str = "",
+        senders: dict[str, Any] | None = None,
+        hooks: Any = None,
+        resets: ResetPolicy | None = None,
+        burst_window: float = 0.0,
+        tz: dt.tzinfo | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         super().__init__()
+        self.hooks = hooks
+        """The runtime's :class:`actors.hooks.Hooks` (None: no hooks)."""
+        self.reset_policy = resets or ResetPolicy()
+        self.burst_window = burst_window
+        self.tz = tz
+        self.clock = clock
+        self.sessions: dict[str, ChatSession] = {}
+        """Chat key -> its session's generation and last message time (``_resets``)."""
+        self.bursts: dict[str, _burst.Burst] = {}
+        self.screening: list[tuple[list[PlatformMessage], int | None]] = []
+        """Batches waiting for (the first: in) the ``pre_gateway_dispatch`` hooks, in order."""
         self.senders = senders
         """The gateway's table of running adapters' senders (scheduled jobs' answers, ``_scheduled.py``)."""
         self.home = home
@@ -119,11 +164,17 @@ class GatewayAdapter(Actor[AdapterInbox]):
         self.chats = restore(self.chats, saved)
         live = {c.running for c in self.chats.chats.values()} | {o.turn_id for o in saved.outbox}
         self.streams = {turn: mid for turn, mid in saved.streams if turn in live}
+        self.sessions = dict(saved.sessions)
         for owed in saved.outbox:  # decided, maybe sent: sent again at most once (a crash in between is the one gap)
             self.outbox[owed.turn_id] = owed
             self.send_final(owed)
         for chat in self.chats.chats.values():
-            self.follow(chat.message, chat.running, interrupt=False, resume=True)
+            self.follow(chat.message, chat.running, interrupt=False, resume=True, session_id=chat.session())
+        if saved.held:  # a burst held when the adapter stopped goes now
+            grouped: dict[str, list[PlatformMessage]] = {}
+            for held in saved.held:
+                grouped.setdefault(key_of(held), []).append(held)
+            self.commit([effect for group in grouped.values() for effect in self.dispatch(_burst.joined(tuple(group)))])
         if saved.chats or saved.outbox:
             log.info("gateway %s: re-attached to %d turn(s), %d reply(ies) owed", self.platform, len(saved.chats), len(saved.outbox))
         self.begin()
@@ -162,9 +213,18 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 self.streams[turn_id] = message_id
                 # a restart edits this message, not a second one; the stream edits only once it is saved
                 self.commit(self.stream_saved_effects(turn_id))
+            case AdapterTimer(what="burst"):
+                self.burst_due()
+            case WaitFinished(tag="screen", status=status, value=value):
+                batch, offset = self.screening.pop(0)
+                self.decide(batch, offset, value if status == "ok" else {})
+                if self.screening:
+                    self.screen_next()
+            case WaitFinished(tag="ask", status=status, value=value, error=error):
+                self.asked(status, value, error)
             case ApprovalRequested():
                 self.approvals[message.session_id] = message
-                chat = self.chats.chats.get(message.session_id)
+                chat = self.chats.chats.get(chat_key_of(message.session_id))
                 if chat is not None:
                     self.ask_approval(chat.message, message)
             case WaitFinished(tag="persist", status="ok", value=(saved, effects, inbound)):
@@ -199,17 +259,49 @@ class GatewayAdapter(Actor[AdapterInbox]):
     # -- inbound --------------------------------------------------------------------------
 
     def accept(self, batch: list[PlatformMessage], *, offset: int | None = None) -> None:
-        """Dedup a batch, decide what is new, save the log with the chats, then run the effects."""
+        """Dedup a batch, decide what is new, save the log with the chats, then run the effects
+        (the ``pre_gateway_dispatch`` hooks first, when any is registered: batches wait their turn)."""
         self.counts["received"] += len(batch)
+        if self.hooks is not None and self.hooks.wants(HOOK):
+            self.screening.append((batch, offset))
+            if len(self.screening) == 1:
+                self.screen_next()
+            return
+        self.decide(batch, offset, {})
+
+    def _fresh(self, batch: list[PlatformMessage]) -> list[int]:
+        """The indexes of the batch's new messages (the first of each key not seen before)."""
         keys = [self.dedup_key(m) for m in batch]
         fresh = set(self.seen.fresh(keys))
-        effects: list[Effect] = []
-        for item, key in zip(batch, keys, strict=True):
-            if key in fresh:  # the first of the batch with this key
+        found = []
+        for index, key in enumerate(keys):
+            if key in fresh:
                 fresh.discard(key)
-                effects.extend(self.handle(item))
-            else:
+                found.append(index)
+        return found
+
+    def screen_next(self) -> None:
+        batch, _ = self.screening[0]
+        indexes = self._fresh(batch)
+        self.start_wait(self._screen, batch, indexes, tag="screen", timeout=60.0 + 310.0 * len(indexes))
+
+    async def _screen(self, batch: list[PlatformMessage], indexes: list[int]) -> dict[int, tuple[str, str]]:
+        verdicts = await screen(self.hooks, [batch[i] for i in indexes])
+        return dict(zip(indexes, verdicts, strict=True))
+
+    def decide(self, batch: list[PlatformMessage], offset: int | None, verdicts: dict[int, tuple[str, str]]) -> None:
+        keys = [self.dedup_key(m) for m in batch]
+        fresh = set(self._fresh(batch))
+        effects: list[Effect] = []
+        for index, item in enumerate(batch):
+            if index not in fresh:
                 self.counts["duplicates"] += 1
+                continue
+            action, detail = verdicts.get(index, ("allow", ""))
+            if action == "skip":  # marked seen all the same: it is not delivered again
+                log.info("gateway %s: message %s skipped by %s%s", self.platform, item.message_id, HOOK, f" ({detail})" if detail else "")
+                continue
+            effects.extend(self.handle(msgspec.structs.replace(item, text=detail) if action == "rewrite" else item))
         previous = self.seen
         self.seen = previous.add(keys, offset=offset)
         if self.seen is previous and not effects:
@@ -221,12 +313,15 @@ class GatewayAdapter(Actor[AdapterInbox]):
         """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s
         outcome); ``inbound``: the save of a received batch (``persisted`` follows)."""
         self.version += 1
+        held = tuple(m for burst in self.bursts.values() for m in burst.messages)
         durable = Durable(
             seen=self.seen,
             chats=tuple(self.chats.chats.values()),
             outbox=tuple(self.outbox.values()),
             streams=tuple(self.streams.items()),
             version=self.version,
+            sessions=dict(self.sessions),
+            held=held,
         )
         self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
 
@@ -287,34 +382,50 @@ class GatewayAdapter(Actor[AdapterInbox]):
             self.execute([Reply(message, text, final=False)])
 
     def allowed(self, message: PlatformMessage) -> list[Effect]:
-        command = message.text.strip().split(maxsplit=1)[0].lower() if message.text.strip() else ""
-        command = command.split("@", 1)[0]  # /stop@botname in groups
-        if command == "/stop":
-            self.chats, actions = self.chats.on_stop(message)
-        elif command in ("/approve", "/deny"):
-            named = [w[1:] for w in message.text.split()[1:2] if w.startswith("#")]  # a button names its request: "/approve #<id>"
-            return [lambda: self.resolve(message, approve=command == "/approve", request_id=named[0] if named else "")]
-        else:
-            self.chats, actions = self.chats.on_message(message)
-        return [lambda: self.execute(actions)]
+        """A message of an allowed user: a command, or a message for the agent (held while a burst lasts)."""
+        parsed = parse(message.text) if self.takes_commands else None
+        if parsed is None:
+            return self.hold(message) if self.burst_window > 0 else self.dispatch(message)
+        effects = self.release(key_of(message))  # a burst held before the command goes first
+        decision = decide_command(parsed, running=key_of(message) in self.chats.chats)
+        if lookup(parsed.name, "gateway") is not None and parsed.name not in SESSION_FIRES:
+            session_id = self.current_session(key_of(message))
+            context = {"platform": self.platform, "user_id": message.user_id, "session_id": session_id, "command": parsed.name, "args": parsed.argument}
+            effects.append(lambda: self.fire([(f"command:{parsed.name}", context, self.where(session_id))]))
+        match decision:
+            case Builtin(name="stop"):
+                self.chats, actions = self.chats.on_stop(message)
+                effects.append(lambda: self.execute(actions))
+            case Builtin(name=name):
+                named = [w[1:] for w in parsed.argument.split()[:1] if w.startswith("#")]  # a button names its request: "/approve #<id>"
+                effects.append(lambda: self.resolve(message, approve=name == "approve", request_id=named[0] if named else ""))
+            case Notice(text=text):
+                effects.append(lambda: self.execute([Reply(message, text, final=False)]))
+            case NewSession():
+                effects += self.new_session(message, "new")
+                effects.append(lambda: self.execute([Reply(message, "Started a new session; the last one is kept.", final=False)]))
+            case AskSession(what=what, argument=argument):
+                effects.append(lambda: self.ask(message, what, argument))
+        return effects
 
     def resolve(self, message: PlatformMessage, *, approve: bool, request_id: str = "") -> None:
         """Answer the approval the chat's turn waits for (``/approve``, ``/deny``, a button;
         a button of an earlier approval never answers a later one)."""
-        request = self.approvals.get(key_of(message))
+        session_id = self.current_session(key_of(message))
+        request = self.approvals.get(session_id)
         if request is None or (request_id and not request.request_id.endswith(request_id)):
             self.execute([Reply(message, "Nothing is waiting for an approval.", final=False)])
             return
-        del self.approvals[key_of(message)]
-        self.tell_session(key_of(message), ResolveApproval(request_id=request.request_id, choice="once" if approve else "deny"))
+        del self.approvals[session_id]
+        self.tell_session(session_id, ResolveApproval(request_id=request.request_id, choice="once" if approve else "deny"))
 
     # -- effects --------------------------------------------------------------------------
 
     def execute(self, actions: list[Action]) -> None:
         for action in actions:
             match action:
-                case Start(message=message, turn_id=turn_id, interrupt=interrupt):
-                    self.follow(message, turn_id, interrupt=interrupt)
+                case Start(message=message, turn_id=turn_id, interrupt=interrupt, session_id=session_id):
+                    self.follow(message, turn_id, interrupt=interrupt, session_id=session_id)
                 case Reply(message=message, text=text, final=True, turn_id=turn_id) if turn_id:
                     self.send_final(self.outbox[turn_id])
                 case Reply(message=message, text=text, final=final):
@@ -323,8 +434,9 @@ class GatewayAdapter(Actor[AdapterInbox]):
                 case Cancel(session_id=session_id, turn_id=turn_id):
                     self.tell_session(session_id, CancelTurn(turn_id=turn_id, reason="stopped from the chat (/stop)"))
 
-    def follow(self, message: PlatformMessage, turn_id: str, *, interrupt: bool, resume: bool = False) -> None:
-        """Start (or, ``resume``, re-attach to) the turn ``turn_id`` of ``message``'s chat, as one wait."""
+    def follow(self, message: PlatformMessage, turn_id: str, *, interrupt: bool, resume: bool = False, session_id: str = "") -> None:
+        """Start (or, ``resume``, re-attach to) the turn ``turn_id`` of ``message``'s chat
+        (in ``session_id``, else the chat's key), as one wait."""
         start = StartTurn(text=message.text, turn_id=turn_id, policy="interrupt" if interrupt else "queue", instructions=self.instructions(message))
         registry = self._context().registry
         store = self.home / "state.db" if resume else None
@@ -334,7 +446,7 @@ class GatewayAdapter(Actor[AdapterInbox]):
             registry,
             self.reactor,
             self.hubs,
-            key_of(message),
+            session_id or key_of(message),
             start,
             self.address.tell,
             TURN_DEADLINE,
@@ -364,7 +476,8 @@ class GatewayAdapter(Actor[AdapterInbox]):
     def instructions(self, message: PlatformMessage) -> str:
         where = "a direct message" if message.chat_type == "dm" else f"a {message.chat_type} chat"
         who = f" from {message.user_name}" if message.user_name else ""
-        return f"You are answering {where}{who} on {self.platform}. {self.context_line}".strip()
+        hint = PLATFORM_HINTS.get(self.platform, "")
+        return " ".join(part for part in (f"You are answering {where}{who} on {self.platform}.", hint, self.context_line) if part)
 
     def turn_ended(self, status: str, value: Any, error: str) -> None:
         if status != "ok":  # follow_turn returns every end itself (its deadline included): only a bug lands here

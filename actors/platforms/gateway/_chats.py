@@ -23,6 +23,7 @@ import msgspec
 
 from protocols import PlatformMessage
 
+from ._resets import chat_key_of
 from ._session_key import key_of, turn_id_of
 
 BusyMode = Literal["interrupt", "queue", "steer"]
@@ -34,6 +35,8 @@ class Start:
     message: PlatformMessage
     turn_id: str
     interrupt: bool
+    session_id: str = ""
+    """The chat's current session (empty: the chat's key, its first session)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,6 +65,11 @@ class Chat:
     message: PlatformMessage
     queue: tuple[PlatformMessage, ...] = ()
     stopping: bool = False
+    session_id: str = ""
+    """The session the chat's turns run in (empty: the chat's key)."""
+
+    def session(self) -> str:
+        return self.session_id or key_of(self.message)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -70,13 +78,16 @@ class Chats:
     limit: int = QUEUE_LIMIT
     chats: dict[str, Chat] = dataclasses.field(default_factory=dict)
 
-    def on_message(self, message: PlatformMessage) -> tuple[Chats, list[Action]]:
+    def on_message(self, message: PlatformMessage, session_id: str = "") -> tuple[Chats, list[Action]]:
+        """A message for the agent; ``session_id``: the chat's current session (empty: its key)."""
         key = key_of(message)
         chat = self.chats.get(key)
+        turn = turn_id_of(message)
         if chat is None:
-            return self._with(key, Chat(running=turn_id_of(message), message=message)), [Start(message, turn_id_of(message), interrupt=False)]
+            return self._with(key, Chat(running=turn, message=message, session_id=session_id)), [Start(message, turn, interrupt=False, session_id=session_id)]
         if self.mode == "interrupt":
-            return self._with(key, Chat(running=turn_id_of(message), message=message, queue=chat.queue)), [Start(message, turn_id_of(message), interrupt=True)]
+            again = Chat(running=turn, message=message, queue=chat.queue, session_id=chat.session_id)
+            return self._with(key, again), [Start(message, turn, interrupt=True, session_id=chat.session_id)]
         if len(chat.queue) >= self.limit:
             text = f"Still working on your earlier message and {self.limit} more are waiting; this one was not taken. Send it again later, or /stop."
             return self, [Reply(message, text, final=False)]
@@ -88,11 +99,12 @@ class Chats:
         chat = self.chats.get(key)
         if chat is None:
             return self, [Reply(message, "Nothing is running.", final=False)]
-        return self._with(key, dataclasses.replace(chat, queue=(), stopping=True)), [Cancel(key, chat.running)]
+        return self._with(key, dataclasses.replace(chat, queue=(), stopping=True)), [Cancel(chat.session(), chat.running)]
 
     def on_end(self, session_id: str, turn_id: str, text: str, *, cancelled: bool = False) -> tuple[Chats, list[Action]]:
         """A followed turn ended with ``text`` (its answer, or what went wrong)."""
-        chat = self.chats.get(session_id)
+        key = chat_key_of(session_id)
+        chat = self.chats.get(key)
         if chat is None or chat.running != turn_id:
             return self, []  # superseded (interrupted) or already answered
         actions: list[Action] = []
@@ -100,7 +112,7 @@ class Chats:
             actions.append(Reply(chat.message, "Stopped." if cancelled else text, turn_id=turn_id))
         if not chat.queue:
             chats = dict(self.chats)
-            del chats[session_id]
+            del chats[key]
             return dataclasses.replace(self, chats=chats), actions
         if self.mode == "steer":
             last = chat.queue[-1]
@@ -108,8 +120,8 @@ class Chats:
             nxt, rest = msgspec.structs.replace(last, text=joined), tuple[PlatformMessage, ...]()
         else:
             nxt, rest = chat.queue[0], chat.queue[1:]
-        actions.append(Start(nxt, turn_id_of(nxt), interrupt=False))
-        return self._with(session_id, Chat(running=turn_id_of(nxt), message=nxt, queue=rest)), actions
+        actions.append(Start(nxt, turn_id_of(nxt), interrupt=False, session_id=chat.session_id))
+        return self._with(key, Chat(running=turn_id_of(nxt), message=nxt, queue=rest, session_id=chat.session_id)), actions
 
     def _with(self, key: str, chat: Chat) -> Chats:
         return dataclasses.replace(self, chats={**self.chats, key: chat})

@@ -14,6 +14,8 @@ platforms:
       streaming: false            # show the answer while it comes, by editing one message
       edit_interval: 1.0          # seconds between two edits of it
       tool_progress: false        # a line per tool call in that message ("🔧 terminal: ls")
+      batch_delay: 0.8            # a burst of one chat's messages within this many seconds is one turn (0: off)
+      session_reset: {mode: idle, idle_minutes: 60}   # this platform's reset policy (default: session_reset:)
   webhook:
     enabled: true                 # or WEBHOOK_ENABLED=true
     extra:
@@ -30,6 +32,7 @@ Errors name the key and what it must be (:class:`ConfigError`).
 from __future__ import annotations
 
 import dataclasses
+import zoneinfo
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -38,6 +41,7 @@ import msgspec
 
 from actors.agent import ConfigError, HubRegistry
 from actors.config import HermesConfig
+from actors.config._schema import SessionResetSection
 from supervisor import Backoff, ChildSpec, Intensity
 
 from ._access import AccessPolicy
@@ -63,6 +67,10 @@ class TelegramExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     """Seconds between two edits of the streamed message (Telegram allows about one a second)."""
     tool_progress: bool = False
     """While streaming: a line per tool call above the answer."""
+    batch_delay: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.8
+    """Seconds a chat's message waits for the next of a burst (``_burst``); 0: no batching."""
+    session_reset: SessionResetSection | None = None
+    """This platform's reset policy; None: config.yaml's ``session_reset:``."""
 
 
 class RouteExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -82,6 +90,7 @@ class WebhookExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     secret: str = ""
     routes: dict[str, RouteExtra] = {}
     context: str = ""
+    session_reset: SessionResetSection | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,8 +144,19 @@ def _sees_images(config: HermesConfig) -> bool:
     return ModelSettings(model=model, base_url="", api_key="", vision=config.model.vision).sees_images
 
 
-def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hubs: HubRegistry) -> Gateway:
-    """The adapters to start; pure but for building specs."""
+def _timezone(config: HermesConfig) -> zoneinfo.ZoneInfo | None:
+    if not config.timezone:
+        return None
+    try:
+        return zoneinfo.ZoneInfo(config.timezone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        raise ConfigError(f"config.yaml: timezone: {config.timezone!r} is not a time zone; use a name like Europe/Berlin, or leave it out") from None
+
+
+def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hubs: HubRegistry, hooks: Any = None) -> Gateway:
+    """The adapters to start; pure but for building specs. ``hooks``: the runtime's hooks
+    (``pre_gateway_dispatch``, ``session:*``)."""
+    tz = _timezone(config) if any(e.enabled for e in config.platforms.values()) else None
     specs: list[ChildSpec] = []
     notes: list[str] = []
     senders: dict[str, Any] = {}
@@ -167,6 +187,10 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
             "stream": StreamSettings(enabled=extra.streaming, interval=extra.edit_interval, tool_progress=extra.tool_progress),
             "workspace": _workspace(config, home),
             "vision": _sees_images(config),
+            "hooks": hooks,
+            "resets": extra.session_reset or config.session_reset,
+            "burst_window": extra.batch_delay,
+            "tz": tz,
         }
         specs.append(ChildSpec(id="telegram", actor=TelegramAdapter, kwargs=kwargs))
     webhook = platforms.get("webhook")
@@ -194,6 +218,9 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
             "chats": Chats(mode="queue"),
             "context": extra.context,
             "senders": senders,
+            "hooks": hooks,
+            "resets": extra.session_reset or config.session_reset,
+            "tz": tz,
         }
         specs.append(ChildSpec(id="webhook", actor=WebhookAdapter, kwargs=kwargs))
     return Gateway(specs=tuple(specs), notes=tuple(notes), senders=senders)

@@ -6,8 +6,10 @@ needs to answer every message exactly once.
 - ``outbox``: final replies decided but not yet confirmed sent;
 - ``streams``: the platform message each streamed turn's answer is shown in (the final reply
   edits it, so a restart mid-stream still ends in one message with the complete answer).
+- ``sessions``: each chat's session generation and last message time (``_resets``);
+- ``held``: messages of a burst not yet sent to the agent (``_burst``; a restart sends them at once).
 
-The three are written together (one atomic write), *before* the effects they decide: a message
+They are written together (one atomic write), *before* the effects they decide: a message
 is marked seen in the same write that records the turn it starts, so a restart either sees
 neither (the platform delivers it again) or both (the restarted adapter re-attaches to the turn
 and sends its answer). Writes are serialised; an older version never replaces a newer one.
@@ -28,6 +30,7 @@ from protocols import PlatformMessage
 
 from ._chats import Chat, Chats
 from ._dedup import SeenLog
+from ._resets import ChatSession
 from ._session_key import key_of
 
 
@@ -48,6 +51,8 @@ class Durable:
     streams: tuple[tuple[str, str], ...] = ()
     """(turn id, platform message id) of answers streamed by edits."""
     version: int = 0
+    sessions: dict[str, ChatSession] = dataclasses.field(default_factory=dict)
+    held: tuple[PlatformMessage, ...] = ()
 
 
 def _message(data: Any) -> PlatformMessage:
@@ -59,9 +64,13 @@ def encode(state: Durable) -> bytes:
     data = {
         "offset": state.seen.offset,
         "seen": list(state.seen.ids),
-        "chats": [{"running": c.running, "message": builtins(c.message), "queue": [builtins(m) for m in c.queue]} for c in state.chats],
+        "chats": [
+            {"running": c.running, "message": builtins(c.message), "queue": [builtins(m) for m in c.queue], "session_id": c.session_id} for c in state.chats
+        ],
         "outbox": [{"turn_id": o.turn_id, "message": builtins(o.message), "text": o.text} for o in state.outbox],
         "streams": [list(pair) for pair in state.streams],
+        "sessions": {key: [s.generation, s.last_at] for key, s in state.sessions.items()},
+        "held": [builtins(m) for m in state.held],
     }
     return json.dumps(data).encode()
 
@@ -70,11 +79,19 @@ def decode(text: str) -> Durable:
     data = json.loads(text)
     seen = SeenLog(ids=tuple(str(i) for i in data.get("seen", ())), offset=int(data.get("offset", 0)))
     chats = tuple(
-        Chat(running=str(c["running"]), message=_message(c["message"]), queue=tuple(_message(m) for m in c.get("queue", ()))) for c in data.get("chats", ())
+        Chat(
+            running=str(c["running"]),
+            message=_message(c["message"]),
+            queue=tuple(_message(m) for m in c.get("queue", ())),
+            session_id=str(c.get("session_id", "")),
+        )
+        for c in data.get("chats", ())
     )
     outbox = tuple(Outgoing(turn_id=str(o["turn_id"]), message=_message(o["message"]), text=str(o["text"])) for o in data.get("outbox", ()))
     streams = tuple((str(turn), str(mid)) for turn, mid in data.get("streams", ()))
-    return Durable(seen=seen, chats=chats, outbox=outbox, streams=streams)
+    sessions = {str(key): ChatSession(generation=int(g), last_at=float(at)) for key, (g, at) in data.get("sessions", {}).items()}
+    held = tuple(_message(m) for m in data.get("held", ()))
+    return Durable(seen=seen, chats=chats, outbox=outbox, streams=streams, sessions=sessions, held=held)
 
 
 def restore(chats: Chats, saved: Durable) -> Chats:

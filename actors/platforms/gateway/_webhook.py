@@ -124,6 +124,7 @@ async def _serve(app: WebhookApp, fd: int) -> None:
 
 class WebhookAdapter(GatewayAdapter):
     platform = "webhook"
+    takes_commands = False  # a rendered prompt that starts with "/" is a prompt
 
     def __init__(self, *, host: str, port: int, routes: dict[str, Route], **common: Any) -> None:
         super().__init__(**common)

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from protocols import SessionRecord
 
-from ._commands import Parsed, did_you_mean, help_text
+from ._commands import Parsed, canonical, did_you_mean, help_text
 from ._handle import SessionHandle, TuiError
 from ._modals import SessionsScreen
 from ._prompt import PromptArea
@@ -31,8 +31,8 @@ class SlashCommands:
             await self.app.say(str(exc), "error")
 
     async def _run(self, command: Parsed) -> None:
-        app, name, argument = self.app, command.name, command.argument
-        if name in ("quit", "exit", "q"):
+        app, name, argument = self.app, canonical(command.name), command.argument
+        if name == "quit":
             app.quit()
             return
         if name == "help":

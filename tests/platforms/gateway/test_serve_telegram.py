@@ -41,7 +41,7 @@ def _home(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> Path:
     home.mkdir()
     (home / "config.yaml").write_text(
         f'model:\n  default: test-model\n  base_url: "{model.base_url}"\n  api_key: unused\n'
-        f'platforms:\n  telegram:\n    enabled: true\n    extra:\n      base_url: "{telegram.base_url}"\n      poll_timeout: 5\n'
+        f'platforms:\n  telegram:\n    enabled: true\n    extra:\n      base_url: "{telegram.base_url}"\n      poll_timeout: 5\n      batch_delay: 0\n'
     )
     (home / ".env").write_text(f"API_SERVER_KEY={KEY}\nTELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ALLOWED},{ALLOWED + 1},{ALLOWED + 2}\n")
     return home
