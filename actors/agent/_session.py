@@ -19,8 +19,10 @@ from typing import Any
 import msgspec
 
 from actors import Actor, HermesError, WaitHandle
+from actors.memory import tell_providers
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
+from protocols._memory import ProviderNotice
 from protocols._session import (
     TERMINAL_EVENTS,
     AnswerClarification,
@@ -48,6 +50,7 @@ from ._delegation import Delegation, SessionOverrides
 from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
+from ._memory_turn import TurnMemory, with_memory
 from ._model import ModelSettings, call_model
 from ._nudges import NudgeCounters, TurnFacts, plan_after_turn, seeded
 from ._providers import Providers
@@ -92,6 +95,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         )
         self.host = SessionHost(host, self)
         self.turn_hooks = TurnHooks()
+        self.turn_memory = TurnMemory()
         self.reviews: dict[int, tuple[str, str, str]] = {}
         """Running review wait -> (the turn it follows, its session id, its kind)."""
         self.nudge_counters: NudgeCounters | None = None
@@ -156,6 +160,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.deps.hooks.fire_soon(
                 "on_session_finalize", {"session_id": self.session_id, "platform": self.deps.source}, session_id=self.session_id, publish=self.hub.publish
             )
+        if self.deps.memory.provider and self.context is not None:
+            tell_providers(self.context.registry, self.deps.memory, ProviderNotice(op="session_end", arguments={"session_id": self.session_id}))
         if kind == "normal":
             self.hub.release()  # passivated: keep the numbering, not the events
         # Whatever tools left running (background commands) ends with the session.
@@ -203,17 +209,28 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.tools_schema, self.tools_version = [tool.schema() for tool in self.deps.tools.values()], version
         tools = offered_tools(self.tools_schema, effect)
         settings = self.providers.settings(effect.provider, model, key.api_key)
-        call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=effect.turn_id)
-        call = functools.partial(call, session_id=self.session_id, options=effect.options)
+
+        async def request(sent: Any) -> Any:
+            return await call_model(
+                self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
+            )
+
+        send: Any = request
+        memory = self.deps.memory
+        if memory.provider and effect.token.step == "model":  # the built-in provider recalls nothing per turn
+            registry, publish = self._context().registry, self.hub.publish
+            send = functools.partial(
+                with_memory,
+                request,
+                memo=self.turn_memory,
+                turn_id=effect.turn_id,
+                registry=registry,
+                options=memory,
+                session_id=self.session_id,
+                publish=publish,
+            )
         hooks = self.deps.hooks
         if hooks is not None and effect.token.step == "model":
-            messages = effect.messages
-
-            async def request(sent: Any) -> Any:
-                return await call_model(
-                    self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
-                )
-
             where: dict[str, Any] = {
                 "session_id": self.session_id,
                 "turn_id": effect.turn_id,
@@ -221,9 +238,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 "platform": self.deps.source,
                 "publish": self.hub.publish,
             }
-            hooked = functools.partial(hooked_model, hooks, request, messages, self.turn_hooks, **where)
+            hooked = functools.partial(hooked_model, hooks, send, effect.messages, self.turn_hooks, **where)
             return self.start_wait(hooked, tag="model", timeout=effect.timeout)
-        return self.start_wait(call, tag="model", timeout=effect.timeout)
+        return self.start_wait(send, effect.messages, tag="model", timeout=effect.timeout)
 
     def start_tool(self, effect: RunTool, turn_id: str) -> WaitHandle:
         deps = self.deps
@@ -239,6 +256,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             tools=deps.tools,
             settings=deps.tool_settings,
             hooks=deps.hooks,
+            registry=self._context().registry,
         )
         run = deps.tools[effect.name].run
         if deps.hooks is not None:
@@ -262,6 +280,10 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.turn_hook(event)
         if self.deps.nudges.enabled and self.deps.source != "cron":
             self.count_for_nudges(event)
+        if self.deps.memory.provider and type(event) is TurnCompleted and event.text and self.host.state is not None:
+            user = next((m.content or "" for m in reversed(self.host.state.transcript) if m.role == "user"), "")
+            sync = ProviderNotice(op="sync_turn", arguments={"session_id": self.session_id, "user": user, "answer": event.text})
+            tell_providers(self._context().registry, self.deps.memory, sync)
 
     # -- nudges and background review (decisions in ``_nudges``; the review runs as a wait) -------
 

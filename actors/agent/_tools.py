@@ -93,6 +93,8 @@ class ToolContext:
     settings: ToolSettings = ToolSettings()
     hooks: Hooks | None = None
     """The runtime's hooks, for a tool's own hook points (the terminal's ``transform_terminal_output``)."""
+    registry: Any = None
+    """The runtime's registry (``actors.Registry``), for tools that message an actor (memory); None outside a runtime."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
