@@ -6,6 +6,9 @@ message in what is sent, like ``pre_llm_call`` context: the transcript and the s
 it, and every model call of the turn carries the same block (fetched once per turn). A provider
 that misses the deadline (``memory.prefetch_timeout``), fails or is restarting is left out and
 a :class:`MemorySkipped` event says so; the turn is never held past the deadline.
+
+Before a compression's summary call, the providers' ``on_pre_compress`` texts (same deadline)
+are added to the summariser's request, so what they ask to keep reaches the notes.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from actors.memory import MemoryOptions, block_of, prefetch_all, skipped
+from actors.memory import MemoryOptions, block_of, kept_note, pre_compress_all, prefetch_all, skipped
 from protocols import ChatMessage
 from protocols._session import MemorySkipped
 
@@ -46,4 +49,18 @@ async def with_memory(
         memo.block = block_of(results)
     if memo.block and index >= 0:
         messages = with_context(messages, index, memo.block)
+    return await call(messages)
+
+
+async def with_pre_compress(
+    call: Call, messages: Sequence[ChatMessage], *, registry: Any, options: MemoryOptions, session_id: str, turn_id: str, publish: Any
+) -> ModelReply | ModelFailure:
+    """The summariser's call with what the providers ask to keep (``on_pre_compress``) after its request."""
+    results = await pre_compress_all(registry, options, session_id)
+    for result in skipped(results):
+        publish(MemorySkipped(turn_id=turn_id, provider=result.provider, reason=result.outcome, detail=f"on_pre_compress: {result.detail}"))
+    note = kept_note(results)
+    index = _user_index(messages)
+    if note and index >= 0:
+        messages = with_context(messages, index, note)
     return await call(messages)

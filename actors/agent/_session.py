@@ -19,7 +19,7 @@ from typing import Any
 import msgspec
 
 from actors import Actor, HermesError, WaitHandle
-from actors.memory import tell_providers
+from actors.memory import system_prompt_blocks, tell_providers
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
 from protocols._memory import ProviderNotice
@@ -50,7 +50,7 @@ from ._delegation import Delegation, SessionOverrides
 from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
-from ._memory_turn import TurnMemory, with_memory
+from ._memory_turn import TurnMemory, with_memory, with_pre_compress
 from ._model import ModelSettings, call_model
 from ._nudges import NudgeCounters, TurnFacts, plan_after_turn, seeded
 from ._providers import Providers
@@ -129,7 +129,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.hub.unsubscribe(subscriber)
             case StoreStatistics() if self.host.state is None:
                 deps = self.deps
-                read = (deps.open_reader, self.session_id, deps.home, deps.workdir, deps.tool_settings.memory)
+                recall = functools.partial(system_prompt_blocks, self._context().registry, deps.memory)
+                read = (deps.open_reader, self.session_id, deps.home, deps.workdir, deps.tool_settings.memory, recall)
                 self.start_wait(load_with_retry, *read, tag="load", timeout=deps.load_timeout)
             case WaitFinished(tag="load"):
                 self.host.receive(self.loaded(message))
@@ -228,6 +229,11 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 options=memory,
                 session_id=self.session_id,
                 publish=publish,
+            )
+        elif memory.provider and effect.token.step == "compress":
+            registry, publish = self._context().registry, self.hub.publish
+            send = functools.partial(
+                with_pre_compress, request, turn_id=effect.turn_id, registry=registry, options=memory, session_id=self.session_id, publish=publish
             )
         hooks = self.deps.hooks
         if hooks is not None and effect.token.step == "model":

@@ -25,7 +25,9 @@ from ._builtin import BuiltinProvider as BuiltinProvider
 from ._builtin import render_change as render_change
 from ._client import ask_provider as ask_provider
 from ._client import collect_prefetch as collect_prefetch
+from ._client import pre_compress_all as pre_compress_all
 from ._client import prefetch_all as prefetch_all
+from ._client import system_prompt_blocks as system_prompt_blocks
 from ._client import tell_providers as tell_providers
 from ._context import CONTEXT_FILES as CONTEXT_FILES
 from ._context import context_files as context_files
@@ -52,6 +54,7 @@ from ._provider import ProviderEnv as ProviderEnv
 from ._provider import ProviderError as ProviderError
 from ._provider import StoreWrite as StoreWrite
 from ._provider import block_of as block_of
+from ._provider import kept_note as kept_note
 from ._provider import memory_context_block as memory_context_block
 from ._provider import skipped as skipped
 from ._secrets import SECRET_NAME as SECRET_NAME
@@ -138,9 +141,11 @@ __all__ = [
     "context_files",
     "find_secret",
     "is_secret_name",
+    "kept_note",
     "memory_context_block",
     "memory_snapshot",
     "memory_spec",
+    "pre_compress_all",
     "prefetch_all",
     "redact_secrets",
     "register_provider",
@@ -149,5 +154,6 @@ __all__ = [
     "skills_index",
     "skipped",
     "soul_identity",
+    "system_prompt_blocks",
     "tell_providers",
 ]

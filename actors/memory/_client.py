@@ -108,3 +108,35 @@ async def prefetch_all(registry: Any, options: MemoryOptions, query: str, sessio
     for result in results:
         options.health.prefetched(result.provider, result.outcome, result.detail)
     return results
+
+
+PROMPT_TIMEOUT = 10.0
+"""Seconds a new session waits for the providers' system-prompt blocks (once per session)."""
+
+
+async def system_prompt_blocks(registry: Any, options: MemoryOptions, timeout: float = PROMPT_TIMEOUT) -> str:
+    """The providers' blocks for a new session's system prompt, the built-in memory snapshot first. A
+    provider that does not answer in time is left out; for the built-in one a note says so."""
+
+    def asker(path: str) -> Ask:
+        return lambda: ask_provider(registry, path, "system_prompt", {}, math.inf)
+
+    names = {path: ("builtin" if path == BUILTIN_PATH else options.provider) for path in options.paths()}
+    results = await collect_prefetch({names[path]: asker(path) for path in options.paths()}, timeout)
+    blocks: list[str] = []
+    for result in results:
+        if result.outcome == "ok":
+            blocks.append(result.text.strip())
+        elif result.provider == "builtin" and result.outcome != "empty":
+            blocks.append(f"[MEMORY.md and USER.md were left out of this prompt: the memory actor gave no snapshot ({result.outcome}: {result.detail})]")
+    return "\n\n".join(blocks)
+
+
+async def pre_compress_all(registry: Any, options: MemoryOptions, session_id: str) -> list[PrefetchResult]:
+    """Every provider's ``on_pre_compress`` text, under ``options.prefetch_timeout``."""
+
+    def asker(path: str) -> Ask:
+        return lambda: ask_provider(registry, path, "pre_compress", {"session_id": session_id}, math.inf)
+
+    names = {path: ("builtin" if path == BUILTIN_PATH else options.provider) for path in options.paths()}
+    return await collect_prefetch({names[path]: asker(path) for path in options.paths()}, options.prefetch_timeout)

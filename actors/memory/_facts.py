@@ -3,7 +3,8 @@
 Facts are rows of ``memory_facts`` in ``state.db`` with an FTS5 index (schema 9). Writes go to
 the store writer (``SaveFact`` / ``DeleteFact``, rule 4); reads use this provider's own
 read-only connection. Before each turn it recalls the facts most relevant to the user's text
-(FTS5 ``bm25``, any word matching, at most ``prefetch_limit``).
+(FTS5 ``bm25``, any word matching, at most ``prefetch_limit``). Before a compression it names
+the facts saved in the session, so the summary keeps them.
 
 What it records: only what the model saves with its ``fact_store`` tool (add / search /
 remove). It does not extract facts from turns by itself: ``sync_turn`` records nothing,
@@ -20,6 +21,8 @@ from ._provider import MemoryProvider, ProviderEnv, ProviderError, StoreWrite
 from ._threats import scan_text
 
 MAX_FACT_CHARS = 500
+MAX_KEPT = 20
+"""Facts of a session named to the summariser at most (``on_pre_compress``)."""
 
 
 class StoreFactsProvider(MemoryProvider):
@@ -52,6 +55,11 @@ class StoreFactsProvider(MemoryProvider):
 
         hits = search_facts(self._reader(), query, self.env.prefetch_limit)
         return "\n".join(f"- {hit.content} (fact {hit.fact_id})" for hit in hits)
+
+    def on_pre_compress(self, session_id: str) -> str:
+        """The facts saved in this session: the summary of its turns keeps them."""
+        rows = self._reader().execute("SELECT content FROM memory_facts WHERE session_id = ? ORDER BY id LIMIT ?", (session_id, MAX_KEPT)).fetchall()
+        return "\n".join(f"- {row[0]}" for row in rows)
 
     def tool_names(self) -> tuple[str, ...]:
         return ("fact_store",)

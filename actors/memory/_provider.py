@@ -122,3 +122,12 @@ def skipped(results: Sequence[PrefetchResult]) -> list[PrefetchResult]:
 def block_of(results: Sequence[PrefetchResult]) -> str:
     """The request's memory block from the prefetches that answered in time."""
     return memory_context_block({r.provider: r.text for r in results if r.outcome == "ok"})
+
+
+def kept_note(results: Sequence[PrefetchResult]) -> str:
+    """What the providers asked to keep through a compression (``on_pre_compress``), as a paragraph for
+    the summariser's request; empty when none answered in time with text."""
+    texts = [f"[{r.provider}] {r.text.strip()}" for r in results if r.outcome == "ok"]
+    if not texts:
+        return ""
+    return "Memory providers ask that the notes keep the following:\n" + "\n".join(texts)
