@@ -1,8 +1,8 @@
 """memory: the agent's durable knowledge and the system prompt pieces built from it.
 
 - :class:`MemoryStore` — MEMORY.md / USER.md in ``HERMES_HOME/memories`` (``§``-separated
-  entries, character limits, atomic writes, threat scan). A plain class: the actor that will
-  own these files holds one.
+  entries, character limits, atomic writes, threat scan). A plain class: the built-in
+  provider's actor ``/memory/builtin`` holds one.
 - :class:`SkillLibrary` — ``HERMES_HOME/skills/<name>/SKILL.md`` and its extra files.
 - :func:`scan_text` — the threat scan for text bound for a system prompt.
 - :data:`SECRET_PATTERNS` — the one table of secret shapes: the threat scan flags them
