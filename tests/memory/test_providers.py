@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import queue
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,6 +73,21 @@ class FailingProvider(MemoryProvider):
         raise ProviderError("the backend refused the query")
 
 
+class RecordingProvider(MemoryProvider):
+    """Records what it is told; ``TOLD`` fills from its actor's thread."""
+
+    name = "recording"
+
+    def sync_turn(self, session_id: str, user: str, answer: str) -> None:
+        TOLD.put(("sync_turn", session_id, user, answer))
+
+    def on_memory_write(self, action: str, target: str, content: str) -> None:
+        TOLD.put(("memory_write", action, target, content))
+
+
+TOLD: queue.Queue[tuple[str, ...]] = queue.Queue()
+
+register_provider("recording", RecordingProvider)
 register_provider("hung", HungProvider)
 register_provider("crashing", CrashingProvider)
 
@@ -293,3 +309,28 @@ def test_a_failing_provider_is_answered_as_an_error_without_a_restart(tmp_path: 
     with pytest.raises(ProviderError, match="refused"):
         provider.prefetch("q", "s")
     assert dataclasses.replace(ProviderEnv(home=tmp_path), prefetch_limit=2).prefetch_limit == 2
+
+
+def test_the_external_provider_is_told_each_turn_and_each_built_in_write(tmp_path: Path, model_server: ModelServer) -> None:
+    kit = kit_with(tmp_path, model_server, MemoryOptions(provider="recording"), "memory")
+    try:
+        model_server.script([call("memory", action="add", target="memory", content="The repo uses tabs."), TextReply(content="done")], session="r")
+        probe = kit.subscribe("r")
+        kit.start_turn("r", "note that the repo uses tabs")
+        assert until(probe, TurnCompleted)[-1].text == "done"
+        told = {TOLD.get(timeout=DEADLINE) for _ in range(2)}
+        assert told == {("memory_write", "add", "memory", "The repo uses tabs."), ("sync_turn", "r", "note that the repo uses tabs", "done")}
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_an_unknown_provider_name_is_refused_saying_which_are_known(tmp_path: Path) -> None:
+    from actors import UsageError
+    from actors.memory import check_provider
+
+    check_provider("")
+    check_provider("store")
+    with pytest.raises(UsageError, match=r"unknown memory provider 'honcho' \(known: .*store.*\); remove memory.provider"):
+        check_provider("honcho")
+    with pytest.raises(UsageError, match="'builtin' is the built-in memory's name"):
+        register_provider("builtin", RecordingProvider)
