@@ -16,7 +16,7 @@ from ._base import Message
 
 ProviderOp = Literal["system_prompt", "prefetch", "tool", "pre_compress", "status"]
 """Operations answered with a :class:`ProviderReply`."""
-NoticeOp = Literal["sync_turn", "memory_write", "session_end", "delegation"]
+NoticeOp = Literal["turn_start", "sync_turn", "memory_write", "session_end", "delegation"]
 """Operations told without an answer."""
 
 
@@ -40,8 +40,9 @@ class ProviderReply(Message, frozen=True, kw_only=True):
 
 
 class ProviderNotice(Message, frozen=True, kw_only=True):
-    """Tell a provider something happened (no answer): ``sync_turn`` (``session_id``, ``user``,
-    ``answer``), ``memory_write`` (``action``, ``target``, ``content``), ``session_end``, ``delegation``."""
+    """Tell a provider something happened (no answer): ``turn_start`` (``session_id``, ``model``,
+    ``platform``, ``tool_count``), ``sync_turn`` (``session_id``, ``user``, ``answer``), ``memory_write``
+    (``action``, ``target``, ``content``), ``session_end`` (``session_id``), ``delegation`` (``task``, ``result``)."""
 
     op: NoticeOp
     arguments: dict[str, Any] = {}

@@ -111,7 +111,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.store = store_address(context.registry, self.deps.store_path)
         self.providers = Providers(self.deps.model, self.deps.providers, context.registry)
         depth = self.overrides.depth if self.overrides is not None else 0
-        self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth, self.deps.delegation, hooks=self.deps.hooks)
+        self.delegation = Delegation(
+            context.registry, context.reactor, self.deps.hubs, self.session_id, depth, self.deps.delegation, hooks=self.deps.hooks, memory=self.deps.memory
+        )
         # Load only after the writer has committed everything sent before now: writes of a
         # dead incarnation may still be in its inbox (otherwise a tool result landing after
         # the reload would get a second, synthetic result). Those that build on a refused
@@ -286,6 +288,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.turn_hook(event)
         if self.deps.nudges.enabled and self.deps.source != "cron":
             self.count_for_nudges(event)
+        if self.deps.memory.provider and type(event) is TurnStarted:
+            started = {"session_id": self.session_id, "model": self.host.model, "platform": self.deps.source, "tool_count": len(self.deps.tools)}
+            tell_providers(self._context().registry, self.deps.memory, ProviderNotice(op="turn_start", arguments=started))
         if self.deps.memory.provider and type(event) is TurnCompleted and event.text and self.host.state is not None:
             user = next((m.content or "" for m in reversed(self.host.state.transcript) if m.role == "user"), "")
             sync = ProviderNotice(op="sync_turn", arguments={"session_id": self.session_id, "user": user, "answer": event.text})

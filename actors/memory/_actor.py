@@ -125,6 +125,10 @@ class ProviderActor(Actor[ProviderInbox]):
         provider = self.provider
         assert provider is not None
         match op:
+            case "turn_start":
+                provider.on_turn_start(
+                    str(args.get("session_id", "")), str(args.get("model", "")), str(args.get("platform", "")), int(args.get("tool_count", 0))
+                )
             case "sync_turn":
                 provider.sync_turn(str(args.get("session_id", "")), str(args.get("user", "")), str(args.get("answer", "")))
             case "memory_write":

@@ -9,6 +9,7 @@ Hooks of the seed and where they are here: ``build_system_prompt`` → :meth:`sy
 ``prefetch_all`` → :meth:`prefetch` (before a turn's first model call); sync after a turn →
 :meth:`sync_turn`; ``get_all_tool_schemas`` / ``handle_tool_call`` → :meth:`tool_names` /
 :meth:`handle_tool_call`; ``on_pre_compress``, ``on_memory_write``, ``on_session_end``,
+``on_turn_start`` (no remaining-token count: the host does not know it before the request),
 ``on_delegation``, ``shutdown_all`` → the methods of the same names.
 """
 
@@ -64,6 +65,9 @@ class MemoryProvider:
     def prefetch(self, query: str, session_id: str) -> str:
         """Context recalled for the turn about to run (``query``: the user's text); empty: none."""
         return ""
+
+    def on_turn_start(self, session_id: str, model: str, platform: str, tool_count: int) -> None:
+        """A turn started (before its prefetch may have answered)."""
 
     def sync_turn(self, session_id: str, user: str, answer: str) -> None:
         """A turn ended with ``answer`` to ``user``."""

@@ -78,11 +78,17 @@ class RecordingProvider(MemoryProvider):
 
     name = "recording"
 
+    def on_turn_start(self, session_id: str, model: str, platform: str, tool_count: int) -> None:
+        TOLD.put(("turn_start", session_id, model, platform, str(tool_count)))
+
     def sync_turn(self, session_id: str, user: str, answer: str) -> None:
         TOLD.put(("sync_turn", session_id, user, answer))
 
     def on_memory_write(self, action: str, target: str, content: str) -> None:
         TOLD.put(("memory_write", action, target, content))
+
+    def on_delegation(self, task: str, result: str) -> None:
+        TOLD.put(("delegation", task, result))
 
 
 TOLD: queue.Queue[tuple[str, ...]] = queue.Queue()
@@ -95,6 +101,8 @@ register_provider("crashing", CrashingProvider)
 @pytest.fixture(autouse=True)
 def _release() -> Iterator[None]:
     RELEASE.clear()
+    while not TOLD.empty():
+        TOLD.get_nowait()
     yield
     RELEASE.set()
 
@@ -318,8 +326,9 @@ def test_the_external_provider_is_told_each_turn_and_each_built_in_write(tmp_pat
         probe = kit.subscribe("r")
         kit.start_turn("r", "note that the repo uses tabs")
         assert until(probe, TurnCompleted)[-1].text == "done"
-        told = {TOLD.get(timeout=DEADLINE) for _ in range(2)}
-        assert told == {("memory_write", "add", "memory", "The repo uses tabs."), ("sync_turn", "r", "note that the repo uses tabs", "done")}
+        told = [TOLD.get(timeout=DEADLINE) for _ in range(3)]
+        assert told[0] == ("turn_start", "r", "test-model", "api", "4")  # read_file, write_file, terminal, memory
+        assert set(told[1:]) == {("memory_write", "add", "memory", "The repo uses tabs."), ("sync_turn", "r", "note that the repo uses tabs", "done")}
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
 
@@ -334,3 +343,19 @@ def test_an_unknown_provider_name_is_refused_saying_which_are_known(tmp_path: Pa
         check_provider("honcho")
     with pytest.raises(UsageError, match="'builtin' is the built-in memory's name"):
         register_provider("builtin", RecordingProvider)
+
+
+def test_the_external_provider_is_told_what_a_delegated_child_answered(tmp_path: Path, model_server: ModelServer) -> None:
+    kit = kit_with(tmp_path, model_server, MemoryOptions(provider="recording"), "delegate_task")
+    try:
+        model_server.script([call("delegate_task", tasks=[{"goal": "find the port"}]), TextReply(content="It is 8080.")], session="p")
+        model_server.script([TextReply(content="port 8080")], session="p.child-1")
+        probe = kit.subscribe("p")
+        kit.start_turn("p", "which port?")
+        assert until(probe, TurnCompleted)[-1].text == "It is 8080."
+        told: list[tuple[str, ...]] = []
+        while ("sync_turn", "p", "which port?", "It is 8080.") not in told:
+            told.append(TOLD.get(timeout=DEADLINE))
+        assert ("delegation", "find the port", "port 8080") in told
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
