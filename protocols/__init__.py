@@ -62,6 +62,7 @@ from ._session import CompressContext as CompressContext
 from ._session import ContextCompressed as ContextCompressed
 from ._session import EnsureSession as EnsureSession
 from ._session import HookSkipped as HookSkipped
+from ._session import MemorySkipped as MemorySkipped
 from ._session import ModelFallback as ModelFallback
 from ._session import ModelRetrying as ModelRetrying
 from ._session import ModelSwitched as ModelSwitched
@@ -186,6 +187,7 @@ __all__ = [
     "McpToolInfo",
     "McpToolKind",
     "McpToolsListed",
+    "MemorySkipped",
     "Message",
     "MessageFaults",
     "MessagesPersisted",

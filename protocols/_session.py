@@ -371,6 +371,16 @@ class ReviewFinished(SessionEvent, frozen=True, kw_only=True):
     """False: the review failed, hung past its deadline or crashed (the user's session is unaffected)."""
 
 
+class MemorySkipped(SessionEvent, frozen=True, kw_only=True):
+    """A memory provider's recalled context was left out of this turn's request (``/memory``):
+    its prefetch missed the deadline, failed, or its actor was restarting. The turn went on without it."""
+
+    provider: str
+    reason: str
+    """``timeout``, ``error`` or ``unavailable``."""
+    detail: str = ""
+
+
 AnySessionEvent = (
     TurnStarted
     | UserMessageSaved
@@ -393,6 +403,7 @@ AnySessionEvent = (
     | SessionRecovered
     | HookSkipped
     | ReviewFinished
+    | MemorySkipped
 )
 """The union a client decodes a session stream with."""
 

@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Literal
 import trio
 
 from actors import Address, Reactor, Registry
+from actors.memory import MemoryOptions, tell_providers
 from protocols import SessionInbox, StartTurn, TurnCompleted, TurnFailed
+from protocols._memory import ProviderNotice
 
 from ._hub import HubRegistry
 from ._reader import run_turn
@@ -72,8 +74,11 @@ class Delegation:
         limits: DelegationLimits = DelegationLimits(),
         *,
         hooks: Hooks | None = None,
+        memory: MemoryOptions | None = None,
     ) -> None:
         self.registry = registry
+        self.memory = memory
+        """The runtime's memory providers: an external one is told each child's result (``on_delegation``)."""
         self.limits = limits
         self.reactor = reactor
         self.hubs = hubs
@@ -104,6 +109,8 @@ class Delegation:
             status = "interrupted"
             raise
         finally:
+            if self.memory is not None and self.memory.provider and status == "completed":
+                tell_providers(self.registry, self.memory, ProviderNotice(op="delegation", arguments={"task": goal, "result": summary or ""}))
             if self.hooks is not None:
                 stopped = {
                     "parent_session_id": self.session_id,

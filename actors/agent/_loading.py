@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -51,8 +51,9 @@ def build_system_prompt(model: str, platform_hint: str, today: datetime.date, co
     return "\n".join(lines)
 
 
-def _prompt_context(home: Path, workdir: Path, memory: MemorySettings) -> str:
-    """Memory snapshot, skills index and context files: read once, when a session is created."""
+def _prompt_context(home: Path, workdir: Path, memory: MemorySettings, with_memory: bool = True) -> str:
+    """Memory snapshot (unless the memory actors give it: ``with_memory`` False), skills index and
+    context files: read once, when a session is created."""
     from actors.memory import CONTEXT_FILES, SOUL_FILE, context_files, memory_snapshot, skills_index
     from actors.memory._soul import same_file
 
@@ -60,7 +61,7 @@ def _prompt_context(home: Path, workdir: Path, memory: MemorySettings) -> str:
     names = tuple(n for n in CONTEXT_FILES if n != SOUL_FILE or not same_file(workdir / SOUL_FILE, home / SOUL_FILE))
     blocks = []
     builders: tuple[Callable[[], str], ...] = (
-        functools.partial(memory_snapshot, home, memory),
+        *((functools.partial(memory_snapshot, home, memory),) if with_memory else ()),
         functools.partial(skills_index, home),
         functools.partial(context_files, workdir, names=names),
     )
@@ -89,25 +90,40 @@ Found = tuple[SessionRecord | None, list[ChatMessage], tuple[str, str], list[Tur
 """The session's record, its transcript, the new-session prompt (context, identity), its turns."""
 
 
-def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path, memory: MemorySettings) -> Found:
+def _load(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path, memory: MemorySettings, with_memory: bool = True) -> Found:
     with open_reader() as reader:
         record = reader.get_session(session_id)
         messages = reader.load_messages(session_id)
         turns = reader.load_turns(session_id) if record is not None else []
-    prompt = (_prompt_context(home, workdir, memory), _identity(home)) if record is None else ("", "")
+    prompt = (_prompt_context(home, workdir, memory, with_memory), _identity(home)) if record is None else ("", "")
     return record, messages, prompt, turns
 
 
-async def load_with_retry(open_reader: Callable[[], Any], session_id: str, home: Path, workdir: Path, memory: MemorySettings) -> Found:
+async def load_with_retry(
+    open_reader: Callable[[], Any],
+    session_id: str,
+    home: Path,
+    workdir: Path,
+    memory: MemorySettings,
+    recall: Callable[[], Awaitable[str]] | None = None,
+) -> Found:
+    """The session as stored; for a new session, its prompt's pieces. ``recall``: the memory providers'
+    system-prompt blocks, asked of their actors (the files' owner) instead of read here."""
     # The store writer may still be creating the file when a session starts first.
     delay = 0.01
     while True:
         try:
-            return await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir, memory)
+            found = await trio.to_thread.run_sync(_load, open_reader, session_id, home, workdir, memory, recall is None)
+            break
         except Exception as exc:
             log.debug("session %s: store not readable yet: %s", session_id, exc)
             await trio.sleep(delay)
             delay = min(0.5, delay * 2)
+    record, messages, (context, identity), turns = found
+    if recall is None or record is not None:
+        return found
+    blocks = await recall()
+    return record, messages, ("\n\n".join(b for b in (blocks, context) if b), identity), turns
 
 
 def as_loaded(found: Found, new_prompt: Callable[[str, str], str], interrupted: Interrupted | None) -> Loaded:

@@ -19,8 +19,10 @@ from typing import Any
 import msgspec
 
 from actors import Actor, HermesError, WaitHandle
+from actors.memory import system_prompt_blocks, tell_providers
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
+from protocols._memory import ProviderNotice
 from protocols._session import (
     TERMINAL_EVENTS,
     AnswerClarification,
@@ -49,6 +51,7 @@ from ._delegation import Delegation, SessionOverrides
 from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
+from ._memory_turn import TurnMemory, with_memory, with_pre_compress
 from ._model import ModelSettings, call_model
 from ._nudges import NudgeCounters, TurnFacts, admit_review, plan_after_turn, seeded
 from ._providers import Providers
@@ -93,6 +96,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         )
         self.host = SessionHost(host, self)
         self.turn_hooks = TurnHooks()
+        self.turn_memory = TurnMemory()
         self.reviews: dict[int, tuple[str, str, str]] = {}
         """Running review wait -> (the turn it follows, its session id, its kind)."""
         self.nudge_counters: NudgeCounters | None = None
@@ -108,7 +112,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.store = store_address(context.registry, self.deps.store_path)
         self.providers = Providers(self.deps.model, self.deps.providers, context.registry)
         depth = self.overrides.depth if self.overrides is not None else 0
-        self.delegation = Delegation(context.registry, context.reactor, self.deps.hubs, self.session_id, depth, self.deps.delegation, hooks=self.deps.hooks)
+        self.delegation = Delegation(
+            context.registry, context.reactor, self.deps.hubs, self.session_id, depth, self.deps.delegation, hooks=self.deps.hooks, memory=self.deps.memory
+        )
         # Load only after the writer has committed everything sent before now: writes of a
         # dead incarnation may still be in its inbox (otherwise a tool result landing after
         # the reload would get a second, synthetic result). Those that build on a refused
@@ -126,7 +132,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.hub.unsubscribe(subscriber)
             case StoreStatistics() if self.host.state is None:
                 deps = self.deps
-                read = (deps.open_reader, self.session_id, deps.home, deps.workdir, deps.tool_settings.memory)
+                recall = functools.partial(system_prompt_blocks, self._context().registry, deps.memory)
+                read = (deps.open_reader, self.session_id, deps.home, deps.workdir, deps.tool_settings.memory, recall)
                 self.start_wait(load_with_retry, *read, tag="load", timeout=deps.load_timeout)
             case WaitFinished(tag="load"):
                 self.host.receive(self.loaded(message))
@@ -157,6 +164,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.deps.hooks.fire_soon(
                 "on_session_finalize", {"session_id": self.session_id, "platform": self.deps.source}, session_id=self.session_id, publish=self.hub.publish
             )
+        if self.deps.memory.provider and self.context is not None:
+            tell_providers(self.context.registry, self.deps.memory, ProviderNotice(op="session_end", arguments={"session_id": self.session_id}))
         if kind == "normal":
             self.hub.release()  # passivated: keep the numbering, not the events
         # Whatever tools left running (background commands) ends with the session.
@@ -204,17 +213,33 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.tools_schema, self.tools_version = [tool.schema() for tool in self.deps.tools.values()], version
         tools = offered_tools(self.tools_schema, effect)
         settings = self.providers.settings(effect.provider, model, key.api_key)
-        call = functools.partial(call_model, self.deps.clients, settings, effect.messages, tools, hub=self.hub, turn_id=effect.turn_id)
-        call = functools.partial(call, session_id=self.session_id, options=effect.options)
+
+        async def request(sent: Any) -> Any:
+            return await call_model(
+                self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
+            )
+
+        send: Any = request
+        memory = self.deps.memory
+        if memory.provider and effect.token.step == "model":  # the built-in provider recalls nothing per turn
+            registry, publish = self._context().registry, self.hub.publish
+            send = functools.partial(
+                with_memory,
+                request,
+                memo=self.turn_memory,
+                turn_id=effect.turn_id,
+                registry=registry,
+                options=memory,
+                session_id=self.session_id,
+                publish=publish,
+            )
+        elif memory.provider and effect.token.step == "compress":
+            registry, publish = self._context().registry, self.hub.publish
+            send = functools.partial(
+                with_pre_compress, request, turn_id=effect.turn_id, registry=registry, options=memory, session_id=self.session_id, publish=publish
+            )
         hooks = self.deps.hooks
         if hooks is not None and effect.token.step == "model":
-            messages = effect.messages
-
-            async def request(sent: Any) -> Any:
-                return await call_model(
-                    self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
-                )
-
             where: dict[str, Any] = {
                 "session_id": self.session_id,
                 "turn_id": effect.turn_id,
@@ -222,9 +247,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 "platform": self.deps.source,
                 "publish": self.hub.publish,
             }
-            hooked = functools.partial(hooked_model, hooks, request, messages, self.turn_hooks, **where)
+            hooked = functools.partial(hooked_model, hooks, send, effect.messages, self.turn_hooks, **where)
             return self.start_wait(hooked, tag="model", timeout=effect.timeout)
-        return self.start_wait(call, tag="model", timeout=effect.timeout)
+        return self.start_wait(send, effect.messages, tag="model", timeout=effect.timeout)
 
     def start_tool(self, effect: RunTool, turn_id: str) -> WaitHandle:
         deps = self.deps
@@ -241,6 +266,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             settings=deps.tool_settings,
             hooks=deps.hooks,
             auxiliary=auxiliary_model(deps.clients, self.settings(), self.session_id, summary_model=deps.config.summary_model),
+            registry=self._context().registry,
         )
         run = deps.tools[effect.name].run
         if deps.hooks is not None:
@@ -264,6 +290,13 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.turn_hook(event)
         if self.deps.nudges.enabled and self.deps.source != "cron":
             self.count_for_nudges(event)
+        if self.deps.memory.provider and type(event) is TurnStarted:
+            started = {"session_id": self.session_id, "model": self.host.model, "platform": self.deps.source, "tool_count": len(self.deps.tools)}
+            tell_providers(self._context().registry, self.deps.memory, ProviderNotice(op="turn_start", arguments=started))
+        if self.deps.memory.provider and type(event) is TurnCompleted and event.text and self.host.state is not None:
+            user = next((m.content or "" for m in reversed(self.host.state.transcript) if m.role == "user"), "")
+            sync = ProviderNotice(op="sync_turn", arguments={"session_id": self.session_id, "user": user, "answer": event.text})
+            tell_providers(self._context().registry, self.deps.memory, sync)
 
     # -- nudges and background review (decisions in ``_nudges``; the review runs as a wait) -------
 

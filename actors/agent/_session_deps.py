@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from actors.credentials import ProviderSpec
+from actors.memory import MemoryOptions
 from protocols._store import Interrupted
 
 from ._approval_settings import ApprovalSettings
@@ -71,6 +72,8 @@ class SessionDeps:
     hooks: Hooks | None = None
     """Plugin, gateway and shell hooks (``actors.hooks``); None: no hook, no cost."""
     nudges: NudgeSettings = NudgeSettings.OFF
+    memory: MemoryOptions = MemoryOptions()
+    """``/memory``: the external provider (``memory.provider``) and the prefetch deadline; shared with child sessions."""
     """When a session forks a background review (``memory.nudge_interval`` and friends); off unless config.yaml's settings are applied."""
 
 

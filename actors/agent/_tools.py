@@ -97,6 +97,8 @@ class ToolContext:
     """The runtime's hooks, for a tool's own hook points (the terminal's ``transform_terminal_output``)."""
     auxiliary: AuxiliaryModel | None = None
     """The model a tool may ask for text of its own (session_search's summaries); None: no model."""
+    registry: Any = None
+    """The runtime's registry (``actors.Registry``), for tools that message an actor (memory); None outside a runtime."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

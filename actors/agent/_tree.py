@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.credentials import PoolOptions, credential_specs
+from actors.memory import memory_spec
 from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter, import_hermes_store, settle_interrupted
 from actors.store._owner import claim_store
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
@@ -27,12 +28,14 @@ SESSIONS_INTENSITY = Intensity(max_restarts=50, within=10.0)
 
 def agent_specs(store_file: str | Path, deps: SessionDeps) -> list[ChildSpec]:
     """Children for the root: ``/store`` (the writer), ``/credentials`` (a key pool per provider),
-    then ``/sessions`` (one actor per session)."""
+    ``/memory`` (the memory providers' actors), then ``/sessions`` (one actor per session)."""
     template = ChildSpec(id="session", actor=SessionActor, args=(deps,), restart=Restart.TRANSIENT, shutdown=10.0)
     pools = PoolOptions(store_file=str(store_file), store_path=deps.store_path)
+    memory = memory_spec(deps.memory, deps.home, deps.tool_settings.memory, Path(store_file), store_path=deps.store_path)
     return [
         ChildSpec(id="store", actor=StoreWriter, args=(str(store_file),)),
         credential_specs(pool_specs(deps), pools),
+        memory,
         ChildSpec(id="sessions", actor=DynamicSupervisor, args=(template,), kwargs={"intensity": SESSIONS_INTENSITY}),
     ]
 

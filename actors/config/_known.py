@@ -66,7 +66,6 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
         "container_disk container_persistent docker_volumes docker_mount_cwd_to_workspace docker_forward_env "
         "persistent_shell lifetime_seconds ssh_host ssh_user ssh_port ssh_key sudo_password"
     ),
-    "MemorySection": _words("provider"),
     "SkillsSection": _words("external_dirs disabled platform_disabled write_approval template_vars inline_shell config"),
     "DelegationSection": _words("model provider base_url api_key reasoning_effort toolsets"),
     "CronSection": _words("output_retention"),

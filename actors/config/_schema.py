@@ -92,6 +92,11 @@ class MemorySection(msgspec.Struct, frozen=True, kw_only=True):
     """User turns a session must have had before its first memory review."""
     skill_nudge_interval: Annotated[int, msgspec.Meta(ge=0)] | None = None
     """Older spelling of ``skills.creation_nudge_interval`` (which wins when both are set)."""
+    provider: str = ""
+    """The external memory provider run beside the built-in one under ``/memory`` (``store``: facts in
+    the session store, recalled by relevance); empty: the built-in memory only."""
+    prefetch_timeout: Annotated[float, msgspec.Meta(gt=0, le=60)] = 0.5
+    """Seconds a turn waits for the providers' recalled context before going on without it."""
 
 
 class SkillsSection(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,8 +1,8 @@
 """memory: the agent's durable knowledge and the system prompt pieces built from it.
 
 - :class:`MemoryStore` — MEMORY.md / USER.md in ``HERMES_HOME/memories`` (``§``-separated
-  entries, character limits, atomic writes, threat scan). A plain class: the actor that will
-  own these files holds one.
+  entries, character limits, atomic writes, threat scan). A plain class: the built-in
+  provider's actor ``/memory/builtin`` holds one.
 - :class:`SkillLibrary` — ``HERMES_HOME/skills/<name>/SKILL.md`` and its extra files.
 - :func:`scan_text` — the threat scan for text bound for a system prompt.
 - :data:`SECRET_PATTERNS` — the one table of secret shapes: the threat scan flags them
@@ -11,9 +11,24 @@
   files): :func:`memory_snapshot`, :func:`skills_index`, :func:`context_files`, and
   :func:`soul_identity` (``HERMES_HOME/SOUL.md``, the identity that opens the prompt).
 
+- ``/memory`` (issue 21): :class:`MemoryProvider` (the interface of seed 000 §13), its actor
+  :class:`ProviderActor`, :func:`memory_spec` (the built-in provider, :class:`BuiltinProvider`,
+  the one owner of MEMORY.md / USER.md, and at most one external one, ``memory.provider``:
+  :data:`PROVIDERS`, ``store`` = :class:`StoreFactsProvider`), and the reactor-side asks
+  (:func:`ask_provider`, :func:`prefetch_all` under one deadline, :func:`memory_context_block`).
+
 Imports nothing from ``actors.agent``, ``actors.tools`` or ``actors.platforms``.
 """
 
+from ._actor import ProviderActor as ProviderActor
+from ._builtin import BuiltinProvider as BuiltinProvider
+from ._builtin import render_change as render_change
+from ._client import ask_provider as ask_provider
+from ._client import collect_prefetch as collect_prefetch
+from ._client import pre_compress_all as pre_compress_all
+from ._client import prefetch_all as prefetch_all
+from ._client import system_prompt_blocks as system_prompt_blocks
+from ._client import tell_providers as tell_providers
 from ._context import CONTEXT_FILES as CONTEXT_FILES
 from ._context import context_files as context_files
 from ._errors import EntryAmbiguous as EntryAmbiguous
@@ -28,9 +43,20 @@ from ._errors import SkillExists as SkillExists
 from ._errors import SkillNotFound as SkillNotFound
 from ._errors import ThreatBlocked as ThreatBlocked
 from ._errors import UnsafePath as UnsafePath
+from ._facts import StoreFactsProvider as StoreFactsProvider
 from ._files import atomic_write_text as atomic_write_text
+from ._health import MemoryHealth as MemoryHealth
 from ._prompt import memory_snapshot as memory_snapshot
 from ._prompt import skills_index as skills_index
+from ._provider import MemoryProvider as MemoryProvider
+from ._provider import PrefetchResult as PrefetchResult
+from ._provider import ProviderEnv as ProviderEnv
+from ._provider import ProviderError as ProviderError
+from ._provider import StoreWrite as StoreWrite
+from ._provider import block_of as block_of
+from ._provider import kept_note as kept_note
+from ._provider import memory_context_block as memory_context_block
+from ._provider import skipped as skipped
 from ._secrets import SECRET_NAME as SECRET_NAME
 from ._secrets import SECRET_PATTERNS as SECRET_PATTERNS
 from ._secrets import SecretFound as SecretFound
@@ -53,9 +79,20 @@ from ._store import MemoryTarget as MemoryTarget
 from ._threats import Threat as Threat
 from ._threats import ThreatKind as ThreatKind
 from ._threats import scan_text as scan_text
+from ._tree import BUILTIN_PATH as BUILTIN_PATH
+from ._tree import DEFAULT_PREFETCH_TIMEOUT as DEFAULT_PREFETCH_TIMEOUT
+from ._tree import MEMORY_PATH as MEMORY_PATH
+from ._tree import PROVIDERS as PROVIDERS
+from ._tree import MemoryOptions as MemoryOptions
+from ._tree import check_provider as check_provider
+from ._tree import memory_spec as memory_spec
+from ._tree import register_provider as register_provider
 
 __all__ = [
+    "BUILTIN_PATH",
+    "BuiltinProvider",
     "CONTEXT_FILES",
+    "DEFAULT_PREFETCH_TIMEOUT",
     "EntryAmbiguous",
     "EntryNotFound",
     "FileBusy",
@@ -63,11 +100,20 @@ __all__ = [
     "InvalidSkill",
     "KnowledgeError",
     "MEMORY_LIMIT",
+    "MEMORY_PATH",
     "MemoryChange",
+    "MemoryHealth",
+    "MemoryOptions",
+    "MemoryProvider",
     "MemorySettings",
     "MemoryStore",
     "MemoryTarget",
     "OverLimit",
+    "PROVIDERS",
+    "PrefetchResult",
+    "ProviderActor",
+    "ProviderEnv",
+    "ProviderError",
     "SECRET_NAME",
     "SECRET_PATTERNS",
     "SEPARATOR",
@@ -79,19 +125,35 @@ __all__ = [
     "SkillExists",
     "SkillLibrary",
     "SkillNotFound",
+    "StoreFactsProvider",
+    "StoreWrite",
     "Threat",
     "ThreatBlocked",
     "ThreatKind",
     "USER_LIMIT",
     "UnsafePath",
+    "ask_provider",
     "atomic_write_text",
+    "block_of",
+    "check_provider",
     "check_skill_name",
+    "collect_prefetch",
     "context_files",
     "find_secret",
     "is_secret_name",
+    "kept_note",
+    "memory_context_block",
     "memory_snapshot",
+    "memory_spec",
+    "pre_compress_all",
+    "prefetch_all",
     "redact_secrets",
+    "register_provider",
+    "render_change",
     "scan_text",
     "skills_index",
+    "skipped",
     "soul_identity",
+    "system_prompt_blocks",
+    "tell_providers",
 ]

@@ -9,11 +9,10 @@ Changes are read-modify-write cycles under the file's lock (:func:`exclusive`), 
 write replaces the file atomically. Each operation re-reads the file, so two sessions
 sharing a HERMES_HOME never overwrite each other's entries.
 
-:class:`MemoryStore` is plain synchronous code doing file I/O: call it from a worker thread,
-never from an actor handler or directly in the reactor. The design gives these files one
-owner actor; that actor will hold one ``MemoryStore`` and serve the memory tool's requests
-as messages. Until it exists the tool calls the store from reactor worker threads, and the
-per-file lock gives the same exclusion.
+:class:`MemoryStore` is plain synchronous code doing file I/O: never call it from the reactor
+itself. In a runtime, its one user is the built-in provider's actor ``/memory/builtin``
+(``_builtin.py``, ``_actor.py``), which serves the memory tool's requests as messages, one at a
+time; the per-file lock still keeps out other processes sharing the HERMES_HOME.
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from actors.agent._tokens import tools_size
 from actors.config import LoadedConfig
 from actors.credentials._settings import load_providers
 from actors.hooks import Hooks
+from actors.memory import MemoryOptions, check_provider
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -54,6 +55,11 @@ def configured_deps(
     compression = load_compression(home, model.model, raw)
     settings = session_settings(loaded.config, platform.name, file=loaded.file, cwd=Path.cwd())
     tools = platform_tools(settings, loaded.file, platform.name)
+    memory = memory_options(loaded)
+    if memory.provider == "store" and "fact_store" not in tools:  # the provider's tool comes with it
+        import actors.tools as tools_package
+
+        tools = {**tools, **tools_package.REGISTRY.specs(["fact_store"])}
     config = MachineConfig(
         traits={name: spec.traits for name, spec in tools.items()},
         max_iterations=settings.max_iterations,
@@ -82,8 +88,19 @@ def configured_deps(
         delegation=settings.delegation,
         hooks=hooks,
         nudges=settings.nudges,
+        memory=memory,
     )
     return with_chain(deps, chain)
+
+
+def memory_options(loaded: LoadedConfig) -> MemoryOptions:
+    """``memory.provider`` and ``memory.prefetch_timeout``; an unknown provider is a :class:`ConfigError`."""
+    section = loaded.config.memory
+    try:
+        check_provider(section.provider)
+    except UsageError as exc:
+        raise ConfigError(f"{loaded.file}: memory.provider: {exc}") from None
+    return MemoryOptions(provider=section.provider, prefetch_timeout=section.prefetch_timeout)
 
 
 def platform_tools(settings: SessionSettings, file: Path, platform: str) -> dict[str, ToolSpec]:

@@ -132,7 +132,7 @@ def run_serve(
         clients=clients,
         listener=listener,
         hook_statistics=hooks.statistics if hooks is not None else None,
-        health_sections={"mcp": mcp.catalog.statuses} if mcp is not None else {},
+        health_sections={"memory": deps.memory.health.statuses, **({"mcp": mcp.catalog.statuses} if mcp is not None else {})},
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     extra = (ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), *((mcp.tree,) if mcp is not None else ()))

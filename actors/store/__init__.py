@@ -10,6 +10,8 @@
 - :func:`import_hermes_store` — at a runtime's start, with the store claimed: a ``state.db``
   Hermes wrote (recognised by its shape) is backed up and converted in place
   (:class:`ImportReport`, :class:`HermesImportError`).
+- :func:`search_facts` / :class:`FactHit` — the ``store`` memory provider's facts ranked by
+  bm25 on a reader's connection (written by the writer's ``SaveFact`` / ``DeleteFact``).
 - :func:`open_writer` / :func:`open_reader` — the schema (Hermes's ``state.db`` layout),
   for tools and benchmarks that need a raw connection.
 
@@ -20,6 +22,9 @@ Imports nothing from ``actors.agent``, ``actors.tools``, ``actors.platforms`` or
 from ._errors import SchemaVersionError as SchemaVersionError
 from ._errors import StoreConnectionBroken as StoreConnectionBroken
 from ._errors import StoreError as StoreError
+from ._facts_rows import FactHit as FactHit
+from ._facts_rows import count_facts as count_facts
+from ._facts_rows import search_facts as search_facts
 from ._hermes_import import HermesImportError as HermesImportError
 from ._hermes_import import ImportReport as ImportReport
 from ._hermes_import import import_hermes_store as import_hermes_store
@@ -37,6 +42,7 @@ from ._writer import store_address as store_address
 
 __all__ = [
     "DEFAULT_BATCH_CAP",
+    "FactHit",
     "HermesImportError",
     "ImportReport",
     "SCHEMA_VERSION",
@@ -47,10 +53,12 @@ __all__ = [
     "StoreError",
     "StoreReader",
     "StoreWriter",
+    "count_facts",
     "fts5_query",
     "import_hermes_store",
     "open_reader",
     "open_writer",
+    "search_facts",
     "settle_interrupted",
     "store_address",
 ]

@@ -20,6 +20,8 @@ read a file this store wrote:
   older messages stay, searchable), with the summary and the token counts before and after;
 - ``cron_jobs`` / ``cron_occurrences`` (ours, schema 8): scheduled jobs (one JSON record each) and
   one row per occurrence claimed before it runs, or recorded missed (``actors.scheduler``);
+- ``memory_facts`` / ``memory_facts_fts`` (ours, schema 9): the ``store`` memory provider's facts
+  (``actors.memory``), one row each, and an FTS5 index over their text kept by triggers;
 - ``schema_version``: one row, the version of this layout.
 
 Pragmas: WAL (readers never block the writer, nor it them), ``synchronous=NORMAL`` (a
@@ -41,9 +43,9 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 """The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``,
-5 ``credential_pools``, 6 ``segments``, 7 ``messages.reasoning_details``, 8 ``cron_jobs`` and ``cron_occurrences``). Older files are migrated by ``MIGRATIONS``."""
+5 ``credential_pools``, 6 ``segments``, 7 ``messages.reasoning_details``, 8 ``cron_jobs`` and ``cron_occurrences``, 9 ``memory_facts``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -211,6 +213,31 @@ CREATE TABLE IF NOT EXISTS cron_occurrences (
 _TABLES += _CRON
 
 
+_FACTS = """
+CREATE TABLE IF NOT EXISTS memory_facts (
+    id INTEGER PRIMARY KEY,
+    content TEXT NOT NULL UNIQUE,
+    category TEXT NOT NULL DEFAULT 'general',
+    session_id TEXT NOT NULL DEFAULT '',
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS memory_facts_fts USING fts5(content, category, content=memory_facts, content_rowid=id);
+CREATE TRIGGER IF NOT EXISTS memory_facts_insert AFTER INSERT ON memory_facts BEGIN
+    INSERT INTO memory_facts_fts(rowid, content, category) VALUES (new.id, new.content, new.category);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_facts_delete AFTER DELETE ON memory_facts BEGIN
+    INSERT INTO memory_facts_fts(memory_facts_fts, rowid, content, category) VALUES ('delete', old.id, old.content, old.category);
+END;
+CREATE TRIGGER IF NOT EXISTS memory_facts_update AFTER UPDATE ON memory_facts BEGIN
+    INSERT INTO memory_facts_fts(memory_facts_fts, rowid, content, category) VALUES ('delete', old.id, old.content, old.category);
+    INSERT INTO memory_facts_fts(rowid, content, category) VALUES (new.id, new.content, new.category);
+END;
+"""
+"""The ``store`` memory provider's facts. Invariant: ``memory_facts_fts`` indexes exactly the rows of ``memory_facts``."""
+_TABLES += _FACTS
+
+
 def _add_responses(db: apsw.Connection) -> None:
     db.execute(_RESPONSES)
 
@@ -241,6 +268,10 @@ def _add_cron(db: apsw.Connection) -> None:
     db.execute(_CRON)
 
 
+def _add_facts(db: apsw.Connection) -> None:
+    db.execute(_FACTS)
+
+
 MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {
     1: _add_responses,
     2: _add_images,
@@ -249,6 +280,7 @@ MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {
     5: _add_segments,
     6: _add_reasoning_details,
     7: _add_cron,
+    8: _add_facts,
 }
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
 transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
@@ -256,7 +288,8 @@ transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 
 table (empty: turns that ran before it are not known); 4 → 5 the ``credential_pools`` table
 (empty: pools start fresh); 5 → 6 the ``segments`` table (empty: no session was compressed); 6 → 7
 the ``messages.reasoning_details`` column (NULL: earlier replies kept none); 7 → 8 the ``cron_jobs``
-and ``cron_occurrences`` tables (empty: a Hermes ``cron/jobs.json`` is imported by the scheduler)."""
+and ``cron_occurrences`` tables (empty: a Hermes ``cron/jobs.json`` is imported by the scheduler); 8 → 9 the ``memory_facts``
+table and its index (empty)."""
 
 
 def open_writer(path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> apsw.Connection:

@@ -36,6 +36,7 @@ import apsw
 
 from protocols._base import Message
 from protocols._credentials import PoolStateSaved, SavePoolState
+from protocols._memory import DeleteFact, FactStoreCommand, SaveFact
 from protocols._scheduler import (
     ClaimOccurrence,
     DeleteJob,
@@ -68,6 +69,7 @@ from .._actor import Actor
 from .._address import ActorPath, Address, Registry
 from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
+from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
 from ._schema import Synchronous, open_writer
 from ._writes import (
@@ -99,6 +101,7 @@ Write = (
     | DeleteResponse
     | SavePoolState
     | JobStoreCommand
+    | FactStoreCommand
 )
 W = TypeVar(
     "W",
@@ -115,8 +118,10 @@ W = TypeVar(
     DeleteJob,
     ClaimOccurrence,
     SettleOccurrence,
+    SaveFact,
+    DeleteFact,
 )
-StoreWriterInbox = StoreCommand | SavePoolState | JobStoreCommand
+StoreWriterInbox = StoreCommand | SavePoolState | JobStoreCommand | FactStoreCommand
 """What the writer takes: the session store's commands, the credential pools' saves and the scheduler's jobs."""
 
 DEFAULT_BATCH_CAP = 512
@@ -228,6 +233,10 @@ class StoreWriter(Actor[StoreWriterInbox]):
                 self._write(message, claim_occurrence)
             case SettleOccurrence():
                 self._write(message, settle_occurrence)
+            case SaveFact():
+                self._write(message, save_fact)
+            case DeleteFact():
+                self._write(message, delete_fact)
             case GetStoreStatistics(reply_to=reply_to):
                 self._flush()
                 result = self.statistics()

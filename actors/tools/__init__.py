@@ -5,6 +5,7 @@ from . import _clarify as _clarify
 from . import _cronjob as _cronjob
 from . import _delegate as _delegate
 from . import _execute as _execute
+from . import _fact_store as _fact_store
 from . import _files as _files
 from . import _memory as _memory
 from . import _patch as _patch

@@ -1,7 +1,9 @@
 """The ``memory`` tool (toolset "memory"): add, replace or remove entries of MEMORY.md / USER.md.
 
-The file logic lives in :class:`actors.memory.MemoryStore`; this module is the model-facing
-wrapper. The store does file I/O, so it runs in a reactor worker thread. What the tool
+The file logic lives in :class:`actors.memory.MemoryStore`, held by the built-in provider's actor
+``/memory/builtin``, the files' one owner: in a runtime each call is a message to it (so two
+sessions' writes are serialised there) answered within ``REPLY_TIMEOUT``. A tool run with no
+runtime around it does the same operation in a worker thread under the file lock. What the tool
 writes reaches the system prompt of the *next* session (the current one keeps its frozen
 snapshot), which the result says so the model does not expect to see it at once.
 """
@@ -14,9 +16,12 @@ import msgspec
 import trio
 
 from actors.agent import ToolContext, ToolOutput
-from actors.memory import KnowledgeError, MemoryChange
+from actors.memory import BUILTIN_PATH, ProviderEnv, ProviderError, ask_provider, render_change
+from actors.memory._builtin import memory_write
 
 from ._registry import tool
+
+REPLY_TIMEOUT = 15.0
 
 DESCRIPTION = """\
 Save durable memory that is shown to you at the start of every future session.
@@ -44,39 +49,26 @@ class MemoryArgs(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 @tool(name="memory", toolset="memory", description=DESCRIPTION)
 async def memory(context: ToolContext, args: MemoryArgs) -> ToolOutput:
-    settings = context.settings.memory
-    if not settings.enabled(args.target):
-        key = "memory.memory_enabled" if args.target == "memory" else "memory.user_profile_enabled"
-        return _error(f"the {args.target} file is turned off ({key}: false in config.yaml); nothing was saved")
-    store = settings.store(context.home)
+    fields = {k: v for k, v in msgspec.structs.asdict(args).items() if v is not None}
+    registry = context.registry
+    if registry is not None:
+        try:
+            registry.lookup(BUILTIN_PATH)
+        except LookupError:
+            pass
+        else:  # the built-in provider's actor owns the files: the write is a message to it
+            arguments = {"name": "memory", "args": fields, "session_id": context.session_id}
+            reply = await ask_provider(registry, BUILTIN_PATH, "tool", arguments, REPLY_TIMEOUT)
+            if reply is None:
+                return _error(f"the memory actor did not answer within {REPLY_TIMEOUT:g} s; nothing is known to be saved, try again")
+            return ToolOutput(content=reply.text) if reply.ok else _error(reply.text)
+    # No runtime around the tool (a tool run on its own): the same operation in a worker thread, under the file lock.
+    env = ProviderEnv(home=context.home, settings=context.settings.memory)
     try:
-        if args.action == "add":
-            if args.content is None:
-                return _error("add needs 'content': the text of the new entry")
-            change = await trio.to_thread.run_sync(store.add, args.target, args.content)
-        elif args.action == "replace":
-            if args.old_text is None or args.content is None:
-                return _error("replace needs 'old_text' (a unique part of the entry) and 'content' (its new text)")
-            change = await trio.to_thread.run_sync(store.replace, args.target, args.old_text, args.content)
-        else:
-            if args.old_text is None:
-                return _error("remove needs 'old_text': a unique part of the entry to remove")
-            change = await trio.to_thread.run_sync(store.remove, args.target, args.old_text)
-    except KnowledgeError as exc:
+        change = await trio.to_thread.run_sync(memory_write, env, fields)
+    except ProviderError as exc:
         return _error(str(exc))
     return ToolOutput(content=render_change(change))
-
-
-def render_change(change: MemoryChange) -> str:
-    """What the model reads back: what happened, the usage, and every entry of the file now."""
-    when = " It shows in the system prompt from the next session on." if change.changed else ""
-    head = (
-        f"{change.note[:1].upper()}{change.note[1:]}.{when} {change.file_name}: {len(change.entries)} "
-        f"{'entry' if len(change.entries) == 1 else 'entries'}, {change.used:,}/{change.limit:,} characters."
-    )
-    if not change.entries:
-        return head
-    return head + "\n\n" + "\n§\n".join(change.entries)
 
 
 def _error(text: str) -> ToolOutput:

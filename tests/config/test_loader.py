@@ -56,7 +56,8 @@ def test_a_hermes_config_in_its_layout_loads_with_every_key_applied_or_reported_
     assert unaccounted == []
     ignored = {w.path for w in loaded.warnings}
     assert {"browser", "display", "compression.target_ratio", "approvals.cron_mode", "model.api_mode", "custom_providers[0].rate_limit_delay"} <= ignored
-    assert {"terminal.docker_image", "agent.gateway_timeout", "memory.provider", "delegation.model"} <= ignored
+    assert {"terminal.docker_image", "agent.gateway_timeout", "delegation.model"} <= ignored
+    assert config.memory.provider == "" and config.memory.prefetch_timeout == 0.5  # built-in memory only, as in Hermes
     assert config.memory.nudge_interval == 10 and "memory.nudge_interval" not in ignored
     assert not {"agent", "terminal", "memory", "skills", "delegation", "toolsets", "platforms", "hooks", "mcp_servers", "cron", "timezone"} & ignored
     assert "compression" not in ignored and "compression.threshold" not in ignored

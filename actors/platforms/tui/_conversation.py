@@ -21,6 +21,7 @@ from protocols import (
     ChatMessage,
     ClarificationRequested,
     ContextCompressed,
+    MemorySkipped,
     ModelFallback,
     ModelRetrying,
     ReasoningDelta,
@@ -199,6 +200,8 @@ class Conversation:
                 await self.notice(f"the session restarted ({settled} unfinished tool calls were not re-run); it {what}", "warn")
             case ReviewFinished(summary=summary, ok=ok, saved=saved):
                 await self.notice(f"💾 {summary}" if saved else summary, "dim" if ok else "warn")
+            case MemorySkipped(provider=provider, reason=reason, detail=detail):
+                await self.notice(f"memory: the {provider} provider was left out of this turn ({reason}: {detail})", "warn")
             case _:
                 pass  # UserMessageSaved and events this view does not show
 
