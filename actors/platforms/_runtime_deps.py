@@ -9,6 +9,7 @@ that cannot be used is a :class:`ConfigError` saying which key and what it takes
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -22,6 +23,8 @@ from actors.config import LoadedConfig
 from actors.credentials._settings import load_providers
 from actors.hooks import Hooks
 from actors.memory import MemoryOptions, check_provider
+
+log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -93,9 +96,22 @@ def configured_deps(
     return with_chain(deps, chain)
 
 
+HERMES_MEMORY_PLUGINS = frozenset({"honcho", "mem0", "holographic", "supermemory", "hindsight", "retaindb", "byterover", "openviking"})
+"""Hermes's external memory plugins (``plugins/memory/``): a config.yaml written for Hermes may
+name one; this build has none of them, so it runs the built-in memory and says so."""
+
+
 def memory_options(loaded: LoadedConfig) -> MemoryOptions:
-    """``memory.provider`` and ``memory.prefetch_timeout``; an unknown provider is a :class:`ConfigError`."""
+    """``memory.provider`` and ``memory.prefetch_timeout``; one of Hermes's plugins this build lacks
+    is logged and left out; any other unknown provider (a typo) is a :class:`ConfigError`."""
     section = loaded.config.memory
+    if section.provider in HERMES_MEMORY_PLUGINS:
+        log.warning(
+            "%s: memory.provider: %s is a Hermes memory plugin this build does not have; the built-in memory (MEMORY.md, USER.md) runs alone",
+            loaded.file,
+            section.provider,
+        )
+        return MemoryOptions(provider="", prefetch_timeout=section.prefetch_timeout)
     try:
         check_provider(section.provider)
     except UsageError as exc:

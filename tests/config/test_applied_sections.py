@@ -61,7 +61,7 @@ def test_max_turns_takes_a_number_or_no_cap(tmp_path: Path, value: str, cap: int
         ("toolsets: [hermes-clu]\n", ["toolsets", "hermes-clu", "hermes-cli"]),
         ("agent:\n  disabled_toolsets: [terminl]\n", ["agent.disabled_toolsets", "terminl", "terminal"]),
         ("delegation:\n  max_concurrent_children: 0\n", ["delegation.max_concurrent_children", "> 0 and <= 64"]),
-        ("memory:\n  provider: honcho\n", ["memory.provider", "unknown memory provider 'honcho'", "store"]),
+        ("memory:\n  provider: stor\n", ["memory.provider", "unknown memory provider 'stor'", "store"]),
         ("memory:\n  prefetch_timeout: 0\n", ["memory.prefetch_timeout", "> 0"]),
     ],
 )
@@ -90,6 +90,8 @@ def test_toolsets_disabled_toolsets_memory_and_delegation_choose_the_tools(tmp_p
     deps = configured_deps(home, {}, load_config(home, {}), CLI)
     assert "fact_store" in deps.tools and "fact_store" in deps.config.traits  # the provider's tool comes with it
     assert (deps.memory.provider, deps.memory.prefetch_timeout) == ("store", 1.5)
+    home = home_with(tmp_path, "memory:\n  provider: honcho\n")  # a Hermes plugin this build lacks: built-in only, logged
+    assert configured_deps(home, {}, load_config(home, {}), CLI).memory.provider == ""
     home = home_with(tmp_path, "platform_toolsets:\n  cli: [file]\n  api_server: [todo]\n")
     assert set(configured_deps(home, {}, load_config(home, {}), CLI).tools) == {"read_file", "write_file", "patch", "search_files"}
     assert set(configured_deps(home, {}, load_config(home, {}), API).tools) == {"todo"}
