@@ -192,6 +192,13 @@ class CronSection(msgspec.Struct, frozen=True, kw_only=True):
     """Job runs at once (None: 3); the others wait their turn."""
 
 
+class DatabaseSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``database:``, the session store (``actors.store``); ``HERMES_DATABASE_URL`` wins over it."""
+
+    url: str = ""
+    """A ``postgresql://`` URL: the store is that Postgres database (empty: ``state.db`` in HERMES_HOME)."""
+
+
 class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The whole of config.yaml, file values over defaults."""
 
@@ -227,4 +234,5 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     hooks_auto_accept: bool = False
     """Allow every shell hook without asking (as ``--accept-hooks``)."""
     cron: CronSection = CronSection()
+    database: DatabaseSection = DatabaseSection()
     timezone: str = ""

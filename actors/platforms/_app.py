@@ -52,7 +52,7 @@ class ApiContext:
     key: str
     version: str
     allowed_origins: frozenset[str] = frozenset()
-    store_file: Path | None = None
+    store_file: str | Path | None = None
     max_concurrent: int = 10_000
     keepalive: float = 15.0
     active: int = 0

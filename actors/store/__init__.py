@@ -10,6 +10,9 @@
 - :func:`import_hermes_store` — at a runtime's start, with the store claimed: a ``state.db``
   Hermes wrote (recognised by its shape) is backed up and converted in place
   (:class:`ImportReport`, :class:`HermesImportError`).
+- :func:`store_location` — where the store lives: ``HERMES_DATABASE_URL``, ``database.url``, else
+  ``state.db`` in HERMES_HOME. A ``postgresql://`` URL anywhere a store path is taken (writer,
+  readers, settle, jobs, pools) selects the Postgres backend (``_backend``, ``_pg``).
 - :func:`open_writer` / :func:`open_reader` — the schema (Hermes's ``state.db`` layout),
   for tools and benchmarks that need a raw connection.
 
@@ -17,12 +20,15 @@ Imports nothing from ``actors.agent``, ``actors.tools``, ``actors.platforms`` or
 ``actors.memory``.
 """
 
+from ._backend import is_database_url as is_database_url
 from ._errors import SchemaVersionError as SchemaVersionError
 from ._errors import StoreConnectionBroken as StoreConnectionBroken
 from ._errors import StoreError as StoreError
 from ._hermes_import import HermesImportError as HermesImportError
 from ._hermes_import import ImportReport as ImportReport
 from ._hermes_import import import_hermes_store as import_hermes_store
+from ._location import DATABASE_URL_ENV as DATABASE_URL_ENV
+from ._location import store_location as store_location
 from ._reader import StoreReader as StoreReader
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._schema import open_reader as open_reader
@@ -36,6 +42,7 @@ from ._writer import StoreWriter as StoreWriter
 from ._writer import store_address as store_address
 
 __all__ = [
+    "DATABASE_URL_ENV",
     "DEFAULT_BATCH_CAP",
     "HermesImportError",
     "ImportReport",
@@ -49,8 +56,10 @@ __all__ = [
     "StoreWriter",
     "fts5_query",
     "import_hermes_store",
+    "is_database_url",
     "open_reader",
     "open_writer",
     "settle_interrupted",
     "store_address",
+    "store_location",
 ]

