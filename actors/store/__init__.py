@@ -28,6 +28,7 @@ from ._hermes_import import HermesImportError as HermesImportError
 from ._hermes_import import ImportReport as ImportReport
 from ._hermes_import import import_hermes_store as import_hermes_store
 from ._location import DATABASE_URL_ENV as DATABASE_URL_ENV
+from ._location import store_description as store_description
 from ._location import store_location as store_location
 from ._reader import StoreReader as StoreReader
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
@@ -61,5 +62,6 @@ __all__ = [
     "open_writer",
     "settle_interrupted",
     "store_address",
+    "store_description",
     "store_location",
 ]

@@ -4,6 +4,7 @@ the SQLite file ``state.db`` in ``HERMES_HOME`` (the default, as before).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -32,3 +33,11 @@ def store_location(home: Path, env: Mapping[str, str], configured_url: str = "")
         )
         raise StoreError(msg)
     return url
+
+
+def store_description(location: str | os.PathLike[str]) -> dict[str, str]:
+    """``{"backend": "sqlite" | "postgres", "location": ...}`` (a URL without its password), for health pages."""
+    name = os.fspath(location)
+    if is_database_url(name):
+        return {"backend": "postgres", "location": redact(name)}
+    return {"backend": "sqlite", "location": name}

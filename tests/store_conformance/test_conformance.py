@@ -12,7 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
+from hypothesis import strategies as st
 
 from actors import Address
 from actors.store import SCHEMA_VERSION, SchemaVersionError, StoreError, StoreReader, settle_interrupted
@@ -239,6 +241,13 @@ def test_search_ranks_by_relevance_needs_every_word_takes_prefixes_and_never_fai
         for text in NASTY:
             assert isinstance(reader.search(text), list), text
             assert isinstance(reader.search(text, session_id="s1"), list), text
+
+        @hypothesis.settings(max_examples=150, deadline=None, database=None)
+        @hypothesis.given(st.text())
+        def any_text_searches(text: str) -> None:
+            assert isinstance(reader.search(text), list)
+
+        any_text_searches()
 
 
 def test_stored_responses_are_put_replaced_bounded_and_deleted(start_runtime: StartRuntime, location: str) -> None:

@@ -31,6 +31,8 @@ def test_hermes_serve_on_a_postgres_url_stores_its_sessions_there(tmp_path: Path
             for text in ("the first question", "the second question"):
                 reply = httpx.post(f"{base}/v1/chat/completions", json={"messages": [{"role": "user", "content": text}]}, headers=headers, timeout=DEADLINE)
                 assert reply.status_code == 200, reply.text
+            health = httpx.get(f"{base}/health/detailed", headers=headers, timeout=DEADLINE).json()
+            assert health["store"] == {"backend": "postgres", "location": url}
     assert not (home / "state.db").exists()
     with StoreReader(url) as reader:
         messages = reader.load_messages("pg")
