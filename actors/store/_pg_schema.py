@@ -131,3 +131,21 @@ def _check(db: PgConnection) -> int | None:
         msg = f"{db.name} has schema version {found}, {what} (this build reads {SCHEMA_VERSION})"
         raise SchemaVersionError(msg)
     return found
+
+
+def describe_pg_store(url: str) -> str:
+    """One line for ``hermes doctor``: where the Postgres store is, its version and size.
+
+    Raises:
+        StoreError: psycopg missing, the server unreachable, or not a store of this version.
+    """
+    db = connect(url, read_only=True, connect_timeout=5.0)
+    try:
+        found = _check(db)
+        if found is None:
+            return f"postgres at {redact(url)}: empty (the first 'hermes serve' creates the tables)"
+        row = db.execute("SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM messages)").fetchone()
+        sessions, messages = (0, 0) if row is None else row
+        return f"postgres at {redact(url)}: schema version {found}, {sessions} session(s), {messages} message(s)"
+    finally:
+        db.close()

@@ -342,3 +342,13 @@ def test_a_postgres_url_without_psycopg_installed_says_which_extra_to_install(mo
     with pytest.raises(StoreError, match=r"psycopg is not installed; pip install 'hermes-actors\[postgres\]'") as caught:
         StoreReader("postgresql://u:secret@127.0.0.1:1/hermes")
     assert "secret" not in str(caught.value)
+
+
+def test_the_backend_is_picked_by_the_environment_then_config_yaml_else_the_home_file(tmp_path: Path) -> None:
+    from actors.store import store_location
+
+    assert store_location(tmp_path, {}) == tmp_path / "state.db"
+    assert store_location(tmp_path, {}, "postgresql://h/db") == "postgresql://h/db"
+    assert store_location(tmp_path, {"HERMES_DATABASE_URL": "postgres://e/db"}, "postgresql://h/db") == "postgres://e/db"
+    with pytest.raises(StoreError, match=r"database.url in config.yaml is 'mysql://u:\*\*\*@h/db', not a Postgres URL; write postgresql://"):
+        store_location(tmp_path, {}, "mysql://u:pw@h/db")

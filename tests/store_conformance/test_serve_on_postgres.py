@@ -6,15 +6,17 @@ server; the transcript is read back from Postgres and no ``state.db`` is made in
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import httpx
 
 from actors.chaos import ModelServer, TextReply
-from actors.store import StoreReader
+from actors.store import SCHEMA_VERSION, StoreReader
 from protocols import ChatMessage
 from tests.conftest import DEADLINE
-from tests.platforms.serve_process import serving
+from tests.platforms.serve_process import HERMES, serving
 from tests.postgres_server import PostgresServer
 
 
@@ -34,6 +36,9 @@ def test_hermes_serve_on_a_postgres_url_stores_its_sessions_there(tmp_path: Path
             health = httpx.get(f"{base}/health/detailed", headers=headers, timeout=DEADLINE).json()
             assert health["store"] == {"backend": "postgres", "location": url}
     assert not (home / "state.db").exists()
+    env = {**os.environ, "HERMES_HOME": str(home)}
+    doctor = subprocess.run([*HERMES, "doctor", "--offline"], capture_output=True, text=True, env=env, timeout=DEADLINE * 4, check=False)
+    assert f"postgres at {url}: schema version {SCHEMA_VERSION}, 1 session(s), 4 message(s)" in doctor.stdout, doctor.stdout + doctor.stderr
     with StoreReader(url) as reader:
         messages = reader.load_messages("pg")
         turns = reader.load_turns("pg")
