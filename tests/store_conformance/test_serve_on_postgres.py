@@ -39,6 +39,10 @@ def test_hermes_serve_on_a_postgres_url_stores_its_sessions_there(tmp_path: Path
     env = {**os.environ, "HERMES_HOME": str(home)}
     doctor = subprocess.run([*HERMES, "doctor", "--offline"], capture_output=True, text=True, env=env, timeout=DEADLINE * 4, check=False)
     assert f"postgres at {url}: schema version {SCHEMA_VERSION}, 1 session(s), 4 message(s)" in doctor.stdout, doctor.stdout + doctor.stderr
+    listed = subprocess.run([*HERMES, "sessions", "list"], capture_output=True, text=True, env=env, timeout=DEADLINE * 4, check=False)
+    assert listed.returncode == 0 and "pg" in listed.stdout, listed.stderr
+    refused = subprocess.run([*HERMES, "sessions", "stats"], capture_output=True, text=True, env=env, timeout=DEADLINE * 4, check=False)
+    assert refused.returncode != 0 and "works on a SQLite store only in this build" in refused.stderr
     with StoreReader(url) as reader:
         messages = reader.load_messages("pg")
         turns = reader.load_turns("pg")
