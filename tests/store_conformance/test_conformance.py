@@ -352,3 +352,15 @@ def test_the_backend_is_picked_by_the_environment_then_config_yaml_else_the_home
     assert store_location(tmp_path, {"HERMES_DATABASE_URL": "postgres://e/db"}, "postgresql://h/db") == "postgres://e/db"
     with pytest.raises(StoreError, match=r"database.url in config.yaml is 'mysql://u:\*\*\*@h/db', not a Postgres URL; write postgresql://"):
         store_location(tmp_path, {}, "mysql://u:pw@h/db")
+
+
+def test_one_live_process_claims_a_store_and_its_claim_ends_with_it(location: str) -> None:
+    from actors.store._owner import claim_store
+
+    first = claim_store(location)
+    assert first is not None
+    assert claim_store(location) is None  # a second runtime on the same store settles nothing
+    first.close()
+    again = claim_store(location)
+    assert again is not None
+    again.close()
