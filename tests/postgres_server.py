@@ -3,7 +3,8 @@
 Started once per test session (``initdb`` then ``postgres``) in a temporary directory,
 listening only on a Unix socket there (no TCP port to collide with), with durability off
 (``fsync=off``: the tests check semantics, not crash safety of Postgres itself). Its
-process group is stopped at the end (SIGINT, a fast shutdown; SIGKILL after the deadline)
+process group is stopped at the end (and gets SIGINT if the test process dies first:
+``PR_SET_PDEATHSIG``) (SIGINT, a fast shutdown; SIGKILL after the deadline)
 and the directory removed. Each test gets its own database (:meth:`PostgresServer.new_database`).
 
 Postgres refuses to run as root: under root the server runs as ``nobody``.
@@ -15,6 +16,7 @@ itself would start its own machinery (a runtime directory, a system user).
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib.util
 import itertools
 import os
@@ -39,6 +41,16 @@ def postgres_bin() -> Path | None:
     if spec is None or not spec.submodule_search_locations:
         return None
     return Path(next(iter(spec.submodule_search_locations))) / "pginstall" / "bin"
+
+
+_LIBC = ctypes.CDLL(None, use_errno=True)
+_PR_SET_PDEATHSIG = 1
+
+
+def _stop_with_parent() -> None:
+    """In the child before exec (after its user is set): SIGINT (a fast shutdown) when the test
+    process dies, so a killed pytest leaves no server behind."""
+    _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGINT)
 
 
 class PostgresServer:
@@ -71,7 +83,13 @@ class PostgresServer:
         for setting in settings:
             command += ["-c", setting]
         self._process = subprocess.Popen(
-            command, user=self._user, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+            command,
+            user=self._user,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            preexec_fn=_stop_with_parent,
         )
         self._wait_ready()
         return self
