@@ -164,6 +164,13 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     pruning.add_argument("--dry-run", action="store_true", help="list what would be deleted")
     sessions.set_defaults(handler=_sessions)
     _cron_parser(commands)
+    db = commands.add_parser("db", help="the session store's database: migrate a SQLite home into Postgres")
+    db_actions = db.add_subparsers(dest="db_action", metavar="ACTION", required=True)
+    migrate = db_actions.add_parser("migrate", help="copy the home's state.db into an empty Postgres database (row counts checked)")
+    migrate.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    migrate.add_argument("--from", dest="source", type=Path, default=None, help="the SQLite store to copy (default: HOME/state.db)")
+    migrate.add_argument("--to", dest="target", default=None, help="the postgresql:// URL (default: HERMES_DATABASE_URL or database.url)")
+    db.set_defaults(handler=_db)
     pairing = commands.add_parser("pairing", help="chat users who asked to talk to the agent: list, approve a code, revoke")
     pairing.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
     steps = pairing.add_subparsers(dest="pairing_action", metavar="ACTION", required=True)
@@ -285,6 +292,12 @@ def _sessions(args: argparse.Namespace) -> int:
     from actors.platforms._sessions_cli import run_sessions
 
     return run_sessions(args)
+
+
+def _db(args: argparse.Namespace) -> int:
+    from actors.store._db_cli import run_db  # the store, and psycopg when the target is reached
+
+    return run_db(args)
 
 
 def _pairing(args: argparse.Namespace) -> int:

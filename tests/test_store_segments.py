@@ -13,7 +13,7 @@ import apsw
 import pytest
 
 from actors import Address
-from actors.store import SchemaVersionError, StoreReader, open_writer
+from actors.store import SCHEMA_VERSION, SchemaVersionError, StoreReader, open_writer
 from protocols import ChatMessage, SegmentRecord, SegmentStart, ToolCall
 from protocols._store import AppendMessages, DeleteSession, MessagesPersisted, RemoveLastTurn, SessionDeleted, StoreFailed, TurnRemoved
 from tests.test_store import Replies, StartRuntime, create, start_store, user
@@ -125,5 +125,5 @@ def test_a_version_5_file_gets_an_empty_segments_table_and_loads_as_before(tmp_p
     with StoreReader(path) as reader:
         assert reader.load_messages("s1") == [user("kept")] and reader.load_segments("s1") == []
     db = apsw.Connection(str(path))
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(8,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     db.close()

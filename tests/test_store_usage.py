@@ -8,7 +8,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from actors.store import SchemaVersionError, StoreReader, open_writer
+from actors.store import SCHEMA_VERSION, SchemaVersionError, StoreReader, open_writer
 from protocols import ChatMessage
 from protocols._store import AppendMessages, MessagesPersisted, StoreFailed, TokenUsage
 from tests.test_store import Replies, StartRuntime, create, start_store, user
@@ -59,5 +59,5 @@ def test_a_version_6_file_gets_the_reasoning_details_column_and_a_file_that_has_
     with StoreReader(path) as reader:
         assert reader.load_messages("s1")[0].reasoning_details == DETAILS
     db = apsw.Connection(str(path))
-    assert db.execute("SELECT version FROM schema_version").fetchall() == [(8,)]
+    assert db.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     db.close()

@@ -49,7 +49,7 @@ class SessionDeps:
     """HERMES_HOME, handed to tools (memory, skills)."""
     workdir: Path = dataclasses.field(default_factory=Path.cwd)
     """Where a session's working directory starts."""
-    store_file: Path | None = None
+    store_file: str | Path | None = None
     """The store's file, handed to tools that search past sessions."""
     approvals: ApprovalSettings = ApprovalSettings()
     """Approval mode, timeout, allowlist and deny globs (``off`` never skips the hardline list)."""

@@ -86,7 +86,7 @@ class ToolContext:
     workspace: Workspace
     publish: Callable[[SessionEvent], object] = lambda _event: None
     """Send an event on the session's stream (progress, questions)."""
-    store_file: Path | None = None
+    store_file: str | Path | None = None
     """The session store, for tools that search past sessions (open a read-only reader)."""
     delegation: Delegation | None = None
     """Starts child sessions (delegate_task); None where delegation is not possible."""

@@ -11,7 +11,7 @@ from typing import Any
 
 from actors.credentials import PoolOptions, credential_specs
 from actors.memory import memory_spec
-from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter, import_hermes_store, settle_interrupted
+from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter, import_hermes_store, is_database_url, settle_interrupted
 from actors.store._owner import claim_store
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
@@ -90,7 +90,7 @@ def build_agent_runtime(
         HermesImportError: a Hermes ``state.db`` could not be imported (it is left as it was).
     """
     if deps.store_file is None:
-        deps = dataclasses.replace(deps, store_file=Path(store_file))
+        deps = dataclasses.replace(deps, store_file=store_file if isinstance(store_file, str) and is_database_url(store_file) else Path(store_file))
     claim = claim_store(store_file)
     if claim is not None:
         try:

@@ -69,6 +69,7 @@ HERMES_SECTION_KEYS: dict[str, frozenset[str]] = {
     "SkillsSection": _words("external_dirs disabled platform_disabled write_approval template_vars inline_shell config"),
     "DelegationSection": _words("model provider base_url api_key reasoning_effort toolsets"),
     "CronSection": _words("output_retention"),
+    "DatabaseSection": _words("journal_mode wal_autocheckpoint journal_size_limit"),
     "McpServer": _words("auth oauth client_id client_secret scope"),
     "McpSampling": _words("max_rpm allowed_models max_tool_rounds log_level"),
     "ApprovalsSection": _words(

@@ -210,6 +210,13 @@ class SessionResetSection(msgspec.Struct, frozen=True, kw_only=True):
     """Tell the chat when the policy started a fresh session (a notice before the answer)."""
 
 
+class DatabaseSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``database:``, the session store (``actors.store``); ``HERMES_DATABASE_URL`` wins over it."""
+
+    url: str = ""
+    """A ``postgresql://`` URL: the store is that Postgres database (empty: ``state.db`` in HERMES_HOME)."""
+
+
 class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The whole of config.yaml, file values over defaults."""
 
@@ -246,4 +253,5 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     """Allow every shell hook without asking (as ``--accept-hooks``)."""
     cron: CronSection = CronSection()
     session_reset: SessionResetSection = SessionResetSection()
+    database: DatabaseSection = DatabaseSection()
     timezone: str = ""

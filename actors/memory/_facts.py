@@ -35,10 +35,10 @@ class StoreFactsProvider(MemoryProvider):
         self._db: Any = None
 
     def _reader(self) -> Any:
-        from actors.store import open_reader
+        from actors.store._backend import open_store_reader
 
         if self._db is None:
-            self._db = open_reader(self.env.store_file)  # type: ignore[arg-type]
+            self._db = open_store_reader(str(self.env.store_file))  # a file, or a postgresql:// URL
         return self._db
 
     def system_prompt_block(self) -> str:

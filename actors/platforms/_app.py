@@ -52,7 +52,7 @@ class ApiContext:
     key: str
     version: str
     allowed_origins: frozenset[str] = frozenset()
-    store_file: Path | None = None
+    store_file: str | Path | None = None
     max_concurrent: int = 10_000
     keepalive: float = 15.0
     active: int = 0
@@ -118,6 +118,8 @@ async def health(ctx: ApiContext, request: Request, send: Send, params: dict[str
 
 
 async def health_detailed(ctx: ApiContext, request: Request, send: Send, params: dict[str, str]) -> None:
+    from actors.store import store_description
+
     from ._jobs_api import scheduler_health
     from ._sessions_api import read_store
 
@@ -140,6 +142,7 @@ async def health_detailed(ctx: ApiContext, request: Request, send: Send, params:
             "tree": msgspec.json.decode(to_json(snapshot.root)),
             "credentials": [msgspec.json.decode(to_json(status)) for status in await pool_statuses(ctx, snapshot)],
             "hermes_import": hermes_import,
+            "store": store_description(ctx.store_file) if ctx.store_file is not None else None,
             "platforms": [msgspec.json.decode(to_json(status)) for status in await adapter_statuses(ctx, snapshot)],
             "hooks": ctx.hook_statistics() if ctx.hook_statistics is not None else None,
             "scheduler": await scheduler_health(ctx),

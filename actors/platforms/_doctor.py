@@ -51,7 +51,7 @@ def _indented(text: str) -> str:
 
 def diagnose(home: Path, env: Mapping[str, str], *, network: bool = True) -> list[Check]:
     """Every check, in order; a check that cannot run reports why instead of raising."""
-    checks = [*_home(home), *_config(home, env), *_attached(home, env, network=network), *_store(home), _disk(home), *_programs()]
+    checks = [*_home(home), *_config(home, env), *_attached(home, env, network=network), *_store(home, env), _disk(home), *_programs()]
     if network:
         checks += _endpoints(home, env)
     return checks
@@ -129,11 +129,15 @@ def _config_keys(home: Path, env: Mapping[str, str]) -> Check:
     return Check("config keys", "ok", "every key is known and used" if loaded.exists else "no config.yaml: defaults")
 
 
-def _store(home: Path) -> Iterator[Check]:
+def _store(home: Path, env: Mapping[str, str]) -> Iterator[Check]:
     import apsw
 
     from actors.store._schema import SCHEMA_VERSION, read_version
 
+    postgres = _postgres_store(home, env)
+    if postgres is not None:
+        yield postgres
+        return
     path = home / "state.db"
     if not path.exists():
         yield Check("store", "ok", f"{path} does not exist yet (the first 'hermes serve' or 'hermes chat' makes it)")
@@ -172,6 +176,26 @@ def _store(home: Path) -> Iterator[Check]:
         )
     else:
         yield Check("store", "ok", f"integrity ok, schema version {version}")
+
+
+def _postgres_store(home: Path, env: Mapping[str, str]) -> Check | None:
+    """The check of a Postgres store (HERMES_DATABASE_URL / database.url); None for the SQLite file."""
+    from actors.config import ConfigError, load_config
+    from actors.config._env import read_dotenv
+    from actors.store import StoreError, store_location
+    from actors.store._pg_schema import describe_pg_store
+
+    try:
+        configured = load_config(home, env).config.database.url
+    except ConfigError:
+        configured = ""  # reported by the config check
+    try:
+        location = store_location(home, {**read_dotenv(home / ".env"), **env}, configured)
+        if not isinstance(location, str):
+            return None
+        return Check("store", "ok", describe_pg_store(location))
+    except StoreError as exc:
+        return Check("store", "fail", str(exc), "start the server, or fix HERMES_DATABASE_URL / database.url (unset: the SQLite store in the home)")
 
 
 def hermes_import_state(db: Any) -> Check | None:

@@ -20,9 +20,11 @@ from actors.agent._providers import primary_settings, with_chain
 from actors.agent._session_settings import SessionSettings, session_settings
 from actors.agent._tokens import tools_size
 from actors.config import LoadedConfig
+from actors.config._env import read_dotenv
 from actors.credentials._settings import load_providers
 from actors.hooks import Hooks
 from actors.memory import MemoryOptions, check_provider
+from actors.store import StoreError, store_location
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +75,10 @@ def configured_deps(
     )
     if settings.max_attempts is not None:
         config = dataclasses.replace(config, max_attempts=settings.max_attempts)
-    store = home / "state.db"
+    try:  # HERMES_DATABASE_URL / database.url: a Postgres store; else state.db here
+        store = store_location(home, {**read_dotenv(loaded.dotenv), **env}, loaded.config.database.url)
+    except StoreError as exc:
+        raise ConfigError(str(exc)) from None
     deps = SessionDeps(
         hubs=hubs or HubRegistry(),
         open_reader=reader_opener(store),

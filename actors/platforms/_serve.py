@@ -47,7 +47,7 @@ def _version() -> str:
 API_PLATFORM = Platform(name="api_server", source="api", hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.")
 
 
-def _scheduler_spec(home: Path, store: Path, config: HermesConfig, deps: SessionDeps, platform_senders: dict[str, Any] | None = None) -> ChildSpec:
+def _scheduler_spec(home: Path, store: str | Path, config: HermesConfig, deps: SessionDeps, platform_senders: dict[str, Any] | None = None) -> ChildSpec:
     """``/scheduler`` (issue 18): jobs run as sessions of this runtime; answers to a platform go
     through its running adapter (``platform_senders``: the gateway's table)."""
     from actors.scheduler import scheduler_spec
@@ -93,7 +93,7 @@ def run_serve(
     for line in [*loaded.warning_lines(), *hook_lines]:  # once, at start: keys that have no effect, hooks
         print(f"hermes serve: {line}", file=sys.stderr, flush=True)
     section = loaded.config.api_server
-    model, approvals, store = deps.model, deps.approvals, home / "state.db"
+    model, approvals, store = deps.model, deps.approvals, deps.store_file or home / "state.db"
     host = host or section.host
     port = port if port is not None else section.port
     try:  # before anything starts: a taken port is one line, not a supervisor giving up

@@ -52,7 +52,7 @@ class ServerSettings:
     allowed_origins: frozenset[str] = frozenset()
     max_concurrent: int = 10_000
     keepalive: float = 15.0
-    store_file: Path | None = None
+    store_file: str | Path | None = None
     tool_progress: bool = False
     """Tool progress in chat-completion streams by default (``api_server.tool_progress``)."""
     plain_model_name: str | None = None

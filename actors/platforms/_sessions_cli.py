@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import os
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -34,7 +35,19 @@ class SessionsError(Exception):
         self.code = code
 
 
-def _store(home: Path) -> Path:
+def _store(home: Path) -> str | Path:
+    """The home's store: a Postgres URL (HERMES_DATABASE_URL / database.url), else its state.db."""
+    from actors.config import ConfigError, load_config
+    from actors.config._env import read_dotenv
+    from actors.store import StoreError, store_location
+
+    try:
+        configured = load_config(home).config.database.url if (home / "config.yaml").exists() else ""
+        location = store_location(home, {**read_dotenv(home / ".env"), **os.environ}, configured)
+    except (ConfigError, StoreError) as exc:
+        raise SessionsError(str(exc)) from None
+    if isinstance(location, str):
+        return location
     path = home / "state.db"
     if not path.exists():
         msg = f"there is no session store at {path} yet (hermes serve or hermes chat makes it)"
@@ -119,8 +132,17 @@ def export_session(home: Path, session_id: str, out: TextIO) -> int:
     return EXIT_OK
 
 
+def _file_only(location: str | Path, action: str) -> Path:
+    if isinstance(location, str):
+        from actors.store._pg import redact
+
+        msg = f"'hermes sessions {action}' works on a SQLite store only in this build; the store is {redact(location)} (list, show and export work; DELETE /v1/sessions/{{id}} deletes)"
+        raise SessionsError(msg)
+    return location
+
+
 def stats(home: Path, out: TextIO) -> int:
-    path = _store(home)
+    path = _file_only(_store(home), "stats")
     records: list[SessionRecord] = _read(home, _every)
     by_source: dict[str, int] = {}
     for r in records:
@@ -141,7 +163,7 @@ def delete(home: Path, session_ids: Sequence[str], out: TextIO) -> int:
     from actors.store._writes import Rejected, delete_session
     from protocols import DeleteSession
 
-    path = _store(home)
+    path = _file_only(_store(home), "delete")
     claim = claim_store(path)
     if claim is None:
         msg = (

@@ -12,6 +12,9 @@
   (:class:`ImportReport`, :class:`HermesImportError`).
 - :func:`search_facts` / :class:`FactHit` — the ``store`` memory provider's facts ranked by
   bm25 on a reader's connection (written by the writer's ``SaveFact`` / ``DeleteFact``).
+- :func:`store_location` — where the store lives: ``HERMES_DATABASE_URL``, ``database.url``, else
+  ``state.db`` in HERMES_HOME. A ``postgresql://`` URL anywhere a store path is taken (writer,
+  readers, settle, jobs, pools) selects the Postgres backend (``_backend``, ``_pg``).
 - :func:`open_writer` / :func:`open_reader` — the schema (Hermes's ``state.db`` layout),
   for tools and benchmarks that need a raw connection.
 
@@ -19,6 +22,7 @@ Imports nothing from ``actors.agent``, ``actors.tools``, ``actors.platforms`` or
 ``actors.memory``.
 """
 
+from ._backend import is_database_url as is_database_url
 from ._errors import SchemaVersionError as SchemaVersionError
 from ._errors import StoreConnectionBroken as StoreConnectionBroken
 from ._errors import StoreError as StoreError
@@ -28,6 +32,9 @@ from ._facts_rows import search_facts as search_facts
 from ._hermes_import import HermesImportError as HermesImportError
 from ._hermes_import import ImportReport as ImportReport
 from ._hermes_import import import_hermes_store as import_hermes_store
+from ._location import DATABASE_URL_ENV as DATABASE_URL_ENV
+from ._location import store_description as store_description
+from ._location import store_location as store_location
 from ._reader import StoreReader as StoreReader
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._schema import open_reader as open_reader
@@ -41,6 +48,7 @@ from ._writer import StoreWriter as StoreWriter
 from ._writer import store_address as store_address
 
 __all__ = [
+    "DATABASE_URL_ENV",
     "DEFAULT_BATCH_CAP",
     "FactHit",
     "HermesImportError",
@@ -56,9 +64,12 @@ __all__ = [
     "count_facts",
     "fts5_query",
     "import_hermes_store",
+    "is_database_url",
     "open_reader",
     "open_writer",
     "search_facts",
     "settle_interrupted",
     "store_address",
+    "store_description",
+    "store_location",
 ]

@@ -9,12 +9,10 @@ from __future__ import annotations
 
 import os
 
-import apsw
-
 from protocols._base import Message
 from protocols._credentials import PoolStateSaved, SavePoolState
 
-from ._schema import open_reader
+from ._backend import Connection, open_store_reader
 
 _UPSERT = (
     "INSERT INTO credential_pools (provider, state, saved_at) VALUES (?, ?, ?) "
@@ -22,13 +20,13 @@ _UPSERT = (
 )
 
 
-def save_pool_state(db: apsw.Connection, c: SavePoolState) -> tuple[Message, int]:
+def save_pool_state(db: Connection, c: SavePoolState) -> tuple[Message, int]:
     """The writer's half of :class:`SavePoolState`: the reply to tell after the commit."""
     db.execute(_UPSERT, (c.provider, c.state, c.saved_at))
     return PoolStateSaved(provider=c.provider, token=c.token), 0
 
 
-def select_pool_state(db: apsw.Connection, provider: str) -> str | None:
+def select_pool_state(db: Connection, provider: str) -> str | None:
     """The saved state of ``provider``'s pool (JSON text), or None if it never saved."""
     for (state,) in db.execute("SELECT state FROM credential_pools WHERE provider = ?", (provider,)):
         return str(state)
@@ -42,7 +40,7 @@ def read_pool_state(path: str | os.PathLike[str], provider: str) -> str | None:
         StoreError: there is no store at ``path`` yet (the writer creates it).
         SchemaVersionError: the file has another schema version than this build reads.
     """
-    db = open_reader(path)
+    db = open_store_reader(os.fspath(path))
     try:
         return select_pool_state(db, provider)
     finally:

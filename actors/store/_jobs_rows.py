@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 
-import apsw
 import msgspec
 
 from protocols._base import Message
@@ -27,7 +26,7 @@ from protocols._scheduler import (
     SettleOccurrence,
 )
 
-from ._schema import open_reader
+from ._backend import Connection, open_store_reader
 
 _UPSERT = "INSERT INTO cron_jobs (id, job, saved_at) VALUES (?, ?, ?) ON CONFLICT (id) DO UPDATE SET job = excluded.job, saved_at = excluded.saved_at"
 _CLAIM = (
@@ -40,23 +39,23 @@ _COLUMNS = "job_id, at, status, manual, session_id, claimed_at, ended_at, detail
 _job_decoder = msgspec.json.Decoder(Job)
 
 
-def save_job(db: apsw.Connection, c: SaveJob) -> tuple[Message, int]:
+def save_job(db: Connection, c: SaveJob) -> tuple[Message, int]:
     db.execute(_UPSERT, (c.job.id, msgspec.json.encode(c.job).decode(), time.time()))
     return JobSaved(job_id=c.job.id, token=c.token), 0
 
 
-def delete_job(db: apsw.Connection, c: DeleteJob) -> tuple[Message, int]:
+def delete_job(db: Connection, c: DeleteJob) -> tuple[Message, int]:
     db.execute("DELETE FROM cron_jobs WHERE id = ?", (c.job_id,))
     return JobDeleted(job_id=c.job_id, token=c.token), 0
 
 
-def claim_occurrence(db: apsw.Connection, c: ClaimOccurrence) -> tuple[Message, int]:
+def claim_occurrence(db: Connection, c: ClaimOccurrence) -> tuple[Message, int]:
     o = c.occurrence
     db.execute(_CLAIM, (o.job_id, o.at, o.status, int(o.manual), o.session_id, o.claimed_at, o.ended_at, o.detail, o.delivered))
     return OccurrenceClaimed(job_id=o.job_id, at=o.at, won=db.changes() == 1, token=c.token), 0
 
 
-def settle_occurrence(db: apsw.Connection, c: SettleOccurrence) -> tuple[Message, int]:
+def settle_occurrence(db: Connection, c: SettleOccurrence) -> tuple[Message, int]:
     db.execute(_SETTLE, (c.status, c.ended_at, c.detail, c.delivered, c.job_id, c.at))
     return OccurrenceSettled(job_id=c.job_id, at=c.at, token=c.token), 0
 
@@ -76,12 +75,12 @@ def _occurrence(row: tuple[object, ...]) -> Occurrence:
     )
 
 
-def select_jobs(db: apsw.Connection) -> list[Job]:
+def select_jobs(db: Connection) -> list[Job]:
     """Every stored job, oldest first."""
     return [_job_decoder.decode(str(job)) for (job,) in db.execute("SELECT job FROM cron_jobs ORDER BY rowid")]
 
 
-def select_last_occurrences(db: apsw.Connection) -> dict[str, Occurrence]:
+def select_last_occurrences(db: Connection) -> dict[str, Occurrence]:
     """Each job's latest scheduled (not manual) occurrence, claimed or recorded."""
     rows = db.execute(
         f"SELECT {_COLUMNS} FROM cron_occurrences o WHERE manual = 0 AND at = (SELECT max(at) FROM cron_occurrences WHERE job_id = o.job_id AND manual = 0)"
@@ -89,23 +88,23 @@ def select_last_occurrences(db: apsw.Connection) -> dict[str, Occurrence]:
     return {occ.job_id: occ for occ in map(_occurrence, rows)}
 
 
-def select_latest_occurrences(db: apsw.Connection) -> dict[str, Occurrence]:
+def select_latest_occurrences(db: Connection) -> dict[str, Occurrence]:
     """Each job's latest occurrence of any kind (manual runs included), by claim time."""
     rows = db.execute(f"SELECT {_COLUMNS} FROM cron_occurrences ORDER BY claimed_at, at")
     return {occ.job_id: occ for occ in map(_occurrence, rows)}
 
 
-def select_open_occurrences(db: apsw.Connection) -> list[Occurrence]:
+def select_open_occurrences(db: Connection) -> list[Occurrence]:
     """Occurrences claimed and never settled (their process died during the run)."""
     return [_occurrence(row) for row in db.execute(f"SELECT {_COLUMNS} FROM cron_occurrences WHERE status = 'claimed' ORDER BY at")]
 
 
-def select_run_counts(db: apsw.Connection) -> dict[str, int]:
+def select_run_counts(db: Connection) -> dict[str, int]:
     """Runs started per job (claimed, whatever their end; missed ones do not count)."""
     return {str(j): int(n) for j, n in db.execute("SELECT job_id, count(*) FROM cron_occurrences WHERE status != 'missed' GROUP BY job_id")}
 
 
-def select_occurrences(db: apsw.Connection, job_id: str | None = None, *, limit: int = 50) -> list[Occurrence]:
+def select_occurrences(db: Connection, job_id: str | None = None, *, limit: int = 50) -> list[Occurrence]:
     """The latest occurrences (of one job, or of all), newest first."""
     if job_id is None:
         rows = db.execute(f"SELECT {_COLUMNS} FROM cron_occurrences ORDER BY claimed_at DESC LIMIT ?", (limit,))
@@ -133,7 +132,7 @@ def read_jobs(path: str | os.PathLike[str]) -> JobsSnapshot:
         StoreError: there is no store at ``path`` yet.
         SchemaVersionError: the file has another schema version than this build reads.
     """
-    db = open_reader(path)
+    db = open_store_reader(os.fspath(path))
     try:
         return JobsSnapshot(
             jobs=select_jobs(db),
@@ -148,7 +147,7 @@ def read_jobs(path: str | os.PathLike[str]) -> JobsSnapshot:
 
 def read_occurrences(path: str | os.PathLike[str], job_id: str | None = None, *, limit: int = 50) -> list[Occurrence]:
     """Open ``path`` read-only and return :func:`select_occurrences`."""
-    db = open_reader(path)
+    db = open_store_reader(os.fspath(path))
     try:
         return select_occurrences(db, job_id, limit=limit)
     finally:

@@ -15,19 +15,18 @@ import os
 from types import TracebackType
 from typing import Any
 
-import apsw
-
 from protocols._store import SearchHit, SegmentRecord, SessionRecord, StoredMessage, TurnRecord
 from protocols._transcript import ChatMessage
 
+from ._backend import Connection, open_store_reader
 from ._errors import StoreError
+from ._pg import PgConnection
 from ._rows import LIVE_START, SEGMENT_COLUMNS, SEGMENT_FIELDS, SELECT_MESSAGE, SESSION_COLUMNS, TURN_COLUMNS, session_record, stored_message, turn_record
-from ._schema import open_reader
 from ._search import fts5_query
 
 
 class StoreReader:
-    """A read-only view of one store file; one per thread. Use as a context manager."""
+    """A read-only view of one store (a file, or a Postgres URL: ``_backend``); one per thread. Use as a context manager."""
 
     def __init__(self, path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> None:
         """Open ``path`` read-only.
@@ -37,7 +36,7 @@ class StoreReader:
             SchemaVersionError: the file has another schema version than this build reads.
         """
         self.path = os.fspath(path)
-        self._db: apsw.Connection | None = open_reader(self.path, busy_timeout=busy_timeout)
+        self._db: Connection | None = open_store_reader(self.path, busy_timeout=busy_timeout)
 
     def __enter__(self) -> StoreReader:
         return self
@@ -125,10 +124,14 @@ class StoreReader:
         ``AND`` / ``OR`` / ``NOT`` between words stay operators), so it never fails as FTS5
         syntax. Text without a searchable word finds nothing.
         """
+        db = self._conn()
+        if isinstance(db, PgConnection):
+            from ._pg_search import search
+
+            return search(db, query, limit=limit, session_id=session_id, markers=markers, snippet_tokens=snippet_tokens)
         match = fts5_query(query)
         if not match or limit <= 0:
             return []
-        db = self._conn()
         snippet = "snippet(messages_fts, 0, ?, ?, '...', ?)"
         marks = (markers[0], markers[1], max(1, min(snippet_tokens, 64)))
         if session_id is None:
@@ -169,7 +172,7 @@ class StoreReader:
             return None
         return dict(zip(("imported_at", "hermes_version", "backup", "sessions", "messages"), row, strict=True))
 
-    def _conn(self) -> apsw.Connection:
+    def _conn(self) -> Connection:
         if self._db is None:
             msg = f"this StoreReader for {self.path!r} is closed; open a new one"
             raise StoreError(msg)

@@ -222,6 +222,9 @@ CREATE TABLE IF NOT EXISTS memory_facts (
     created_at REAL NOT NULL,
     updated_at REAL NOT NULL
 );
+"""
+"""The ``store`` memory provider's facts."""
+_FACTS_FTS = """
 CREATE VIRTUAL TABLE IF NOT EXISTS memory_facts_fts USING fts5(content, category, content=memory_facts, content_rowid=id);
 CREATE TRIGGER IF NOT EXISTS memory_facts_insert AFTER INSERT ON memory_facts BEGIN
     INSERT INTO memory_facts_fts(rowid, content, category) VALUES (new.id, new.content, new.category);
@@ -234,8 +237,9 @@ CREATE TRIGGER IF NOT EXISTS memory_facts_update AFTER UPDATE ON memory_facts BE
     INSERT INTO memory_facts_fts(rowid, content, category) VALUES (new.id, new.content, new.category);
 END;
 """
-"""The ``store`` memory provider's facts. Invariant: ``memory_facts_fts`` indexes exactly the rows of ``memory_facts``."""
-_TABLES += _FACTS
+"""Invariant: ``memory_facts_fts`` indexes exactly the rows of ``memory_facts`` (on Postgres, a
+generated ``tsvector`` column instead: ``_pg_schema.PG_FACTS_FTS``)."""
+_TABLES += _FACTS + _FACTS_FTS
 
 
 def _add_responses(db: apsw.Connection) -> None:
@@ -269,7 +273,7 @@ def _add_cron(db: apsw.Connection) -> None:
 
 
 def _add_facts(db: apsw.Connection) -> None:
-    db.execute(_FACTS)
+    db.execute(_FACTS + _FACTS_FTS)
 
 
 MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {

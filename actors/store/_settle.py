@@ -39,9 +39,9 @@ import msgspec
 from protocols._store import AppendMessages, Interrupted
 from protocols._transcript import ChatMessage, ToolCall
 
+from ._backend import Connection, is_database_url, open_store_writer
 from ._errors import StoreError
 from ._rows import decode_tool_calls
-from ._schema import open_writer
 from ._writes import append_messages
 
 INTERRUPTED = "interrupted"
@@ -90,11 +90,11 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
     """
     began = time.perf_counter()
     name = os.fspath(path)
-    if not os.path.exists(name):
+    if not is_database_url(name) and not os.path.exists(name):
         return SettleReport({}, time.perf_counter() - began)
     when = time.time() if now is None else now
     try:
-        db = open_writer(name, busy_timeout=busy_timeout)
+        db = open_store_writer(name, busy_timeout=busy_timeout)
     except apsw.Error as exc:
         msg = f"could not open {name!r} to settle the turns a stopped process left open: {_describe(exc)}"
         raise StoreError(msg) from exc
@@ -115,7 +115,7 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
     return SettleReport(sessions, time.perf_counter() - began)
 
 
-def _settle(db: apsw.Connection, text: str, now: float) -> dict[str, Interrupted]:
+def _settle(db: Connection, text: str, now: float) -> dict[str, Interrupted]:
     running: dict[str, list[str]] = {}
     for session_id, turn_id in db.execute("SELECT session_id, turn_id FROM turns WHERE status = 'running' ORDER BY session_id, started_at"):
         running.setdefault(session_id, []).append(turn_id)
@@ -132,7 +132,7 @@ def _settle(db: apsw.Connection, text: str, now: float) -> dict[str, Interrupted
     return report
 
 
-def _answer(db: apsw.Connection, session_id: str, text: str, now: float) -> int:
+def _answer(db: Connection, session_id: str, text: str, now: float) -> int:
     """Append a result for each open call after the session's last user message; how many."""
     tail = _tail(db, session_id)
     calls = unanswered(tail)
@@ -144,7 +144,7 @@ def _answer(db: apsw.Connection, session_id: str, text: str, now: float) -> int:
     return len(results)
 
 
-def _tail(db: apsw.Connection, session_id: str) -> list[TailRow]:
+def _tail(db: Connection, session_id: str) -> list[TailRow]:
     """The session's messages after its last user message, in append order."""
     rows: list[TailRow] = []
     cursor = db.cursor()

@@ -67,11 +67,13 @@ from protocols._store import (
 
 from .._actor import Actor
 from .._address import ActorPath, Address, Registry
+from ._backend import Connection, apply_write, is_database_url, open_store_writer
 from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
 from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
-from ._schema import Synchronous, open_writer
+from ._pg import redact
+from ._schema import Synchronous
 from ._writes import (
     Rejected,
     append_messages,
@@ -154,7 +156,8 @@ def store_address(registry: Registry, path: str = STORE_PATH.path) -> Address[St
 class StoreWriter(Actor[StoreWriterInbox]):
     """The one writer actor of one store file (rule 4); start it as a supervised child.
 
-    ``ChildSpec(id="store", actor=StoreWriter, args=(path,))``. Its inbox takes
+    ``ChildSpec(id="store", actor=StoreWriter, args=(path,))``; ``path`` may be a Postgres URL
+    (``postgresql://...``, see ``_backend``) instead of a file. Its inbox takes
     ``protocols._store.StoreCommand`` and the credential pools' ``SavePoolState``.
 
     Unlike other actors, this one's handlers do disk I/O **on purpose**: it owns the file,
@@ -180,11 +183,13 @@ class StoreWriter(Actor[StoreWriterInbox]):
         synchronous: Synchronous = "NORMAL",
     ) -> None:
         super().__init__()
-        self.database = os.fspath(path)
+        self._location = os.fspath(path)
+        self.database = redact(self._location) if is_database_url(self._location) else self._location
+        """The file, or the URL without its password (messages and statistics show it)."""
         self._batch_cap = max(1, batch_cap)
         self._busy_timeout = busy_timeout
         self._synchronous: Synchronous = synchronous
-        self._db: apsw.Connection | None = None
+        self._db: Connection | None = None
         self._broken = False
         self._pending: list[tuple[Any, Message, int]] = []
         """Replies told at the next commit, in command order: (reply_to, reply, message rows)."""
@@ -200,7 +205,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
     # -- lifecycle ---------------------------------------------------------------------
 
     def started(self) -> None:
-        self._db = open_writer(self.database, busy_timeout=self._busy_timeout, synchronous=self._synchronous)
+        self._db = open_store_writer(self._location, busy_timeout=self._busy_timeout, synchronous=self._synchronous)
 
     def receive(self, message: StoreWriterInbox) -> Any:
         result: Any = None
@@ -280,7 +285,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
 
     # -- group commit ------------------------------------------------------------------
 
-    def _write(self, command: W, apply: Callable[[apsw.Connection, W], tuple[Message, int]]) -> None:
+    def _write(self, command: W, apply: Callable[[Connection, W], tuple[Message, int]]) -> None:
         if isinstance(command, AppendMessages | RemoveLastTurn) and command.session_id in self._fenced:
             self._write_failed(
                 command, Rejected("an earlier write of this session was refused, and this one may build on it; the session reloads from the store first")
@@ -291,7 +296,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
         try:
             if not db.in_transaction:
                 db.execute("BEGIN IMMEDIATE")
-            reply, rows = apply(db, command)
+            reply, rows = apply_write(db, apply, command)
         except Exception as exc:
             if self._pending and not isinstance(exc, _BROKEN) and transaction_lost(db):
                 # Some errors (disk full, I/O) make SQLite roll back the whole transaction.
@@ -379,7 +384,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
         msg = f"the connection to {self.database!r} broke ({_describe(exc)}); restarting the store writer"
         raise StoreConnectionBroken(msg) from exc
 
-    def _connection(self) -> apsw.Connection:
+    def _connection(self) -> Connection:
         if self._db is None:
             self._break(apsw.ConnectionClosedError("the store writer has no open connection"))
         assert self._db is not None

@@ -41,6 +41,7 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 
+from ._backend import Connection
 from ._errors import StoreConnectionBroken
 from ._rows import INSERT_MESSAGE, LIVE_START, decode_tool_calls, encode_model_config, message_row
 
@@ -49,7 +50,7 @@ class Rejected(Exception):
     """A write that makes no sense (unknown session, mismatched lengths); the text says why."""
 
 
-def create_session(db: apsw.Connection, c: CreateSession) -> tuple[Message, int]:
+def create_session(db: Connection, c: CreateSession) -> tuple[Message, int]:
     title = c.title
     if title is not None and c.number_taken_title:
         title = _free_title(db, title)
@@ -71,7 +72,7 @@ def create_session(db: apsw.Connection, c: CreateSession) -> tuple[Message, int]
     return SessionCreated(session_id=c.session_id, token=c.token), 0
 
 
-def _free_title(db: apsw.Connection, title: str) -> str | None:
+def _free_title(db: Connection, title: str) -> str | None:
     """``title``, or the first of ``title (2)``, ``title (3)``... that no session has (None after 1,000)."""
     for n in range(1, 1001):
         candidate = title if n == 1 else f"{title} ({n})"
@@ -80,7 +81,7 @@ def _free_title(db: apsw.Connection, title: str) -> str | None:
     return None
 
 
-def append_messages(db: apsw.Connection, c: AppendMessages) -> tuple[Message, int]:
+def append_messages(db: Connection, c: AppendMessages) -> tuple[Message, int]:
     count = len(c.messages)
     for name, values in (("timestamps", c.timestamps), ("token_counts", c.token_counts)):
         if values and len(values) != count:
@@ -132,7 +133,7 @@ _COUNT_WITH_USAGE = (
 )
 
 
-def _start_segment(db: apsw.Connection, session_id: str, segment: SegmentStart, first_message_id: int, now: float) -> None:
+def _start_segment(db: Connection, session_id: str, segment: SegmentStart, first_message_id: int, now: float) -> None:
     """The session's next segment begins at ``first_message_id`` (if this fails, the write's
     undo takes its messages back: the old segment stays the newest)."""
     db.execute(
@@ -147,7 +148,7 @@ Undo = tuple[str, tuple[object, ...]]
 """A statement and its arguments that take a change back."""
 
 
-def mark_turn(db: apsw.Connection, session_id: str, mark: TurnMark, now: float) -> Undo | None:
+def mark_turn(db: Connection, session_id: str, mark: TurnMark, now: float) -> Undo | None:
     """Record a turn's start or end in ``turns``; return how to take it back (None: nothing changed).
 
     ``started`` inserts a ``running`` row, refused if the turn is known already (a turn id is
@@ -186,7 +187,7 @@ def mark_turn(db: apsw.Connection, session_id: str, mark: TurnMark, now: float) 
     return None  # ended already: a turn ends once
 
 
-def end_session(db: apsw.Connection, c: EndSession) -> tuple[Message, int]:
+def end_session(db: Connection, c: EndSession) -> tuple[Message, int]:
     db.execute(
         "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
         (time.time() if c.ended_at is None else c.ended_at, c.end_reason, c.session_id),
@@ -195,7 +196,7 @@ def end_session(db: apsw.Connection, c: EndSession) -> tuple[Message, int]:
     return SessionEnded(session_id=c.session_id, token=c.token), 0
 
 
-def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message, int]:
+def update_totals(db: Connection, c: UpdateSessionTotals) -> tuple[Message, int]:
     title = c.title
     if title is not None and c.title_if_untitled:
         current = list(db.execute("SELECT title FROM sessions WHERE id = ?", (c.session_id,)))
@@ -220,7 +221,7 @@ def update_totals(db: apsw.Connection, c: UpdateSessionTotals) -> tuple[Message,
     return SessionTotalsUpdated(session_id=c.session_id, token=c.token), 0
 
 
-def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]:
+def delete_session(db: Connection, c: DeleteSession) -> tuple[Message, int]:
     # Asked of the table, not of db.changes(): that counts the last write of the batch, whatever it was.
     if db.execute("SELECT 1 FROM sessions WHERE id = ?", (c.session_id,)).fetchone() is None:
         raise Rejected(f"there is no session {c.session_id!r}")
@@ -233,7 +234,7 @@ def delete_session(db: apsw.Connection, c: DeleteSession) -> tuple[Message, int]
     return SessionDeleted(session_id=c.session_id, token=c.token, messages_deleted=deleted), 0
 
 
-def remove_last_turn(db: apsw.Connection, c: RemoveLastTurn) -> tuple[Message, int]:
+def remove_last_turn(db: Connection, c: RemoveLastTurn) -> tuple[Message, int]:
     rows = list(
         db.execute(
             f"SELECT id, content FROM messages WHERE session_id = ? AND role = 'user' AND id >= {LIVE_START} ORDER BY id DESC LIMIT 1",
@@ -259,9 +260,10 @@ def remove_last_turn(db: apsw.Connection, c: RemoveLastTurn) -> tuple[Message, i
     return TurnRemoved(session_id=c.session_id, token=c.token, removed=removed, text=text), 0
 
 
-def put_response(db: apsw.Connection, c: PutResponse) -> tuple[Message, int]:
+def put_response(db: Connection, c: PutResponse) -> tuple[Message, int]:
     db.execute(
-        "INSERT OR REPLACE INTO responses (id, session_id, created_at, body) VALUES (?, ?, ?, ?)",
+        "INSERT INTO responses (id, session_id, created_at, body) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, created_at = excluded.created_at, body = excluded.body",
         (c.response_id, c.session_id, c.created_at, c.body),
     )
     db.execute(
@@ -271,19 +273,19 @@ def put_response(db: apsw.Connection, c: PutResponse) -> tuple[Message, int]:
     return ResponseStored(response_id=c.response_id, token=c.token), 0
 
 
-def delete_response(db: apsw.Connection, c: DeleteResponse) -> tuple[Message, int]:
+def delete_response(db: Connection, c: DeleteResponse) -> tuple[Message, int]:
     db.execute("DELETE FROM responses WHERE id = ?", (c.response_id,))
     return ResponseDeleted(response_id=c.response_id, deleted=db.changes() > 0, token=c.token), 0
 
 
-def transaction_lost(db: apsw.Connection) -> bool:
+def transaction_lost(db: Connection) -> bool:
     try:
         return not db.in_transaction
     except apsw.Error:
         return True
 
 
-def _undo_inserts(db: apsw.Connection, ids: list[int], cause: Exception) -> None:
+def _undo_inserts(db: Connection, ids: list[int], cause: Exception) -> None:
     """Delete the rows a half-done append inserted (the FTS delete trigger follows)."""
     try:
         db.executemany("DELETE FROM messages WHERE id = ?", [(i,) for i in ids])
@@ -292,7 +294,7 @@ def _undo_inserts(db: apsw.Connection, ids: list[int], cause: Exception) -> None
         raise StoreConnectionBroken(msg) from cause
 
 
-def _undo(db: apsw.Connection, undo: Undo, cause: Exception) -> None:
+def _undo(db: Connection, undo: Undo, cause: Exception) -> None:
     """Take back a half-done append's turn mark."""
     try:
         db.execute(*undo)
@@ -301,7 +303,7 @@ def _undo(db: apsw.Connection, undo: Undo, cause: Exception) -> None:
         raise StoreConnectionBroken(msg) from cause
 
 
-def _require_session(db: apsw.Connection, session_id: str) -> None:
+def _require_session(db: Connection, session_id: str) -> None:
     if db.changes() == 0:
         msg = f"there is no session {session_id!r}; send CreateSession first"
         raise Rejected(msg)

