@@ -18,6 +18,7 @@ An approval prompt carries ✅ and ❌ reactions; the user's reaction on it (or 
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import ssl
 from pathlib import Path
@@ -120,8 +121,16 @@ class MatrixAdapter(GatewayAdapter):
             case WaitFinished(tag="sync", value=failure):
                 self.syncing = False
                 self.failed(failure, "sync")
-            case WaitFinished(tag="prompted", status="ok", value=(event_id, prompt)):
-                self.prompts[event_id] = prompt
+            case WaitFinished(tag="counted", status="ok", value=(data, counts)):
+                self.syncing = False
+                self.members.update(counts)
+                self.synced(data, counted=True)
+            case WaitFinished(tag="counted", value=failure):
+                self.syncing = False
+                self.failed(failure, "sync")  # the same sync again, later
+            case WaitFinished(tag="prompted", status="ok", value=(event_id, prompt, room_id)):
+                self.prompts[event_id] = prompt  # before the user can have seen it: their reaction finds it
+                self.start_wait(self._offer, room_id, event_id, tag="reacted", timeout=120.0)
             case WaitFinished(tag="prompted", error=error):
                 log.warning("gateway matrix: an approval prompt was not sent: %s", error)
             case WaitFinished(tag="joined" | "reacted", status=status, error=error):
@@ -143,9 +152,14 @@ class MatrixAdapter(GatewayAdapter):
         timeout = self.sync_timeout if self.since else 0.0  # the first sync only finds where "now" is
         self.start_wait(self._sync, self.since, timeout, tag="sync", timeout=timeout + 60.0)
 
-    def synced(self, data: Any) -> None:
-        batch = parse_sync(data if isinstance(data, dict) else {}, bot=self.user_id, members=self.members, prompts=self.prompts, history=not self.since)
+    def synced(self, data: Any, *, counted: bool = False) -> None:
+        data = data if isinstance(data, dict) else {}
+        batch = parse_sync(data, bot=self.user_id, members=self.members, prompts=self.prompts, history=not self.since, counted=counted)
         self.members.update(batch.members)
+        if batch.uncounted:  # a room whose size is not known: DM or group is decided after a count
+            self.syncing = True
+            self.start_wait(self._count, data, batch.uncounted, tag="counted", timeout=120.0)
+            return
         for invite in batch.invites:
             self.invited(invite)
         self.next_since = batch.next_batch or self.since
@@ -160,6 +174,13 @@ class MatrixAdapter(GatewayAdapter):
             self.start_wait(self._join, invite, tag="joined", timeout=120.0)
         else:
             log.info("gateway matrix: not joining %s: %s is not an allowed user", invite.room_id, invite.inviter)
+
+    async def _count(self, data: Any, rooms: tuple[str, ...]) -> tuple[Any, dict[str, int]]:
+        counts = {}
+        for room_id in rooms:
+            answer, _ = await self._retrying("GET", room_path(room_id, "joined_members"), None)
+            counts[room_id] = len(answer.get("joined") or {})
+        return data, counts
 
     async def _join(self, invite: Invite) -> None:
         await self._retrying("POST", f"/join/{invite.room_id.replace('#', '%23')}", {})
@@ -207,13 +228,12 @@ class MatrixAdapter(GatewayAdapter):
         prompt = Prompt(request=request.request_id[-40:], thread_id=message.thread_id)
         self.start_wait(self._prompt, message, text, prompt, tag="prompted", timeout=DELIVERY_DEADLINE)
 
-    async def _prompt(self, message: PlatformMessage, text: str, prompt: Prompt) -> tuple[str, Prompt]:
-        event_id, _ = await self._send(message, text, 0)
-        for key in ("✅", "❌"):  # the two answers, one tap away
-            relation = {"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id, "key": key}}
-            try:
-                await self._retrying("PUT", room_path(message.chat_id, "send", "m.reaction", txn_id(message, -1, event_id + key)), relation)
-            except CallFailed as exc:
-                log.info("gateway matrix: the %s reaction on a prompt was not added (%s)", key, exc)
-        return event_id, prompt
+    async def _prompt(self, message: PlatformMessage, text: str, prompt: Prompt) -> tuple[str, Prompt, str]:
+        return (await self._send(message, text, 0))[0], prompt, message.chat_id
 
+    async def _offer(self, room_id: str, event_id: str) -> None:
+        """The two answers as the bot's own reactions on the prompt, one tap away."""
+        for key in ("✅", "❌"):
+            relation = {"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id, "key": key}}
+            path = room_path(room_id, "send", "m.reaction", "hermes-" + hashlib.sha256(f"{event_id}{key}".encode()).hexdigest()[:40])
+            await self._retrying("PUT", path, relation)

@@ -125,6 +125,10 @@ class SyncBatch:
     invites: tuple[Invite, ...] = ()
     members: Mapping[str, int] = dataclasses.field(default_factory=dict)
     """Room id -> joined + invited members, where this sync said."""
+    uncounted: tuple[str, ...] = ()
+    """Rooms with messages whose member count is unknown or changed (a member event) and that
+    this sync did not count: count them (``joined_members``) and parse again, else a DM could
+    be taken for a group."""
 
 
 def _mentioned(content: dict[str, Any], bot: str) -> bool:
@@ -170,13 +174,15 @@ def _to_message(room_id: str, chat_type: Any, event: dict[str, Any], bot: str, p
     return PlatformMessage(**common, thread_id=thread, text=text, mentioned=mentioned, reply_to_bot=_replied_to_bot(content, relation, bot))
 
 
-def parse_sync(data: dict[str, Any], *, bot: str, members: Mapping[str, int], prompts: Mapping[str, Prompt], history: bool) -> SyncBatch:
+def parse_sync(data: dict[str, Any], *, bot: str, members: Mapping[str, int], prompts: Mapping[str, Prompt], history: bool, counted: bool = False) -> SyncBatch:
     """One ``/sync`` answer as the gateway's messages. ``history``: the first sync of a fresh
-    adapter, whose timelines are the rooms' past (skipped, only invites count)."""
+    adapter, whose timelines are the rooms' past (skipped, only invites count); ``counted``:
+    ``members`` was just counted for this answer (nothing is ``uncounted``)."""
     rooms = data.get("rooms") if isinstance(data.get("rooms"), dict) else {}
     assert isinstance(rooms, dict)
     counts: dict[str, int] = {}
     messages: list[PlatformMessage] = []
+    uncounted: list[str] = []
     for room_id, room in (rooms.get("join") or {}).items():
         summary = room.get("summary") or {}
         if "m.joined_member_count" in summary:
@@ -185,6 +191,10 @@ def parse_sync(data: dict[str, Any], *, bot: str, members: Mapping[str, int], pr
         chat_type = "dm" if 0 < known <= 2 else "group"
         if history:
             continue
+        timeline = [e for e in (room.get("timeline") or {}).get("events") or () if isinstance(e, dict)]
+        changed = any(e.get("type") == "m.room.member" for e in (*timeline, *((room.get("state") or {}).get("events") or ())) if isinstance(e, dict))
+        if not counted and room_id not in counts and (changed or room_id not in members) and any(e.get("type") == "m.room.message" for e in timeline):
+            uncounted.append(room_id)
         for event in (room.get("timeline") or {}).get("events") or ():
             message = _to_message(room_id, chat_type, event, bot, prompts) if isinstance(event, dict) else None
             if message is not None:
@@ -194,4 +204,6 @@ def parse_sync(data: dict[str, Any], *, bot: str, members: Mapping[str, int], pr
         for event in (room.get("invite_state") or {}).get("events") or ():
             if event.get("type") == "m.room.member" and event.get("state_key") == bot and (event.get("content") or {}).get("membership") == "invite":
                 invites.append(Invite(room_id=room_id, inviter=str(event.get("sender") or ""), direct=bool((event.get("content") or {}).get("is_direct"))))
+    if uncounted:
+        return SyncBatch(next_batch="", uncounted=tuple(uncounted), members=counts)
     return SyncBatch(next_batch=str(data.get("next_batch") or ""), messages=tuple(messages), invites=tuple(invites), members=counts)

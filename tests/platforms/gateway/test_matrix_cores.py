@@ -147,3 +147,13 @@ def test_matrix_config_comes_from_env_with_clear_errors(tmp_path: Path) -> None:
         _load(tmp_path, {"chunk_limit": 10}, env)
     with pytest.raises(ConfigError, match="no end-to-end encryption"):
         _load(tmp_path, {"encryption": True}, env)
+
+
+def test_a_room_of_unknown_size_or_with_a_member_change_is_counted_before_its_messages_are_decided() -> None:
+    unknown = parse_sync(_sync([_text("hi")], members=None), bot=BOT, members={}, prompts={}, history=False)
+    assert unknown.uncounted == ("!r:hermes.test",) and unknown.messages == () and unknown.next_batch == ""
+    joined = {"type": "m.room.member", "event_id": "$j", "sender": "@third:x", "state_key": "@third:x", "content": {"membership": "join"}}
+    changed = parse_sync(_sync([joined, _text("hi")], members=None), bot=BOT, members={"!r:hermes.test": 2}, prompts={}, history=False)
+    assert changed.uncounted == ("!r:hermes.test",)
+    recounted = parse_sync(_sync([joined, _text("hi")], members=None), bot=BOT, members={"!r:hermes.test": 3}, prompts={}, history=False, counted=True)
+    assert [m.chat_type for m in recounted.messages] == ["group"] and recounted.next_batch == "s2"

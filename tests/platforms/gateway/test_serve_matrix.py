@@ -78,7 +78,7 @@ def test_a_dm_turn_with_an_approval_answered_by_a_reaction_gets_exactly_one_html
     home = _home(tmp_path, model, synapse, bot, human)
     (home / "work").mkdir()
     rm = ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {home / 'work'}"}))
-    model.script([ToolCallsReply(calls=(rm,)), TextReply(content="**Cleaned** the `work` folder.")])
+    model.script([ToolCallsReply(calls=(rm,)), TextReply(content="**Cleaned** the `work` folder."), TextReply(content="pong")])
     with launched(home) as (process, base):
         room = _dm_with(human, bot)
         human.send(room, "clean the work folder")
@@ -86,11 +86,11 @@ def test_a_dm_turn_with_an_approval_answered_by_a_reaction_gets_exactly_one_html
         assert ask["content"]["body"].startswith("Approval needed: rm -rf") and "✅" in ask["content"]["body"]
         assert (home / "work").exists()  # nothing ran before the answer
         human.react(room, ask["event_id"], "✅")
-        human.send(room, "ping")  # its echo is the barrier: a second answer would come before it
+        human.send(room, "ping")  # its answer is the barrier: a second answer would come before it
         replies = human.wait_messages(room, bot.user_id, 3)
         health = httpx.get(f"{base}/health/detailed", headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE).json()
         _stop(process)
-    assert _bodies(replies)[1:] == ["**Cleaned** the `work` folder.", "echo: ping"]
+    assert _bodies(replies)[1:] == ["**Cleaned** the `work` folder.", "pong"]
     final = replies[1]["content"]
     assert final["format"] == "org.matrix.custom.html" and final["formatted_body"] == "<strong>Cleaned</strong> the <code>work</code> folder."
     assert not (home / "work").exists()  # it ran, after the reaction
@@ -106,7 +106,7 @@ def test_a_long_answer_is_chunked_and_a_message_synced_again_after_a_restart_is_
     home = _home(tmp_path, model, synapse, bot, human, chunk_limit=600)
     code = "\n".join(f"    print({i})  # line {i}" for i in range(40))
     long = "Here is the script:\n\n```python\n" + code + "\n```\n\nThat is all, **done**."
-    model.script([TextReply(content=long)])
+    model.script([TextReply(content=long), TextReply(content="back again")])
     with launched(home) as (process, _):
         room = _dm_with(human, bot)
         before = human.sync_once(0)  # a position before the message: the restarted bot syncs from it
@@ -122,11 +122,13 @@ def test_a_long_answer_is_chunked_and_a_message_synced_again_after_a_restart_is_
         assert body.count("```") % 2 == 0  # a fence cut is closed and opened again
         assert "<pre><code" in piece["content"]["formatted_body"] or "```" not in body
     (home / "gateway" / "matrix.since").write_text(before)  # the homeserver hands "the long one" out again
-    with launched(home) as (process, _):
+    with launched(home) as (process, base):
         human.send(room, "after the restart")
         replies = human.wait_messages(room, bot.user_id, total + 1)
+        health = httpx.get(f"{base}/health/detailed", headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE).json()
         _stop(process)
-    assert _bodies(replies)[total:] == ["echo: after the restart"]
+    assert _bodies(replies)[total:] == ["back again"]
+    assert health["platforms"][0]["duplicates"] >= 1  # "the long one" came again and was dropped
     asked = [r for r in model.requests if r.path == "/v1/chat/completions" and "the long one" in str(r.body["messages"][-1])]
     assert len(asked) == 1
 
