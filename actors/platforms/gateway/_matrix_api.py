@@ -95,7 +95,12 @@ def message_content(message: PlatformMessage, piece: str, *, first: bool) -> dic
         content["format"] = "org.matrix.custom.html"
         content["formatted_body"] = formatted
     if message.thread_id:
-        content["m.relates_to"] = {"rel_type": "m.thread", "event_id": message.thread_id, "is_falling_back": True, "m.in_reply_to": {"event_id": message.message_id}}
+        content["m.relates_to"] = {
+            "rel_type": "m.thread",
+            "event_id": message.thread_id,
+            "is_falling_back": True,
+            "m.in_reply_to": {"event_id": message.message_id},
+        }
     elif first and message.chat_type != "dm":
         content["m.relates_to"] = {"m.in_reply_to": {"event_id": message.message_id}}
     if first and message.chat_type != "dm":
@@ -155,7 +160,14 @@ def _to_message(room_id: str, chat_type: Any, event: dict[str, Any], bot: str, p
         return None
     relation = content.get("m.relates_to") if isinstance(content.get("m.relates_to"), dict) else {}
     assert isinstance(relation, dict)
-    common = {"platform": "matrix", "chat_type": chat_type, "chat_id": room_id, "user_id": sender, "user_name": sender[1:].split(":", 1)[0], "message_id": event_id}
+    common = {
+        "platform": "matrix",
+        "chat_type": chat_type,
+        "chat_id": room_id,
+        "user_id": sender,
+        "user_name": sender[1:].split(":", 1)[0],
+        "message_id": event_id,
+    }
     if event.get("type") == "m.reaction":
         prompt = prompts.get(str(relation.get("event_id") or ""))
         key = str(relation.get("key") or "").replace("\ufe0f", "")

@@ -145,7 +145,18 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
     if matrix is not None and matrix.enabled:  # _matrix_settings.py
         from ._matrix_settings import MatrixExtra, matrix_spec
 
-        specs.append(matrix_spec(_extra("matrix", matrix.extra, MatrixExtra), env, token=matrix.token, allowed=common_allowed, allow_all=allow_all, home=home, hubs=hubs, senders=senders))
+        specs.append(
+            matrix_spec(
+                _extra("matrix", matrix.extra, MatrixExtra),
+                env,
+                token=matrix.token,
+                allowed=common_allowed,
+                allow_all=allow_all,
+                home=home,
+                hubs=hubs,
+                senders=senders,
+            )
+        )
     webhook = platforms.get("webhook")
     if (webhook is not None and webhook.enabled) or _yes(env.get("WEBHOOK_ENABLED")):
         extra = _extra("webhook", webhook.extra if webhook is not None else {}, WebhookExtra)

@@ -40,7 +40,16 @@ def _config(root: Path, port: int) -> str:
     config = {
         "server_name": SERVER_NAME,
         "pid_file": str(root / "homeserver.pid"),
-        "listeners": [{"port": port, "bind_addresses": ["127.0.0.1"], "type": "http", "tls": False, "x_forwarded": False, "resources": [{"names": ["client"], "compress": False}]}],
+        "listeners": [
+            {
+                "port": port,
+                "bind_addresses": ["127.0.0.1"],
+                "type": "http",
+                "tls": False,
+                "x_forwarded": False,
+                "resources": [{"names": ["client"], "compress": False}],
+            }
+        ],
         "database": {"name": "sqlite3", "args": {"database": str(root / "homeserver.db")}},
         "media_store_path": str(root / "media"),
         "signing_key_path": str(root / "signing.key"),
@@ -149,7 +158,12 @@ class MatrixUser:
 
     def call(self, method: str, path: str, body: Any = None, **params: str) -> Any:
         answer = httpx.request(
-            method, f"{self.base_url}/_matrix/client/v3{path}", json=body, params=params, headers={"authorization": f"Bearer {self.token}"}, timeout=DEADLINE + 5
+            method,
+            f"{self.base_url}/_matrix/client/v3{path}",
+            json=body,
+            params=params,
+            headers={"authorization": f"Bearer {self.token}"},
+            timeout=DEADLINE + 5,
         )
         assert answer.status_code == 200, answer.text
         return answer.json()

@@ -33,7 +33,7 @@ def test_fences_headings_quotes_and_lines_become_blocks_and_breaks() -> None:
     text = "# Title\nline one\nline two\n```python\nif a < b:\n    print('**x**')\n```\n> quoted *word*\nend"
     assert to_matrix_html(text) == (
         "<h1>Title</h1>line one<br>line two"
-        '<pre><code class="language-python">if a &lt; b:\n    print(\'**x**\')\n</code></pre>'
+        "<pre><code class=\"language-python\">if a &lt; b:\n    print('**x**')\n</code></pre>"
         "<blockquote>quoted <em>word</em></blockquote>end"
     )
 
@@ -99,7 +99,11 @@ def test_a_thread_names_its_root_and_a_reaction_on_a_prompt_answers_its_request(
 
 
 def test_the_first_sync_skips_history_but_takes_invites_and_member_counts() -> None:
-    invite = {"!new:hermes.test": {"invite_state": {"events": [{"type": "m.room.member", "state_key": BOT, "sender": ME, "content": {"membership": "invite", "is_direct": True}}]}}}
+    invite = {
+        "!new:hermes.test": {
+            "invite_state": {"events": [{"type": "m.room.member", "state_key": BOT, "sender": ME, "content": {"membership": "invite", "is_direct": True}}]}
+        }
+    }
     batch = parse_sync(_sync([_text("old news")], invites=invite), bot=BOT, members={}, prompts={}, history=True)
     assert batch.messages == () and batch.members == {"!r:hermes.test": 2}
     (seen,) = batch.invites
@@ -108,14 +112,19 @@ def test_the_first_sync_skips_history_but_takes_invites_and_member_counts() -> N
     assert later.messages[0].chat_type == "dm"  # the count from an earlier sync
 
 
+def _failure(status: int, body: bytes, headers: dict[str, str] | None = None) -> CallFailed:
+    with pytest.raises(CallFailed) as raised:
+        parse_answer(status, body, headers)
+    return raised.value
+
+
 def test_a_rate_limit_waits_retry_after_ms_and_other_errors_name_their_errcode() -> None:
-    limited = pytest.raises(CallFailed, parse_answer, 429, b'{"errcode":"M_LIMIT_EXCEEDED","error":"Too many requests","retry_after_ms":1500}').value
+    limited = _failure(429, b'{"errcode":"M_LIMIT_EXCEEDED","error":"Too many requests","retry_after_ms":1500}')
     assert (limited.status, limited.retry_after, retry_delay(limited, 1)) == (429, 1.5, 1.5)
-    header = pytest.raises(CallFailed, parse_answer, 429, b'{"errcode":"M_LIMIT_EXCEEDED"}', {"retry-after": "2"}).value
-    assert header.retry_after == 2.0
-    refused = pytest.raises(CallFailed, parse_answer, 401, b'{"errcode":"M_UNKNOWN_TOKEN","error":"Invalid access token"}').value
+    assert _failure(429, b'{"errcode":"M_LIMIT_EXCEEDED"}', {"retry-after": "2"}).retry_after == 2.0
+    refused = _failure(401, b'{"errcode":"M_UNKNOWN_TOKEN","error":"Invalid access token"}')
     assert str(refused) == "HTTP 401: M_UNKNOWN_TOKEN: Invalid access token" and retry_delay(refused, 1) is None
-    gateway = pytest.raises(CallFailed, parse_answer, 502, b"<html>bad gateway</html>").value
+    gateway = _failure(502, b"<html>bad gateway</html>")
     assert gateway.status == 502 and retry_delay(gateway, 1) is not None
 
 
