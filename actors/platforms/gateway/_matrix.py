@@ -10,7 +10,7 @@ Invites from allowed users, and direct-message invites from anyone (so an unknow
 pairing code), are joined. Replies are Markdown bodies with Matrix HTML (``formatted_body``),
 cut at ``chunk_limit`` UTF-8 bytes, each piece sent with a transaction id derived from the
 message it answers and the piece (:func:`txn_id`): the homeserver keeps a device's
-transaction ids, so a piece sent again (a retry after a lost answer, a restarted adapter's
+transaction ids (Synapse: 24 hours), so a piece sent again (a retry after a lost answer, a restarted adapter's
 outbox after a crash between the send and ``mark_sent``) is the same event, not a second one.
 An approval prompt carries ✅ and ❌ reactions; the user's reaction on it (or ``/approve``,
 ``/deny``) answers it. 429 ``M_LIMIT_EXCEEDED`` waits ``retry_after_ms``, 5xx back off.
@@ -118,6 +118,11 @@ class MatrixAdapter(GatewayAdapter):
                 if self.state != "running":
                     self.set_state("running", self.user_id)
                 self.synced(data)
+            case WaitFinished(tag="sync", value=CallFailed(status=400, description=why)) if "M_UNKNOWN_POS" in why or "Invalid stream token" in why:
+                self.syncing = False  # the homeserver forgot our position (a reset database): start from now
+                log.warning("gateway matrix: the homeserver does not know the saved sync position (%s); syncing from now on", why)
+                self.since = ""
+                self.sync()
             case WaitFinished(tag="sync", value=failure):
                 self.syncing = False
                 self.failed(failure, "sync")

@@ -133,10 +133,14 @@ def test_a_long_answer_is_chunked_and_a_message_synced_again_after_a_restart_is_
     assert len(asked) == 1
 
 
-def test_an_unknown_user_gets_only_a_pairing_code_until_approved(tmp_path: Path, model: ModelServer, synapse: Synapse) -> None:
+def test_an_unknown_user_gets_only_a_pairing_code_until_approved_and_a_stale_sync_position_is_dropped(
+    tmp_path: Path, model: ModelServer, synapse: Synapse
+) -> None:
     bot, owner = _users(synapse)
     stranger = synapse.register(f"stranger{uuid.uuid4().hex[:8]}")
     home = _home(tmp_path, model, synapse, bot, owner)
+    (home / "gateway").mkdir()
+    (home / "gateway" / "matrix.since").write_text("s999_from_another_database")  # refused: the adapter syncs from now
     env = {k: v for k, v in os.environ.items() if k not in CLEARED} | {"HERMES_HOME": str(home)}
     with launched(home) as (process, _):
         room = _dm_with(stranger, bot)  # a direct invite is joined from anyone: the pairing code needs the room
