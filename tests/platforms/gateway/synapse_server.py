@@ -6,6 +6,8 @@ for the human side (register, rooms, send, react, wait for the bot's messages by
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import secrets
 import signal
@@ -34,7 +36,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _config(root: Path, port: int) -> str:
+def _config(root: Path, port: int, shared_secret: str) -> str:
     import yaml  # synapse's own dependency (PyYAML)
 
     config = {
@@ -53,7 +55,7 @@ def _config(root: Path, port: int) -> str:
         "database": {"name": "sqlite3", "args": {"database": str(root / "homeserver.db")}},
         "media_store_path": str(root / "media"),
         "signing_key_path": str(root / "signing.key"),
-        "registration_shared_secret": secrets.token_hex(16),
+        "registration_shared_secret": shared_secret,
         "macaroon_secret_key": secrets.token_hex(16),
         "form_secret": secrets.token_hex(16),
         "report_stats": False,
@@ -87,10 +89,12 @@ class Synapse:
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
+        self.shared_secret = secrets.token_hex(16)
+        self._admin: MatrixUser | None = None
 
     def start(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        (self.root / "homeserver.yaml").write_text(_config(self.root, self.port))
+        (self.root / "homeserver.yaml").write_text(_config(self.root, self.port, self.shared_secret))
         _signing_key(self.root / "signing.key")
         log = (self.root / "synapse.log").open("wb")
         self.process = subprocess.Popen(
@@ -134,6 +138,28 @@ class Synapse:
         answer.raise_for_status()
         data = answer.json()
         return MatrixUser(self.base_url, data["user_id"], data["access_token"])
+
+    def admin(self) -> MatrixUser:
+        """An admin user, registered once through the shared-secret admin API."""
+        if self._admin is None:
+            url = f"{self.base_url}/_synapse/admin/v1/register"
+            nonce = httpx.get(url, timeout=DEADLINE).json()["nonce"]
+            name, password = f"admin{secrets.token_hex(4)}", secrets.token_hex(8)
+            mac = hmac.new(self.shared_secret.encode(), b"\0".join([nonce.encode(), name.encode(), password.encode(), b"admin"]), hashlib.sha1).hexdigest()
+            answer = httpx.post(url, json={"nonce": nonce, "username": name, "password": password, "admin": True, "mac": mac}, timeout=DEADLINE)
+            answer.raise_for_status()
+            self._admin = MatrixUser(self.base_url, answer.json()["user_id"], answer.json()["access_token"])
+        return self._admin
+
+    def limit_messages(self, user: MatrixUser, *, per_second: float, burst: int) -> None:
+        """The homeserver's own message rate limit for ``user`` (429 ``M_LIMIT_EXCEEDED`` past it)."""
+        answer = httpx.post(
+            f"{self.base_url}/_synapse/admin/v1/users/{quote(user.user_id)}/override_ratelimit",
+            json={"messages_per_second": per_second, "burst_count": burst},
+            headers={"authorization": f"Bearer {self.admin().token}"},
+            timeout=DEADLINE,
+        )
+        answer.raise_for_status()
 
 
 @contextlib.contextmanager

@@ -101,20 +101,25 @@ def test_a_dm_turn_with_an_approval_answered_by_a_reaction_gets_exactly_one_html
     assert adapter["answered"] >= 1 and adapter["chats"] >= 0
 
 
-def test_a_long_answer_is_chunked_and_a_message_synced_again_after_a_restart_is_answered_once(tmp_path: Path, model: ModelServer, synapse: Synapse) -> None:
+def test_a_long_answer_is_chunked_through_429s_and_a_message_synced_again_after_a_restart_is_answered_once(
+    tmp_path: Path, model: ModelServer, synapse: Synapse
+) -> None:
     bot, human = _users(synapse)
+    synapse.limit_messages(bot, per_second=2, burst=1)  # the second piece meets a 429 with retry_after_ms
     home = _home(tmp_path, model, synapse, bot, human, chunk_limit=600)
     code = "\n".join(f"    print({i})  # line {i}" for i in range(40))
     long = "Here is the script:\n\n```python\n" + code + "\n```\n\nThat is all, **done**."
     model.script([TextReply(content=long), TextReply(content="back again")])
-    with launched(home) as (process, _):
+    with launched(home) as (process, base):
         room = _dm_with(human, bot)
         before = human.sync_once(0)  # a position before the message: the restarted bot syncs from it
         human.send(room, "the long one")
         (first,) = human.wait_messages(room, bot.user_id, 1)
         total = int(re.search(r"\(1/(\d+)\)$", first["content"]["body"]).group(1))  # type: ignore[union-attr]
         pieces = human.wait_messages(room, bot.user_id, total)
+        first_health = httpx.get(f"{base}/health/detailed", headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE).json()
         _stop(process)
+    assert first_health["platforms"][0]["send_retries"] >= 1
     assert total > 1
     for i, piece in enumerate(pieces, 1):
         body = piece["content"]["body"]
