@@ -73,12 +73,14 @@ def _bodies(events: list[dict[str, object]]) -> list[str]:
     return [str(e["content"]["body"]) for e in events]  # type: ignore[index]
 
 
-def test_a_dm_turn_with_an_approval_answered_by_a_reaction_gets_exactly_one_html_reply(tmp_path: Path, model: ModelServer, synapse: Synapse) -> None:
+def test_a_dm_turn_with_an_approval_answered_by_a_reaction_gets_exactly_one_html_reply_and_a_thread_is_answered_in_it(
+    tmp_path: Path, model: ModelServer, synapse: Synapse
+) -> None:
     bot, human = _users(synapse)
     home = _home(tmp_path, model, synapse, bot, human)
     (home / "work").mkdir()
     rm = ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {home / 'work'}"}))
-    model.script([ToolCallsReply(calls=(rm,)), TextReply(content="**Cleaned** the `work` folder."), TextReply(content="pong")])
+    model.script([ToolCallsReply(calls=(rm,)), TextReply(content="**Cleaned** the `work` folder."), TextReply(content="pong"), TextReply(content="threaded")])
     with launched(home) as (process, base):
         room = _dm_with(human, bot)
         human.send(room, "clean the work folder")
@@ -88,12 +90,19 @@ def test_a_dm_turn_with_an_approval_answered_by_a_reaction_gets_exactly_one_html
         human.react(room, ask["event_id"], "✅")
         human.send(room, "ping")  # its answer is the barrier: a second answer would come before it
         replies = human.wait_messages(room, bot.user_id, 3)
+        root = replies[2]["event_id"]
+        human.send(
+            room, "about that", **{"m.relates_to": {"rel_type": "m.thread", "event_id": root, "is_falling_back": True, "m.in_reply_to": {"event_id": root}}}
+        )
+        threaded = human.wait_messages(room, bot.user_id, 4)[3]
         health = httpx.get(f"{base}/health/detailed", headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE).json()
         _stop(process)
     assert _bodies(replies)[1:] == ["**Cleaned** the `work` folder.", "pong"]
     final = replies[1]["content"]
     assert final["format"] == "org.matrix.custom.html" and final["formatted_body"] == "<strong>Cleaned</strong> the <code>work</code> folder."
     assert not (home / "work").exists()  # it ran, after the reaction
+    assert threaded["content"]["body"] == "threaded" and threaded["content"]["m.relates_to"]["rel_type"] == "m.thread"
+    assert threaded["content"]["m.relates_to"]["event_id"] == root  # answered in the thread, its own session
     bot_reactions = {e["content"]["m.relates_to"]["key"] for e in human.from_user(room, bot.user_id, "m.reaction")}
     assert bot_reactions == {"✅", "❌"}  # the two answers offered on the prompt
     (adapter,) = health["platforms"]
