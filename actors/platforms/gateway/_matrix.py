@@ -68,6 +68,9 @@ class MatrixAdapter(GatewayAdapter):
         self.prompts: dict[str, Prompt] = {}
         """Approval prompt event id -> the request a reaction on it answers."""
 
+    def scheduled_sender(self) -> Any:
+        return matrix_sender(self.homeserver, self.token)
+
     # -- calls ----------------------------------------------------------------------------
 
     async def _call(self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None, timeout: float = 30.0) -> Any:
@@ -242,3 +245,36 @@ class MatrixAdapter(GatewayAdapter):
             relation = {"m.relates_to": {"rel_type": "m.annotation", "event_id": event_id, "key": key}}
             path = room_path(room_id, "send", "m.reaction", "hermes-" + hashlib.sha256(f"{event_id}{key}".encode()).hexdigest()[:40])
             await self._retrying("PUT", path, relation)
+
+
+def split_target(chat_id: str, thread_id: str) -> tuple[str, str]:
+    """The room and thread of a scheduled job's ``matrix:<room id>[:<thread root>]`` target: room
+    ids hold a ``:`` themselves (``!abc:example.org``), so the scheduler's split is undone and
+    cut again before the thread root, an event id (``$...``)."""
+    joined = f"{chat_id}:{thread_id}" if thread_id else chat_id
+    room, _, thread = joined.partition(":$")
+    return room, f"${thread}" if thread else ""
+
+
+def matrix_sender(homeserver: str, token: str) -> Any:
+    """``send(chat_id, thread_id, text, media)`` for scheduled jobs' answers: the text in pieces
+    as Matrix HTML, each with a txn id derived from the answer (a retried delivery is the same
+    event); ``MEDIA:`` files are named in a last line (uploads are not built)."""
+    from actors.scheduler._delivery import DeliveryFailed
+
+    from ._chunks import chunk_text
+
+    async def send(chat_id: str, thread_id: str, text: str, media: tuple[str, ...]) -> None:
+        room, thread = split_target(chat_id, thread_id)
+        if media:
+            text = "\n".join([text, *(f"(attachment not sent: {path})" for path in media)]).strip()
+        target = PlatformMessage(platform="matrix", chat_type="dm", chat_id=room, thread_id=thread, user_id="", message_id=thread or "cron", text="")
+        try:
+            async with httpx.AsyncClient() as client:
+                for i, piece in enumerate(chunk_text(text, MATRIX_LIMIT, utf8_bytes) if text else []):
+                    path = room_path(room, "send", "m.room.message", txn_id(target, i, f"cron\0{text}\0{piece}"))
+                    await call(client, homeserver, token, "PUT", path, body=message_content(target, piece, first=i == 0), timeout=30.0)
+        except CallFailed as failure:
+            raise DeliveryFailed(f"matrix room {room}: {failure}", retry=retry_delay(failure, 1) is not None) from None
+
+    return send

@@ -13,6 +13,7 @@ from actors.agent import ConfigError, HubRegistry
 from actors.config import HermesConfig
 from actors.config._schema import PlatformEntry
 from actors.platforms.gateway import AccessPolicy, decide_access, load_gateway
+from actors.platforms.gateway._matrix import split_target
 from actors.platforms.gateway._matrix_api import Prompt, message_content, parse_answer, parse_sync, txn_id
 from actors.platforms.gateway._matrix_html import to_matrix_html
 from actors.platforms.gateway._retry import CallFailed, retry_delay
@@ -166,3 +167,9 @@ def test_a_room_of_unknown_size_or_with_a_member_change_is_counted_before_its_me
     assert changed.uncounted == ("!r:hermes.test",)
     recounted = parse_sync(_sync([joined, _text("hi")], members=None), bot=BOT, members={"!r:hermes.test": 3}, prompts={}, history=False, counted=True)
     assert [m.chat_type for m in recounted.messages] == ["group"] and recounted.next_batch == "s2"
+
+
+def test_a_scheduled_target_gets_its_room_id_and_thread_back_from_the_schedulers_split() -> None:
+    assert split_target("!abc", "example.org") == ("!abc:example.org", "")
+    assert split_target("!abc:example.org", "$root") == ("!abc:example.org", "$root")
+    assert split_target("!abc:example.org:$root", "") == ("!abc:example.org", "$root")

@@ -17,7 +17,9 @@ import httpx
 import pytest
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
+from actors.platforms.gateway._matrix import matrix_sender
 from actors.platforms.gateway._matrix_api import call, message_content, room_path, txn_id
+from actors.scheduler._delivery import parse_target
 from protocols import PlatformMessage
 from tests.conftest import DEADLINE
 from tests.platforms.gateway.synapse_server import MatrixUser, Synapse, running_synapse
@@ -184,3 +186,17 @@ async def test_a_piece_sent_again_with_its_txn_id_is_one_event_on_the_homeserver
     human.send(room, "barrier")  # after the sends: once it is seen, both sends were
     human.wait_messages(room, human.user_id, 1)
     assert _bodies(human.from_user(room, bot.user_id)) == ["the answer"]
+
+
+async def test_a_scheduled_answer_for_a_matrix_room_target_arrives_once_even_when_delivered_twice(synapse: Synapse) -> None:
+    bot, human = _users(synapse)
+    room = human.create_room([bot.user_id], direct=True)
+    bot.join(room)
+    target = parse_target(f"matrix:{room}")  # the room id's own ':' is split off by the target syntax
+    send = matrix_sender(synapse.base_url, bot.token)
+    for _ in range(2):  # the scheduler retrying an answer whose first delivery's outcome was lost
+        await send(target.chat_id, target.thread_id, "Daily **report**", ())
+    human.send(room, "barrier")
+    human.wait_messages(room, human.user_id, 1)
+    (answer,) = human.from_user(room, bot.user_id)
+    assert answer["content"]["formatted_body"] == "Daily <strong>report</strong>"
