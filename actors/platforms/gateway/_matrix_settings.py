@@ -38,7 +38,7 @@ class MatrixExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     allowed_users: list[str] = []
     busy_policy: Literal["interrupt", "queue", "steer"] = "queue"
     require_mention: bool = True
-    sync_timeout: Annotated[float, msgspec.Meta(ge=0, le=600)] = 30.0
+    sync_timeout: Annotated[float, msgspec.Meta(ge=1, le=600)] = 30.0
     chunk_limit: Annotated[int, msgspec.Meta(ge=500, le=60_000)] = MATRIX_LIMIT
     """Bytes of one message's body (Matrix refuses events over 64 KiB; the HTML counts too)."""
     encryption: bool = False
