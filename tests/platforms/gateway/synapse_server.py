@@ -14,6 +14,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +26,7 @@ import httpx
 from tests.conftest import DEADLINE
 
 START_DEADLINE = 60.0
-"""Seconds Synapse may take to answer its first request (its start is ~2.5 s on an idle machine)."""
+"""Seconds Synapse may take to say it listens (its start is ~2.5 s on an idle machine)."""
 SERVER_NAME = "hermes.test"
 _LOOSE = {"per_second": 10_000, "burst_count": 10_000}
 
@@ -89,6 +90,7 @@ class Synapse:
         self.port = _free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
+        self._drain = threading.Thread()
         self.shared_secret = secrets.token_hex(16)
         self._admin: MatrixUser | None = None
 
@@ -96,27 +98,34 @@ class Synapse:
         self.root.mkdir(parents=True, exist_ok=True)
         (self.root / "homeserver.yaml").write_text(_config(self.root, self.port, self.shared_secret))
         _signing_key(self.root / "signing.key")
-        log = (self.root / "synapse.log").open("wb")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "synapse.app.homeserver", "-c", str(self.root / "homeserver.yaml")],
-            stdout=log,
+            stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             cwd=self.root,
             start_new_session=True,
         )
-        log.close()
-        deadline = time.monotonic() + START_DEADLINE
-        while True:  # a bounded poll of a process that announces nothing else
-            if self.process.poll() is not None:
-                raise RuntimeError(f"synapse exited with {self.process.returncode}:\n{(self.root / 'synapse.log').read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{self.base_url}/_matrix/client/versions", timeout=1.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"synapse did not answer within {START_DEADLINE:g} s:\n{(self.root / 'synapse.log').read_text()[-3000:]}")
-            time.sleep(0.05)
+        ready = threading.Event()
+        self._drain = threading.Thread(target=self._copy_log, args=(self.process, ready), daemon=True)
+        self._drain.start()
+        if not ready.wait(START_DEADLINE):
+            raise RuntimeError(f"synapse did not start listening within {START_DEADLINE:g} s:\n{self._log_tail()}")
+        if self.process.poll() is not None:
+            raise RuntimeError(f"synapse exited with {self.process.returncode}:\n{self._log_tail()}")
+
+    def _copy_log(self, process: subprocess.Popen[bytes], ready: threading.Event) -> None:
+        """Synapse's output into ``synapse.log``; ``ready`` once it listens (or its output ends)."""
+        assert process.stdout is not None
+        with (self.root / "synapse.log").open("wb") as log:
+            for line in process.stdout:
+                log.write(line)
+                log.flush()
+                if b"Synapse now listening on TCP port" in line:
+                    ready.set()
+        ready.set()
+
+    def _log_tail(self) -> str:
+        return (self.root / "synapse.log").read_text(errors="replace")[-3000:]
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
@@ -127,6 +136,10 @@ class Synapse:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait(timeout=DEADLINE)
+        if self.process is not None:
+            self._drain.join(timeout=DEADLINE)
+            if self.process.stdout is not None:
+                self.process.stdout.close()
 
     def register(self, name: str) -> MatrixUser:
         """A new user on this server (open registration, the dummy flow)."""
