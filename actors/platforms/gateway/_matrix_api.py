@@ -6,8 +6,9 @@ A failure is ``{"errcode": "M_...", "error": "..."}`` with an HTTP status; a 429
 ``M_LIMIT_EXCEEDED`` says ``retry_after_ms`` (or a ``Retry-After`` header). Each becomes
 :class:`CallFailed` (status 0 for a transport error).
 
-Rooms are chats: a room of two (joined + invited, from the sync ``summary``, which Synapse
-sends with every room when members are lazy-loaded) is a ``dm``, a larger one a ``group``; an
+Rooms are chats: a room of two (joined + invited, from the sync ``summary`` when it has one;
+Synapse leaves it out of some incremental syncs, so a room of unknown size is counted first)
+is a ``dm``, a larger one a ``group``; an
 ``m.thread`` relation names the thread (its root event). A reaction on one of the bot's
 approval prompts becomes the text ``/approve #<request>`` or ``/deny #<request>``.
 """
@@ -37,7 +38,7 @@ SYNC_FILTER = json.dumps(
     },
     separators=(",", ":"),
 )
-"""Lazy-loaded members: Synapse then sends each room's member counts (``summary``)."""
+"""Lazy-loaded members: Synapse then sends rooms' member counts (``summary``), mostly."""
 MAX_EVENT_BYTES = 60_000
 """Matrix refuses events over 65,536 bytes; past this the HTML is left out (the body goes plain)."""
 APPROVE_KEYS = frozenset({"✅", "✔", "👍"})
