@@ -32,7 +32,7 @@ from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFini
 
 from ._adapter import DELIVERY_DEADLINE, GatewayAdapter, approval_text
 from ._dedup import SeenLog
-from ._matrix_api import SYNC_FILTER, Invite, Prompt, call, message_content, parse_sync, room_path, txn_id
+from ._matrix_api import SYNC_FILTER, Invite, Prompt, call, message_content, parse_sync, room_path, should_join, txn_id
 from ._retry import CallFailed, retry_delay
 
 log = logging.getLogger(__name__)
@@ -178,7 +178,7 @@ class MatrixAdapter(GatewayAdapter):
         self.sync()
 
     def invited(self, invite: Invite) -> None:
-        if invite.direct or self.policy.allow_all or invite.inviter in self.policy.allowed:
+        if should_join(invite, self.policy.allowed, self.policy.allow_all):
             self.start_wait(self._join, invite, tag="joined", timeout=120.0)
         else:
             log.info("gateway matrix: not joining %s: %s is not an allowed user", invite.room_id, invite.inviter)

@@ -116,6 +116,12 @@ class Invite:
     direct: bool
 
 
+def should_join(invite: Invite, allowed: frozenset[str], allow_all: bool) -> bool:
+    """Join a room an allowed user invites the bot to, and any direct chat (its unknown user
+    then gets a pairing code there and nothing else); not a group an unknown user opens."""
+    return invite.direct or allow_all or invite.inviter in allowed
+
+
 @dataclasses.dataclass(frozen=True)
 class Prompt:
     """An approval prompt the bot sent: a reaction on it answers ``request`` (the request id's tail)."""

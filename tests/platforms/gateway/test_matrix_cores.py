@@ -14,7 +14,7 @@ from actors.config import HermesConfig
 from actors.config._schema import PlatformEntry
 from actors.platforms.gateway import AccessPolicy, decide_access, load_gateway
 from actors.platforms.gateway._matrix import split_target
-from actors.platforms.gateway._matrix_api import Prompt, message_content, parse_answer, parse_sync, txn_id
+from actors.platforms.gateway._matrix_api import Invite, Prompt, message_content, parse_answer, parse_sync, should_join, txn_id
 from actors.platforms.gateway._matrix_html import to_matrix_html
 from actors.platforms.gateway._retry import CallFailed, retry_delay
 from protocols import PlatformMessage
@@ -173,3 +173,11 @@ def test_a_scheduled_target_gets_its_room_id_and_thread_back_from_the_schedulers
     assert split_target("!abc", "example.org") == ("!abc:example.org", "")
     assert split_target("!abc:example.org", "$root") == ("!abc:example.org", "$root")
     assert split_target("!abc:example.org:$root", "") == ("!abc:example.org", "$root")
+
+
+def test_the_bot_joins_rooms_of_allowed_users_and_direct_chats_but_not_an_unknown_users_group() -> None:
+    allowed = frozenset({ME})
+    assert should_join(Invite(room_id="!a:x", inviter=ME, direct=False), allowed, False)
+    assert should_join(Invite(room_id="!b:x", inviter="@who:x", direct=True), allowed, False)
+    assert not should_join(Invite(room_id="!c:x", inviter="@who:x", direct=False), allowed, False)
+    assert should_join(Invite(room_id="!c:x", inviter="@who:x", direct=False), allowed, True)
