@@ -122,7 +122,7 @@ class DelegationSection(msgspec.Struct, frozen=True, kw_only=True):
 
 class PlatformEntry(msgspec.Struct, frozen=True, kw_only=True):
     """``platforms.<name>:`` in Hermes's layout; the gateway (``actors/platforms/gateway``) reads
-    ``telegram`` and ``webhook`` and types their ``extra`` there (errors name the key)."""
+    ``telegram``, ``matrix`` and ``webhook`` and types their ``extra`` there (errors name the key)."""
 
     enabled: bool = False
     token: str = ""

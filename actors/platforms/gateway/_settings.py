@@ -50,7 +50,7 @@ from ._telegram import TelegramAdapter
 from ._telegram_stream import StreamSettings
 from ._webhook import Route, WebhookAdapter
 
-SUPPORTED = ("telegram", "webhook")
+SUPPORTED = ("matrix", "telegram", "webhook")
 
 
 class TelegramExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -193,6 +193,25 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
             "tz": tz,
         }
         specs.append(ChildSpec(id="telegram", actor=TelegramAdapter, kwargs=kwargs))
+    matrix = platforms.get("matrix")
+    if matrix is not None and matrix.enabled:  # _matrix_settings.py
+        from ._matrix_settings import MatrixExtra, matrix_spec
+
+        specs.append(
+            matrix_spec(
+                _extra("matrix", matrix.extra, MatrixExtra),
+                env,
+                token=matrix.token,
+                allowed=common_allowed,
+                allow_all=allow_all,
+                home=home,
+                hubs=hubs,
+                senders=senders,
+                hooks=hooks,
+                resets=config.session_reset,
+                tz=tz,
+            )
+        )
     webhook = platforms.get("webhook")
     if (webhook is not None and webhook.enabled) or _yes(env.get("WEBHOOK_ENABLED")):
         extra = _extra("webhook", webhook.extra if webhook is not None else {}, WebhookExtra)
