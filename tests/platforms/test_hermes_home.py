@@ -95,20 +95,22 @@ def test_a_hermes_home_is_served_as_it_is_with_its_sessions_soul_memories_and_sk
         model_server.script(
             [
                 ToolCallsReply(calls=(ScriptedCall(name="session_search", arguments=json.dumps({"query": "quokka migration"})),)),
+                TextReply(content="They planned to move the quokkas."),  # session_search's summary of the old session
                 TextReply(content="Found it."),
             ]
         )
         fresh = client.chat.completions.create(model="hermes-agent", messages=[{"role": "user", "content": "did we talk about quokkas before?"}])
         assert fresh.choices[0].message.content == "Found it."
         client.close()
-        first, second = model_server.requests[-2:]
+        first, summary, second = model_server.requests[-3:]
+        assert OLD_WORDS in json.dumps(summary.body["messages"])  # the old session's text went to the summariser
         prompt = _system(first)
         assert prompt.startswith(SOUL + "\n")
         assert "You are Hermes" not in prompt
         assert "three quokkas" in prompt and "Name: Robin" in prompt
         assert "feeding-schedule" in prompt
         result = next(m for m in second.body["messages"] if m["role"] == "tool")
-        assert OLD in _text(result["content"]) and "quokka" in _text(result["content"]).lower()
+        assert OLD in _text(result["content"]) and "They planned to move the quokkas." in _text(result["content"])
 
         process.send_signal(signal.SIGTERM)
         stdout, stderr = process.communicate(timeout=DEADLINE)
