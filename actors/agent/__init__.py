@@ -11,6 +11,9 @@ from ._caching import PromptCaching as PromptCaching
 from ._config import ConfigError as ConfigError
 from ._config import hermes_home as hermes_home
 from ._config import load_model_settings as load_model_settings
+from ._deps_table import DepsTable as DepsTable
+from ._deps_table import deps_for as deps_for
+from ._deps_table import platform_of as platform_of
 from ._hub import HubRegistry as HubRegistry
 from ._hub import SessionHub as SessionHub
 from ._loading import build_system_prompt as build_system_prompt
@@ -28,6 +31,7 @@ from ._tools import Workspace as Workspace
 from ._tree import agent_specs as agent_specs
 from ._tree import build_agent_runtime as build_agent_runtime
 from ._tree import reader_opener as reader_opener
+from ._tree import sessions_argument as sessions_argument
 from ._tree import start_agent_runtime as start_agent_runtime
 
 __all__ = [
@@ -35,6 +39,7 @@ __all__ = [
     "ApprovalGate",
     "ApprovalSettings",
     "ConfigError",
+    "DepsTable",
     "HubRegistry",
     "MachineConfig",
     "ModelClients",
@@ -53,11 +58,14 @@ __all__ = [
     "agent_specs",
     "build_agent_runtime",
     "build_system_prompt",
+    "deps_for",
     "hermes_home",
     "load_approval_settings",
     "load_model_settings",
+    "platform_of",
     "reader_opener",
     "session_address",
+    "sessions_argument",
     "start_agent_runtime",
     "tell_session",
 ]

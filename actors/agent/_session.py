@@ -48,6 +48,7 @@ from ._approvals import ApprovalGate
 from ._auxiliary import auxiliary_model
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
+from ._deps_table import DepsTable, deps_for
 from ._hooked import TurnHooks, hooked_model, hooked_tool
 from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
@@ -72,10 +73,11 @@ class StoreDiverged(HermesError):
 class SessionActor(Actor[SessionInbox | Timer]):
     """Hosts one conversation: the interpreter's port onto the actor kernel."""
 
-    def __init__(self, deps: SessionDeps, session_id: str, overrides: SessionOverrides | None = None) -> None:
+    def __init__(self, deps: SessionDeps | DepsTable, session_id: str, overrides: SessionOverrides | None = None) -> None:
         super().__init__()
         self.overrides = overrides
-        self.deps = deps = child_deps(deps, overrides) if overrides is not None else deps
+        mine = deps_for(deps, session_id)  # a gateway chat's session takes its platform's deps
+        self.deps = deps = child_deps(mine, overrides) if overrides is not None else mine
         self.session_id = session_id
         self.hub = deps.hubs.get(session_id)
         self.open_turns = self.hub.open_turns

@@ -32,7 +32,13 @@ from ._tools import ToolSettings
 DEFAULT_MAX_TURNS = 90
 UNCAPPED = 1_000_000
 """The iteration cap of ``max_turns: unlimited``: never reached before the turn's deadline."""
-DEFAULT_TOOLSETS = {"cli": ("hermes-cli",), "api_server": ("hermes-api-server",)}
+DEFAULT_TOOLSETS = {
+    "cli": ("hermes-cli",),
+    "api_server": ("hermes-api-server",),
+    "telegram": ("hermes-telegram",),
+    "matrix": ("hermes-matrix",),
+    "webhook": ("hermes-webhook",),
+}
 """A platform's toolsets when config.yaml names none (``cli`` takes ``toolsets``)."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter
 from actors.store._owner import claim_store
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
+from ._deps_table import DepsTable
 from ._providers import pool_specs
 from ._sanitize import INTERRUPTED_RESULT
 from ._session import SessionActor
@@ -26,10 +27,11 @@ SESSIONS_INTENSITY = Intensity(max_restarts=50, within=10.0)
 """Many sessions share one supervisor: one crashing session must not take the others down."""
 
 
-def agent_specs(store_file: str | Path, deps: SessionDeps) -> list[ChildSpec]:
+def agent_specs(store_file: str | Path, deps: SessionDeps, platforms: Mapping[str, SessionDeps] | None = None) -> list[ChildSpec]:
     """Children for the root: ``/store`` (the writer), ``/credentials`` (a key pool per provider),
-    ``/memory`` (the memory providers' actors), then ``/sessions`` (one actor per session)."""
-    template = ChildSpec(id="session", actor=SessionActor, args=(deps,), restart=Restart.TRANSIENT, shutdown=10.0)
+    ``/memory`` (the memory providers' actors), then ``/sessions`` (one actor per session; a chat
+    platform's sessions with ``platforms[<name>]``, see ``_deps_table``)."""
+    template = ChildSpec(id="session", actor=SessionActor, args=(sessions_argument(deps, platforms),), restart=Restart.TRANSIENT, shutdown=10.0)
     pools = PoolOptions(store_file=str(store_file), store_path=deps.store_path)
     memory = memory_spec(deps.memory, deps.home, deps.tool_settings.memory, Path(store_file), store_path=deps.store_path)
     return [
@@ -38,6 +40,11 @@ def agent_specs(store_file: str | Path, deps: SessionDeps) -> list[ChildSpec]:
         memory,
         ChildSpec(id="sessions", actor=DynamicSupervisor, args=(template,), kwargs={"intensity": SESSIONS_INTENSITY}),
     ]
+
+
+def sessions_argument(deps: SessionDeps, platforms: Mapping[str, SessionDeps] | None = None) -> SessionDeps | DepsTable:
+    """The sessions' template argument: ``deps`` alone, or with one deps per chat platform."""
+    return DepsTable(default=deps, platforms=dict(platforms)) if platforms else deps
 
 
 def reader_opener(store_file: str | Path) -> functools.partial[Any]:
@@ -76,9 +83,11 @@ def build_agent_runtime(
     *,
     extra: Sequence[ChildSpec] = (),
     announce: Callable[[str], None] | None = None,
+    platforms: Mapping[str, SessionDeps] | None = None,
     **options: Any,
 ) -> Runtime:
-    """A runtime holding the store, the sessions and ``extra`` children (not started yet).
+    """A runtime holding the store, the sessions and ``extra`` children (not started yet);
+    ``platforms``: the deps of each chat platform's sessions (they share ``deps``'s hubs and clients).
 
     It claims the store file (``claim_store``) and, owning it, imports a ``state.db`` Hermes
     wrote (``import_hermes_store``: backup first, then in place; the line goes to the log and
@@ -105,7 +114,9 @@ def build_agent_runtime(
         deps = settle_store(store_file, deps)
     else:
         log.info("another hermes process serves %s: its open turns are its own, nothing settled", store_file)
-    runtime = Runtime([*agent_specs(store_file, deps), *extra], **options)
+    # What was settled, and where the store is, is the same for every platform's sessions.
+    platforms = {name: dataclasses.replace(each, store_file=deps.store_file, interrupted=deps.interrupted) for name, each in (platforms or {}).items()}
+    runtime = Runtime([*agent_specs(store_file, deps, platforms), *extra], **options)
     runtime.reactor.at_stop(deps.clients.aclose)
     if claim is not None:
         runtime.reactor.at_stop(claim.release)

@@ -4,7 +4,8 @@ The file is read and validated as at start; a file that does not load changes no
 running settings stay, and the error says why). Otherwise :func:`actors.config._reload.reload_plan`
 says which changed sections apply; the sessions' shared dependencies are rebuilt from the new
 file, keeping everything a restart would be needed for (the model, its providers and their
-pools, the stores, the hubs). ``/sessions`` starts new sessions with them from now on and tells
+pools, the stores, the hubs); with the gateway, every chat platform's deps too, all replaced in
+one message. ``/sessions`` starts new sessions with them from now on and tells
 each running session :class:`RefreshSettings`: it starts again from the store with them once no
 turn runs.
 """
@@ -16,13 +17,13 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from actors import HermesError
-from actors.agent import SESSIONS_PATH, ConfigError, SessionDeps
+from actors.agent import SESSIONS_PATH, ConfigError, SessionDeps, sessions_argument
 from actors.config import LoadedConfig, load_config
 from actors.config._reload import reload_plan
 from protocols import RefreshSettings, ReplaceTemplate
 from supervisor import Runtime
 
-from ._runtime_deps import Platform, configured_deps
+from ._runtime_deps import GATEWAY_PLATFORMS, Platform, configured_deps
 
 REPLACE_TIMEOUT = 10.0
 
@@ -35,6 +36,8 @@ class Running:
     deps: SessionDeps
     platform: Platform
     yolo: bool = False
+    gateway: Mapping[str, SessionDeps] = dataclasses.field(default_factory=dict)
+    """The deps of each chat platform's sessions (``hermes serve`` with the gateway), by platform name."""
 
 
 def reloaded(home: Path, env: Mapping[str, str], running: Running, runtime: Runtime) -> tuple[Running, list[str]]:
@@ -42,6 +45,10 @@ def reloaded(home: Path, env: Mapping[str, str], running: Running, runtime: Runt
     try:
         loaded = load_config(home, env)
         fresh = configured_deps(home, env, loaded, running.platform, yolo=running.yolo, hubs=running.deps.hubs, clients=running.deps.clients)
+        fresh_gateway = {
+            name: configured_deps(home, env, loaded, GATEWAY_PLATFORMS[name], yolo=running.yolo, hubs=old.hubs, clients=old.clients)
+            for name, old in running.gateway.items()
+        }
     except ConfigError as exc:
         return running, [f"config.yaml not reloaded, the running settings stay: {exc}"]
     plan = reload_plan(running.loaded.config, loaded.config)
@@ -49,13 +56,15 @@ def reloaded(home: Path, env: Mapping[str, str], running: Running, runtime: Runt
     if not plan.applied:
         return dataclasses.replace(running, loaded=loaded), lines
     deps = merged(running.deps, fresh)
+    gateway = {name: merged(old, fresh_gateway[name]) for name, old in running.gateway.items()}
     # Asked, not told: once answered, every running session has RefreshSettings in its inbox
     # ahead of any message sent after this line, so its next turn runs on the new settings.
+    # Every platform's deps are replaced in the one template argument, together.
     try:
-        runtime.lookup(SESSIONS_PATH).ask(ReplaceTemplate(args=(deps,), notify=RefreshSettings()), timeout=REPLACE_TIMEOUT)
+        runtime.lookup(SESSIONS_PATH).ask(ReplaceTemplate(args=(sessions_argument(deps, gateway),), notify=RefreshSettings()), timeout=REPLACE_TIMEOUT)
     except (HermesError, TimeoutError) as exc:
         return running, [f"config.yaml not reloaded: the sessions' supervisor did not take the new settings ({exc}); try again"]
-    return Running(loaded=loaded, deps=deps, platform=running.platform, yolo=running.yolo), lines
+    return Running(loaded=loaded, deps=deps, platform=running.platform, yolo=running.yolo, gateway=gateway), lines
 
 
 def merged(old: SessionDeps, fresh: SessionDeps) -> SessionDeps:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from actors import UsageError
@@ -39,6 +39,33 @@ class Platform:
     """The sessions' ``source`` in the store."""
     hint: str
     """The system prompt's line on how replies are shown."""
+
+
+GATEWAY_PLATFORMS = {
+    "telegram": Platform(
+        name="telegram",
+        source="telegram",
+        hint=(
+            "Replies are shown as Telegram messages, mostly read on a phone: keep them short; bold, italic, code and links render, "
+            "tables and HTML do not. A line MEDIA:<path> sends that file along."
+        ),
+    ),
+    "matrix": Platform(
+        name="matrix",
+        source="matrix",
+        hint="Replies are shown as Matrix messages in a chat client: Markdown renders (bold, italic, lists, code blocks, links); keep them conversational.",
+    ),
+    "webhook": Platform(
+        name="webhook",
+        source="webhook",
+        hint=(
+            "The reply is posted to a webhook as plain text, read by a program or a person later; nobody can answer back, "
+            "so do not ask questions: finish with what you were given."
+        ),
+    ),
+}
+"""The gateway's platforms as their sessions see them: ``platform_toolsets.<name>`` (default the
+``hermes-<name>`` preset), the ``source`` Hermes records for them, how their replies are shown."""
 
 
 def configured_deps(
@@ -99,6 +126,36 @@ def configured_deps(
         memory=memory,
     )
     return with_chain(deps, chain)
+
+
+def gateway_deps(
+    home: Path,
+    env: Mapping[str, str],
+    loaded: LoadedConfig,
+    names: Iterable[str],
+    base: SessionDeps,
+    *,
+    yolo: bool = False,
+) -> dict[str, SessionDeps]:
+    """One deps per chat platform of ``names`` (those in :data:`GATEWAY_PLATFORMS`), sharing
+    ``base``'s hubs, model clients and hooks, and its MCP servers' tools over the platform's own."""
+    found = {}
+    for name in names:
+        platform = GATEWAY_PLATFORMS.get(name)
+        if platform is not None:
+            deps = configured_deps(home, env, loaded, platform, yolo=yolo, hubs=base.hubs, clients=base.clients, hooks=base.hooks)
+            found[name] = with_live_tools(base, deps)
+    return found
+
+
+def with_live_tools(source: SessionDeps, deps: SessionDeps) -> SessionDeps:
+    """``deps`` with ``source``'s MCP servers' tools (``actors.tools.mcp.LiveTools``) read live over
+    its own built-in ones; ``deps`` as it is when ``source`` has no live table."""
+    over = getattr(source.tools, "over", None)
+    if over is None:
+        return deps
+    tools = over(deps.tools)
+    return dataclasses.replace(deps, tools=tools, config=dataclasses.replace(deps.config, traits=tools.traits()))
 
 
 HERMES_MEMORY_PLUGINS = frozenset({"honcho", "mem0", "holographic", "supermemory", "hindsight", "retaindb", "byterover", "openviking"})

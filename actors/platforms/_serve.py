@@ -31,7 +31,7 @@ from supervisor import ChildSpec, Supervisor
 from ._keys import KeyError_, load_or_create_key
 from ._listen import Listener, ListenError, open_listener
 from ._reload import Running, reloaded
-from ._runtime_deps import Platform, configured_deps
+from ._runtime_deps import Platform, configured_deps, gateway_deps
 from ._server import API_SERVER_PATH, ApiServer, ServerSettings
 
 log = logging.getLogger(__name__)
@@ -117,6 +117,12 @@ def run_serve(
         from ._serve_mcp import with_mcp  # the mcp SDK loads only where servers are configured
 
         deps, mcp = with_mcp(deps, loaded.config.mcp_servers)
+    try:  # each chat platform's sessions: its toolset, its system-prompt line, its source
+        platform_deps = gateway_deps(home, env, loaded, (spec.id for spec in gateway.specs), deps, yolo=yolo)
+    except ConfigError as exc:
+        listener.close()
+        print(f"hermes serve: {exc}", flush=True)
+        return 2
     settings = ServerSettings(
         host=host,
         port=port,
@@ -140,14 +146,14 @@ def run_serve(
     if reaped:
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
-    running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo)
+    running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo, gateway=platform_deps)
     scheduler = _scheduler_spec(home, store, loaded.config, deps, gateway.senders)
     platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
     hooks_tree = (hooks_spec(),) if hooks is not None else ()
     extra = (*hooks_tree, platforms, scheduler, *((mcp.tree,) if mcp is not None else ()))
     with SignalStop("hermes serve", reload=True) as stop:
         try:
-            runtime = build_agent_runtime(store, deps, extra=extra, announce=lambda line: print(f"hermes serve: {line}", flush=True))
+            runtime = build_agent_runtime(store, deps, extra=extra, platforms=platform_deps, announce=lambda line: print(f"hermes serve: {line}", flush=True))
         except HermesImportError as exc:
             listener.close()
             print(f"hermes serve: {exc}", file=sys.stderr, flush=True)

@@ -29,6 +29,13 @@ _CORE = ("file", "terminal", "todo", "memory", "skills", "session_search", "code
 PRESETS: dict[str, Toolset] = {
     "hermes-cli": Toolset("hermes-cli", "Everything a person at a terminal uses, clarify included.", includes=(*_CORE, "clarify")),
     "hermes-api-server": Toolset("hermes-api-server", "The tools of an API server session (no interactive clarify).", includes=_CORE),
+    # Chat platforms: the core tools; no clarify, since the gateway has no way to put the
+    # model's question to the chat and wait for its answer inside the turn (the user's next
+    # message is a new turn), so a clarify call would only wait out its deadline.
+    "hermes-telegram": Toolset("hermes-telegram", "The tools of a Telegram chat's session (no interactive clarify).", includes=_CORE),
+    "hermes-matrix": Toolset("hermes-matrix", "The tools of a Matrix room's session (no interactive clarify).", includes=_CORE),
+    "hermes-webhook": Toolset("hermes-webhook", "The tools of a webhook route's session (nobody answers back: no clarify).", includes=_CORE),
+    "hermes-gateway": Toolset("hermes-gateway", "The union of every chat platform's tools.", includes=("hermes-telegram", "hermes-matrix", "hermes-webhook")),
 }
 
 

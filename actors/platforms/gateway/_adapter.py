@@ -78,12 +78,6 @@ AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequ
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
 turns it follows, inbound messages (a webhook request tells them), ``ask("port")``."""
 
-PLATFORM_HINTS = {
-    "telegram": "Replies are shown as Telegram messages: keep them short; bold, italic, code and links render, tables and HTML do not.",
-    "webhook": "The reply is posted to a webhook as plain text, read by a program or a person later; nobody can answer back.",
-}
-"""How a platform shows replies: the platform's line of each turn's instructions (the system
-prompt's own line is the API server's, shared by every session of ``hermes serve``)."""
 SESSION_FIRES = frozenset({"model", "undo", "compress"})
 """Commands whose ``command:<name>`` hook the session fires itself (as for the API and the TUI)."""
 TURN_DEADLINE = 3600.0
@@ -476,8 +470,8 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
     def instructions(self, message: PlatformMessage) -> str:
         where = "a direct message" if message.chat_type == "dm" else f"a {message.chat_type} chat"
         who = f" from {message.user_name}" if message.user_name else ""
-        hint = PLATFORM_HINTS.get(self.platform, "")
-        return " ".join(part for part in (f"You are answering {where}{who} on {self.platform}.", hint, self.context_line) if part)
+        # How replies are shown here is the system prompt's line (the platform's deps); this is who asks.
+        return " ".join(part for part in (f"You are answering {where}{who} on {self.platform}.", self.context_line) if part)
 
     def turn_ended(self, status: str, value: Any, error: str) -> None:
         if status != "ok":  # follow_turn returns every end itself (its deadline included): only a bug lands here
