@@ -2,8 +2,9 @@
 
 Reads the providers, approvals and compression from the home, the rest from the typed
 configuration (:mod:`actors.agent._session_settings`), resolves the platform's toolsets to
-tools, and returns the :class:`SessionDeps` every session of the runtime shares. A setting
-that cannot be used is a :class:`ConfigError` saying which key and what it takes.
+tools, and returns the :class:`SessionDeps` the platform's sessions share (``hermes serve``
+builds one for the API server and one per enabled chat platform, :func:`gateway_deps`). A
+setting that cannot be used is a :class:`ConfigError` saying which key and what it takes.
 """
 
 from __future__ import annotations

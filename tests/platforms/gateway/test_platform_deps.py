@@ -4,6 +4,7 @@ test server and the API server side by side, before and after a SIGHUP."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -14,12 +15,15 @@ from typing import Any
 import httpx
 import pytest
 
-from actors.agent import DepsTable, HubRegistry, ModelClients, ModelSettings, SessionDeps, deps_for, platform_of, reader_opener
+from actors.agent import ConfigError, DepsTable, HubRegistry, ModelClients, ModelSettings, SessionDeps, deps_for, platform_of, reader_opener
 from actors.chaos import ModelServer
-from actors.platforms._runtime_deps import GATEWAY_PLATFORMS
+from actors.config import load_config
+from actors.platforms._runtime_deps import GATEWAY_PLATFORMS, configured_deps, gateway_deps
 from actors.platforms._serve import API_PLATFORM
 from actors.platforms.gateway._session_key import session_key
 from actors.tools import resolve_toolsets
+from actors.tools.mcp import McpCatalog
+from actors.tools.mcp._catalog import LiveTools
 from tests.config.test_reload import Lines
 from tests.conftest import DEADLINE
 from tests.platforms.gateway.telegram_server import TOKEN, TelegramServer
@@ -115,3 +119,22 @@ def test_a_telegram_chat_runs_with_telegrams_tools_and_prompt_and_a_reload_chang
     sources = {line.split()[0]: line.split()[4] for line in listed.stdout.splitlines()[1:] if line.strip()}
     assert sources[session_key("telegram", "dm", str(ALLOWED))] == "telegram", listed.stdout
     assert sorted(sources.values()) == ["api", "telegram"], listed.stdout
+
+
+def test_each_platforms_deps_share_the_runtimes_hubs_clients_and_mcp_servers(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("model: {default: m, base_url: 'http://127.0.0.1:9/v1', api_key: k}\nplatform_toolsets: {telegram: [todo]}\n")
+    loaded = load_config(tmp_path, {})
+    api = configured_deps(tmp_path, {}, loaded, API_PLATFORM)
+    catalog = McpCatalog([])
+    api = dataclasses.replace(api, tools=LiveTools(api.tools, catalog))  # as with_mcp leaves it
+    found = gateway_deps(tmp_path, {}, loaded, ["telegram", "webhook", "api"], api)
+    assert sorted(found) == ["telegram", "webhook"]  # only chat platforms
+    telegram, webhook = found["telegram"], found["webhook"]
+    assert isinstance(telegram.tools, LiveTools) and telegram.tools.version == catalog.version  # the same MCP servers, read live
+    assert sorted(telegram.tools) == ["todo"] and sorted(telegram.config.traits) == ["todo"]
+    assert "clarify" not in webhook.tools and sorted(webhook.tools) == sorted(api.tools)  # hermes-webhook, the default
+    assert (telegram.source, webhook.source) == ("telegram", "webhook") and telegram.platform_hint == TELEGRAM_HINT
+    assert all(d.hubs is api.hubs and d.clients is api.clients for d in found.values())
+    (tmp_path / "config.yaml").write_text("model: {default: m, base_url: 'http://127.0.0.1:9/v1', api_key: k}\nplatform_toolsets: {telegram: [todoo]}\n")
+    with pytest.raises(ConfigError, match=r"platform_toolsets.telegram: unknown toolset 'todoo'; did you mean 'todo'"):
+        gateway_deps(tmp_path, {}, load_config(tmp_path, {}), ["telegram"], api)

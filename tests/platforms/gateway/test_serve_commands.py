@@ -155,7 +155,7 @@ def test_commands_a_reset_and_the_dispatch_hook_in_a_telegram_chat(tmp_path: Pat
     assert sorted(c[:2] for c in calls if c[0].startswith("command:")) == sorted(expected)
     assert "rewritten" not in fresh and "after the reset" in fresh  # the new session has its own history
     assert compressed.startswith("Nothing to compress: the conversation (2 messages)"), compressed  # the compression's turn, followed
-    assert "shown as Telegram messages" in fresh  # the platform's hint, in the turn's instructions
+    assert "shown as Telegram messages" in fresh  # the platform's hint, in the new session's system prompt
     assert not any("ambient chatter" in str(r.body.get("messages")) for r in model.requests)
     dispatched = [c[1] for c in calls if c[0] == "pre_gateway_dispatch"]
     assert dispatched[:3] == ["ambient chatter", "rewrite me", "second"]
