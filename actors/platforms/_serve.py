@@ -186,7 +186,9 @@ def run_serve(
                     print(f"hermes serve: gateway: the {spec.id} adapter did not start ({exc}); it is retried with backoff", flush=True)
                     continue
                 where = f" on http://{host}:{port}/webhooks/" if spec.id == "webhook" else ""
-                print(f"hermes serve: gateway: {spec.id} adapter started{where}", flush=True)
+                own = platform_deps.get(spec.id)
+                tools = f"; its sessions' tools: {', '.join(sorted(own.tools)) or 'none'}" if own is not None else ""
+                print(f"hermes serve: gateway: {spec.id} adapter started{where}{tools}", flush=True)
             if approvals.yolo:
                 print(
                     f"hermes serve: WARNING: approvals are off ({approvals.source}): dangerous commands run without asking anyone; "

@@ -93,6 +93,7 @@ def test_a_telegram_chat_runs_with_telegrams_tools_and_prompt_and_a_reload_chang
         (home / ".env").write_text(f"API_SERVER_KEY={KEY}\nTELEGRAM_BOT_TOKEN={TOKEN}\nTELEGRAM_ALLOWED_USERS={ALLOWED}\n")
         with launched(home) as (process, base):
             out = Lines(process)
+            assert out.next_with("telegram adapter started").endswith("telegram adapter started; its sessions' tools: todo\n")
             telegram.push(ALLOWED, "from telegram, first")
             assert telegram.wait_delivered(ALLOWED, 1)[0].text == "echo: from telegram, first"
             ask = {"messages": [{"role": "user", "content": "from the api"}]}
