@@ -1,0 +1,85 @@
+"""The memory providers' rules (simulator), fed by ``_sim_memory``, the session and its stream.
+
+- ``memory_changed_turn``: a model call's wait (the prefetch runs inside it) ended with
+  something other than the model's own outcome or its deadline: a provider's failure leaked
+  into the user's turn. (The simulated model's failures are values; only code in the wait
+  can end it with an error.)
+- ``prefetch_past_deadline``: a turn's first model request went out later than the prefetch
+  deadline after the call started (the turn waited for a slow or hung provider).
+- ``memory_skip_reported``: a skipped prefetch (late, hung, failed, crashed, no actor) was not
+  reported by exactly one ``MemorySkipped`` on the user's stream, or one was reported for a
+  prefetch that answered in time. Counted per (session, turn, provider), against the
+  prefetches that ran to their end (a cancelled wait reports nothing).
+- ``memory_block_in_transcript``: the user's stored transcript at rest holds a
+  ``<memory-context>`` block (it goes into the request only).
+
+Whether a prefetch is skipped is judged here from what the provider did (answered when,
+ok or not), not from the runtime's decision.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable, Sequence
+
+from protocols import ChatMessage, WaitFinished
+from protocols._session import MemorySkipped
+
+Violate = Callable[[str, str, str, float], None]
+BLOCK_TAG = "<memory-context>"
+
+Key = tuple[str, str, str]
+"""(session, turn id, provider)."""
+
+
+class MemoryChecks:
+    def __init__(self, violate: Violate, counts: collections.Counter[str]) -> None:
+        self.violate, self.counts = violate, counts
+        self.asked: dict[tuple[Key, float], tuple[bool, float]] = {}
+        """(key, asked at) -> (should be skipped, deadline) of a prefetch not yet at its end."""
+        self.expected: collections.Counter[Key] = collections.Counter()
+        """Skipped prefetches that ran to their end, per key."""
+        self.reported: collections.Counter[Key] = collections.Counter()
+
+    def asked_prefetch(self, key: Key, asked_at: float, answered_at: float, ok: bool, deadline: float) -> None:
+        """A turn asked the provider; it answers at ``answered_at`` (inf: never), ``ok`` or with an error."""
+        self.counts["prefetches"] += 1
+        skip = not ok or answered_at - asked_at > deadline + 1e-9
+        self.asked[key, asked_at] = (skip, deadline)
+
+    def prefetch_ended(self, key: Key, asked_at: float, now: float) -> None:
+        """The prefetch's wait is over and the model request goes out now (the wait still lives)."""
+        skip, deadline = self.asked.pop((key, asked_at), (False, 0.0))
+        if skip:
+            self.expected[key] += 1
+            self.counts["prefetch_skipped"] += 1
+        if now - asked_at > deadline + 1e-9:
+            self.violate(
+                "prefetch_past_deadline", key[0], f"turn {key[1]}'s model request waited {now - asked_at:.3f} s for {key[2]}'s prefetch, past its {deadline:g} s deadline", now
+            )
+
+    def reported_skip(self, session_id: str, event: MemorySkipped, now: float) -> None:
+        key = (session_id, event.turn_id, event.provider)
+        self.reported[key] += 1
+        if self.reported[key] > self.expected[key]:
+            self.violate("memory_skip_reported", session_id, f"turn {event.turn_id} reported {event.provider} skipped ({event.reason}) {self.reported[key]} time(s), for {self.expected[key]} skipped prefetch(es)", now)
+
+    def model_outcome(self, session_id: str, outcome: WaitFinished, now: float) -> None:
+        """A model call's wait ended and reached the session."""
+        if outcome.status not in ("ok", "timeout"):
+            self.violate("memory_changed_turn", session_id, f"a model call's wait ended {outcome.status} ({outcome.error}), not with the model's outcome", now)
+
+    def stored_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
+        """The user's stored transcript at rest (every segment): no recalled block in it."""
+        for message in messages:
+            if BLOCK_TAG in (message.content or ""):
+                self.violate("memory_block_in_transcript", session_id, f"a stored {message.role} message holds a {BLOCK_TAG} block", now)
+                return
+
+    def finish(self, now: float) -> None:
+        for key, expected in self.expected.items():
+            if self.reported[key] < expected:
+                session_id, turn_id, provider = key
+                self.violate(
+                    "memory_skip_reported", session_id, f"turn {turn_id} skipped {provider}'s prefetch {expected} time(s), reported {self.reported[key]}", now
+                )
