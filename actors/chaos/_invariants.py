@@ -65,8 +65,8 @@ from protocols._session import (
 
 from ..agent._sanitize import sanitize
 from ._compress_checks import CompressionChecks
-from ._pool_checks import PoolChecks
 from ._memory_checks import MemoryChecks
+from ._pool_checks import PoolChecks
 from ._review_checks import ReviewChecks
 
 RECOVERY_BOUND = 2.0

@@ -55,14 +55,23 @@ class MemoryChecks:
             self.counts["prefetch_skipped"] += 1
         if now - asked_at > deadline + 1e-9:
             self.violate(
-                "prefetch_past_deadline", key[0], f"turn {key[1]}'s model request waited {now - asked_at:.3f} s for {key[2]}'s prefetch, past its {deadline:g} s deadline", now
+                "prefetch_past_deadline",
+                key[0],
+                f"turn {key[1]}'s model request waited {now - asked_at:.3f} s for {key[2]}'s prefetch, past its {deadline:g} s deadline",
+                now,
             )
 
     def reported_skip(self, session_id: str, event: MemorySkipped, now: float) -> None:
         key = (session_id, event.turn_id, event.provider)
         self.reported[key] += 1
+        self.counts[f"skipped_{event.reason}"] += 1
         if self.reported[key] > self.expected[key]:
-            self.violate("memory_skip_reported", session_id, f"turn {event.turn_id} reported {event.provider} skipped ({event.reason}) {self.reported[key]} time(s), for {self.expected[key]} skipped prefetch(es)", now)
+            self.violate(
+                "memory_skip_reported",
+                session_id,
+                f"turn {event.turn_id} reported {event.provider} skipped ({event.reason}) {self.reported[key]} time(s), for {self.expected[key]} skipped prefetch(es)",
+                now,
+            )
 
     def model_outcome(self, session_id: str, outcome: WaitFinished, now: float) -> None:
         """A model call's wait ended and reached the session."""

@@ -32,8 +32,8 @@ from ..agent._plan import ToolTraits
 from ._faults import default_plan
 from ._invariants import Violation
 from ._sim_client import SimClient
-from ._sim_process import schedule_process_death
 from ._sim_memory import MemoryBug, SimProvider
+from ._sim_process import schedule_process_death
 from ._sim_review import ReviewBug, SimReviews
 from ._sim_session import PlantedBug, SimSession
 from ._sim_world import TOOL_SCHEMAS, World
@@ -288,6 +288,6 @@ def summary(counts: dict[str, Any]) -> str:
     if counts.get("reviews"):  # plans with background reviews: how they ended
         line += ", " + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("reviews", "reviews_ok", "reviews_failed", "reviews_cancelled", "turns_during_review"))
     if counts.get("prefetches"):  # plans with an external memory provider: its prefetches and what became of them
-        keys = ("prefetches", "prefetch_skipped", "memory_blocks", "syncs", "provider_restarts")
-        line += ", " + ", ".join(f"{k} {counts.get(k, 0)}" for k in keys)
+        memory = ("prefetches", "prefetch_skipped", "memory_blocks", "syncs", "provider_restarts")
+        line += ", " + ", ".join(f"{k} {counts.get(k, 0)}" for k in memory)
     return line

@@ -12,11 +12,12 @@ The person at the other end is :class:`~._sim_client.SimClient`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from protocols import KeyLeased, LeaseKey, ReportKey, StartTurn, Token, WaitFinished
+from protocols import ChatMessage, KeyLeased, LeaseKey, ReportKey, StartTurn, Token, WaitFinished
 from protocols._session import ContextCompressed, SessionEvent, TurnCompleted, UserMessageSaved
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
@@ -207,7 +208,8 @@ class SimSession(SimSupervised):
                 self._crash_soon(world.now + world.plan.workload.model_s)  # while the summary is asked for
         incarnation, memory = self.current, world.memory
         assert incarnation is not None
-        after, sent, prefetch = 0.0, effect.messages, None
+        after, prefetch = 0.0, None
+        sent: Sequence[ChatMessage] = effect.messages
         if memory is not None and not summary:  # the turn's recalled memory, fetched by its first call (``_sim_memory``)
             after, sent, prefetch = memory.prefetch(self, incarnation, effect)
         checker.model_called(self.session_id, sent, world.now)
