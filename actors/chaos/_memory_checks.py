@@ -1,17 +1,17 @@
 """The memory providers' rules (simulator), fed by ``_sim_memory``, the session and its stream.
 
-- ``memory_changed_turn``: a model call's wait (the prefetch runs inside it) ended with
-  something other than the model's own outcome or its deadline: a provider's failure leaked
-  into the user's turn. (The simulated model's failures are values; only code in the wait
-  can end it with an error.)
+- ``memory_changed_turn``: a model call's wait (the prefetch runs inside it) reached the
+  session with something other than the outcome the model produced for it, or its deadline:
+  a provider's failure, lateness or answer leaked into the user's turn, whose outcome and
+  transcript are made of the model's and the tools' outcomes only.
 - ``prefetch_past_deadline``: a turn's first model request went out later than the prefetch
   deadline after the call started (the turn waited for a slow or hung provider).
-- ``memory_skip_reported``: a skipped prefetch (late, hung, failed, crashed, no actor) was not
-  reported by exactly one ``MemorySkipped`` on the user's stream, or one was reported for a
-  prefetch that answered in time. Counted per (session, turn, provider), against the
-  prefetches that ran to their end (a cancelled wait reports nothing).
-- ``memory_block_in_transcript``: the user's stored transcript at rest holds a
-  ``<memory-context>`` block (it goes into the request only).
+- ``memory_skip_reported``: a turn whose prefetch of a provider was skipped (late, hung,
+  failed, crashed, no actor) did not report it by exactly one ``MemorySkipped`` on the user's
+  stream, or one was reported for a prefetch that answered in time: per (session, turn,
+  provider), over the prefetches that ran to their end (a cancelled wait reports nothing).
+- ``memory_block_in_transcript``: a session's transcript (in memory when it is idle, or
+  stored, at rest) holds a ``<memory-context>`` block (it goes into the request only).
 
 Whether a prefetch is skipped is judged here from what the provider did (answered when,
 ok or not), not from the runtime's decision.
@@ -37,9 +37,11 @@ class MemoryChecks:
         self.violate, self.counts = violate, counts
         self.asked: dict[tuple[Key, float], tuple[bool, float]] = {}
         """(key, asked at) -> (should be skipped, deadline) of a prefetch not yet at its end."""
-        self.expected: collections.Counter[Key] = collections.Counter()
-        """Skipped prefetches that ran to their end, per key."""
+        self.expected: set[Key] = set()
+        """Turns with a skipped prefetch that ran to its end."""
         self.reported: collections.Counter[Key] = collections.Counter()
+        self.produced: dict[int, WaitFinished] = {}
+        """Model wait id -> the outcome the simulated model produced for it."""
 
     def asked_prefetch(self, key: Key, asked_at: float, answered_at: float, ok: bool, deadline: float) -> None:
         """A turn asked the provider; it answers at ``answered_at`` (inf: never), ``ok`` or with an error."""
@@ -51,7 +53,7 @@ class MemoryChecks:
         """The prefetch's wait is over and the model request goes out now (the wait still lives)."""
         skip, deadline = self.asked.pop((key, asked_at), (False, 0.0))
         if skip:
-            self.expected[key] += 1
+            self.expected.add(key)
             self.counts["prefetch_skipped"] += 1
         if now - asked_at > deadline + 1e-9:
             self.violate(
@@ -65,30 +67,28 @@ class MemoryChecks:
         key = (session_id, event.turn_id, event.provider)
         self.reported[key] += 1
         self.counts[f"skipped_{event.reason}"] += 1
-        if self.reported[key] > self.expected[key]:
-            self.violate(
-                "memory_skip_reported",
-                session_id,
-                f"turn {event.turn_id} reported {event.provider} skipped ({event.reason}) {self.reported[key]} time(s), for {self.expected[key]} skipped prefetch(es)",
-                now,
-            )
+        if self.reported[key] > (key in self.expected):
+            times = f"{self.reported[key]} times" if key in self.expected else "though its prefetch answered in time"
+            self.violate("memory_skip_reported", session_id, f"turn {event.turn_id} reported {event.provider} skipped ({event.reason}) {times}", now)
+
+    def model_produced(self, outcome: WaitFinished) -> None:
+        self.produced[outcome.wait_id] = outcome
 
     def model_outcome(self, session_id: str, outcome: WaitFinished, now: float) -> None:
         """A model call's wait ended and reached the session."""
-        if outcome.status not in ("ok", "timeout"):
-            self.violate("memory_changed_turn", session_id, f"a model call's wait ended {outcome.status} ({outcome.error}), not with the model's outcome", now)
+        if outcome.status != "timeout" and self.produced.get(outcome.wait_id) is not outcome:
+            what = f"{outcome.status} ({outcome.error})" if outcome.error else outcome.status
+            self.violate("memory_changed_turn", session_id, f"a model call's wait ended {what}, not with the outcome the model produced", now)
 
-    def stored_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
-        """The user's stored transcript at rest (every segment): no recalled block in it."""
+    def transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
+        """A session's transcript (at idle, in memory; at rest, every stored segment): no recalled block in it."""
         for message in messages:
             if BLOCK_TAG in (message.content or ""):
-                self.violate("memory_block_in_transcript", session_id, f"a stored {message.role} message holds a {BLOCK_TAG} block", now)
+                self.violate("memory_block_in_transcript", session_id, f"a {message.role} message of the transcript holds a {BLOCK_TAG} block", now)
                 return
 
     def finish(self, now: float) -> None:
-        for key, expected in self.expected.items():
-            if self.reported[key] < expected:
+        for key in self.expected:
+            if not self.reported[key]:
                 session_id, turn_id, provider = key
-                self.violate(
-                    "memory_skip_reported", session_id, f"turn {turn_id} skipped {provider}'s prefetch {expected} time(s), reported {self.reported[key]}", now
-                )
+                self.violate("memory_skip_reported", session_id, f"turn {turn_id} skipped {provider}'s prefetch and never reported it", now)

@@ -166,7 +166,7 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
             if world.reviews is not None:
                 checker.reviews.user_transcript(sid, store.durable.get(sid, []), world.now)
             if world.memory is not None:
-                checker.memory.stored_transcript(sid, store.durable.get(sid, []), world.now)
+                checker.memory.transcript(sid, store.durable.get(sid, []), world.now)
             checker.durable_transcript(sid, store.segment(sid), world.now, originals=originals)
     else:
         checker.violate("no_quiescence", "-", f"the world was still busy after {options.max_steps} steps", world.now)

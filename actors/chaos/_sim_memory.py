@@ -15,9 +15,11 @@ A turn's first model call asks the prefetch first, inside the call's wait, as
 of the turn reuse the block), :func:`turn_query`, the outcome by :func:`prefetch_result` /
 :func:`missed` at the deadline, :func:`recalled` (the block and the ``MemorySkipped`` events) and
 :func:`with_block` (the request). The request goes out when the provider answered or at the
-deadline, whichever is first; the events are published then, if the wait still lives. A turn
-that answered tells the provider ``sync_turn`` (a notice: its faults only hold or restart the
-actor). Summary calls' ``on_pre_compress`` is not modelled.
+deadline, whichever is first; the events are published then, if the wait still lives. As the
+session actor does, a turn that starts tells the provider ``turn_start`` (ahead of its prefetch
+in the inbox) and one that answered tells it ``sync_turn``: notices, whose faults only hold or
+restart the actor. Not modelled: the built-in provider's prefetch (it recalls nothing and is
+not faulted here), summary calls' ``on_pre_compress``.
 """
 
 from __future__ import annotations
@@ -41,12 +43,13 @@ if TYPE_CHECKING:
     from ._sim_supervisor import Incarnation
     from ._sim_world import World
 
-MemoryBug = Literal["provider_fails_call", "prefetch_no_deadline", "skip_unreported", "block_in_transcript"]
+MemoryBug = Literal["provider_fails_call", "prefetch_no_deadline", "skip_unreported", "prefetch_every_call", "block_in_transcript"]
 """Memory provider bugs a test plants on purpose (with the ``review`` preset):
 
 - ``provider_fails_call``: a prefetch that fails ends the model call's wait with its error (the failure escapes the wait).
 - ``prefetch_no_deadline``: the turn waits for the provider's answer however late it comes.
 - ``skip_unreported``: a skipped prefetch publishes no ``MemorySkipped``.
+- ``prefetch_every_call``: every model call of a turn prefetches (and reports its skips), not only the first.
 - ``block_in_transcript``: the recalled block is stored with the turn's user message.
 """
 PROVIDER = "sim"
@@ -132,6 +135,8 @@ class SimProvider:
         memo = self.memos.get(incarnation)
         if memo is None:
             memo = self.memos[incarnation] = TurnMemory()
+        if self.bug == "prefetch_every_call":
+            memo.turn_id = ""
         if not first_call_of_turn(memo, effect.turn_id):
             return 0.0, with_block(effect.messages, memo.block), None
         now = world.now
@@ -175,10 +180,11 @@ class SimProvider:
 
     # -- after a turn ----------------------------------------------------------------------------
 
-    def sync(self) -> None:
-        """A turn answered: ``sync_turn`` told to the provider (no answer; it may hang, raise or crash)."""
-        self.world.checker.counts["syncs"] += 1
-        self._operate("sync")
+    def told(self, op: str) -> None:
+        """A notice told to the provider (no answer; it may hang, raise or crash): ``turn_start`` as a turn
+        starts (ahead of its prefetch in the inbox), ``sync`` (``sync_turn``) after a turn that answered."""
+        self.world.checker.counts[f"{op}s"] += 1
+        self._operate(op)
 
     def session_down(self, incarnation: Incarnation | None) -> None:
         if incarnation is not None:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import msgspec
 
 from protocols import ChatMessage, KeyLeased, LeaseKey, ReportKey, StartTurn, Token, WaitFinished
-from protocols._session import ContextCompressed, SessionEvent, TurnCompleted, UserMessageSaved
+from protocols._session import ContextCompressed, SessionEvent, TurnCompleted, TurnStarted, UserMessageSaved
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
 from ..agent._machine import CallModel, Emit, MachineConfig, MachineEffect, Persist, RunTool, SessionState
@@ -250,8 +250,8 @@ class SimSession(SimSupervised):
         checker.event(self.session_id, event, world.now, subscriber=self)
         if world.reviews is not None:
             world.reviews.observe(self, event)
-        if world.memory is not None and type(event) is TurnCompleted and event.text:
-            world.memory.sync()
+        if world.memory is not None and (type(event) is TurnStarted or (type(event) is TurnCompleted and event.text)):
+            world.memory.told("turn_start" if type(event) is TurnStarted else "sync")  # as SessionActor.publish tells them
         if isinstance(event, UserMessageSaved):
             checker.user_message_durable(self.session_id, event.turn_id, world.store.user_texts.get(self.session_id, ()), world.now)
         if self.client is not None:
@@ -289,6 +289,8 @@ class SimSession(SimSupervised):
         if state.turn is None and state.transcript is not self.checked:  # once per version of the transcript
             self.checked = state.transcript
             world.checker.idle_transcript(self.session_id, state.transcript, world.now)
+            if world.memory is not None:
+                world.checker.memory.transcript(self.session_id, state.transcript, world.now)
         if world.dice.fault("crash", "passivate", world.plan.crashes.passivate):
             assert self.current is not None
             world.send_after(self.current, world.dice.uniform("crash", 0.05, 2.0), IdleTimer(generation=generation))

@@ -263,9 +263,10 @@ class World:
                 base += faults.stall_s
             value = self.summary(tokens) if summary else self.reply(use_tools, tokens)
             done = self.now + base
-        entry = self.settle_wait(
-            "model_reply", incarnation, wait_id, self.now, done + after, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
-        )
+        outcome = WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
+        if self.memory is not None:
+            self.checker.memory.model_produced(outcome)
+        entry = self.settle_wait("model_reply", incarnation, wait_id, self.now, done + after, timeout, outcome)
         return wait_id, entry
 
     def _key_fault(self, key_id: str) -> ModelFailure | None:

@@ -14,9 +14,10 @@ from protocols import ChatMessage
 from protocols._memory import ProviderReply
 
 PLANTED: dict[MemoryBug, tuple[int, str]] = {
-    "provider_fails_call": (3, "memory_changed_turn"),
+    "provider_fails_call": (0, "memory_changed_turn"),
     "prefetch_no_deadline": (0, "prefetch_past_deadline"),
     "skip_unreported": (0, "memory_skip_reported"),
+    "prefetch_every_call": (0, "memory_skip_reported"),
     "block_in_transcript": (0, "memory_block_in_transcript"),
 }
 """Planted bug -> a seed of the ``review`` preset that it breaks, and the rule that catches it."""
@@ -41,7 +42,7 @@ def test_the_review_workload_has_a_provider_that_answers_is_late_hangs_fails_and
     assert counts["memory_blocks"] > 0  # answered in time: the block went into the request
     assert counts["skipped_timeout"] > 0 and counts["skipped_error"] > 0  # late or hung; raised or crashed
     assert counts["prefetch_skipped"] == counts["skipped_timeout"] + counts["skipped_error"] + counts.get("skipped_unavailable", 0)
-    assert counts["syncs"] > 0 and counts["provider_restarts"] > 0
+    assert counts["syncs"] > 0 and counts["turn_starts"] > 0 and counts["provider_restarts"] > 0
 
 
 def test_sim_prints_provider_counts_in_its_summary_line() -> None:
