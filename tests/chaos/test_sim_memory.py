@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from actors.agent._memory_turn import TurnMemory, first_call_of_turn, recalled, turn_query, with_block
@@ -10,7 +11,8 @@ from actors.chaos._faults import load_plan
 from actors.chaos._sim import SimOptions, format_result, replay, sweep
 from actors.chaos._sim_memory import MemoryBug
 from actors.memory import missed, prefetch_result
-from protocols import ChatMessage
+from actors.memory._tree import MEMORY_INTENSITY
+from protocols import ChatMessage, ProviderFaults
 from protocols._memory import ProviderReply
 
 PLANTED: dict[MemoryBug, tuple[int, str]] = {
@@ -43,6 +45,18 @@ def test_the_review_workload_has_a_provider_that_answers_is_late_hangs_fails_and
     assert counts["skipped_timeout"] > 0 and counts["skipped_error"] > 0  # late or hung; raised or crashed
     assert counts["prefetch_skipped"] == counts["skipped_timeout"] + counts["skipped_error"] + counts.get("skipped_unavailable", 0)
     assert counts["syncs"] > 0 and counts["turn_starts"] > 0 and counts["provider_restarts"] > 0
+
+
+def test_a_provider_that_keeps_crashing_is_given_up_and_turns_go_on_without_it() -> None:
+    review = load_plan("review")
+    plan = msgspec.structs.replace(
+        review, providers=ProviderFaults(enabled=True, crash=0.9), workload=msgspec.structs.replace(review.workload, min_messages=6, max_messages=8)
+    )
+    result = sweep(range(50), plan)
+    assert result.failures == ()
+    assert result.counts["provider_restarts"] > MEMORY_INTENSITY.max_restarts
+    assert result.counts["skipped_unavailable"] > 0  # past the intensity /memory gave up: no actor at the address
+    assert result.counts["completed"] > 0
 
 
 def test_sim_prints_provider_counts_in_its_summary_line() -> None:
