@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Literal
 
 from protocols import ChatMessage, WaitFinished
 from protocols._memory import ProviderReply
+from protocols._session import MemorySkipped
 
 from ..agent._machine import CallModel
 from ..agent._memory_turn import TurnMemory, first_call_of_turn, recalled, turn_query, with_block
@@ -64,7 +65,7 @@ class Prefetch:
     def __init__(self, key: tuple[str, str, str], asked_at: float, ends: float, memo: TurnMemory) -> None:
         self.key, self.asked_at, self.ends, self.memo = key, asked_at, ends, memo
         self.block = ""
-        self.skips: list[object] = []
+        self.skips: list[MemorySkipped] = []
         self.messages: Sequence[ChatMessage] = ()
         self.failure = ""
         """The provider's error, when it failed (for the planted ``provider_fails_call``)."""
@@ -150,7 +151,7 @@ class SimProvider:
             result, ends = missed(PROVIDER, faults.deadline_s), now + min(deadline, faults.hang_s * 2)
         prefetch = Prefetch(key, now, ends, memo)
         prefetch.block, events = recalled([result], effect.turn_id)
-        prefetch.skips = list(events)
+        prefetch.skips = events
         prefetch.messages = with_block(effect.messages, prefetch.block)
         if result.outcome in ("error", "unavailable"):
             prefetch.failure = result.detail
@@ -176,7 +177,7 @@ class SimProvider:
                 world.store.commit_now(session.session_id, (ChatMessage(role="user", content=prefetch.block),))
         if self.bug != "skip_unreported":
             for event in prefetch.skips:
-                session.publish(event)  # type: ignore[arg-type]
+                session.publish(event)
 
     # -- after a turn ----------------------------------------------------------------------------
 
