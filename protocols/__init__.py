@@ -27,6 +27,7 @@ from ._faults import HookFaults as HookFaults
 from ._faults import KeyFaults as KeyFaults
 from ._faults import MessageFaults as MessageFaults
 from ._faults import ModelFaults as ModelFaults
+from ._faults import ProviderFaults as ProviderFaults
 from ._faults import ReviewFaults as ReviewFaults
 from ._faults import StoreFaults as StoreFaults
 from ._faults import ToolFaults as ToolFaults
@@ -207,6 +208,7 @@ __all__ = [
     "PoolStatus",
     "PoolStatusRequest",
     "ProcessResult",
+    "ProviderFaults",
     "PutResponse",
     "ReasoningDelta",
     "ReconnectMcp",

@@ -20,6 +20,7 @@ The tree::
     ├── tools      ToolFaults      raise, hang past the timeout, huge output, slow
     ├── hooks      HookFaults      a plugin's pre_tool_call hook raises, hangs, answers garbage, is slow
     ├── reviews    ReviewFaults    background reviews (nudges) in the workload: crash, hang, failed model call
+    ├── providers  ProviderFaults  an external memory provider in the workload: late, hang, raise, crash (prefetch and sync)
     ├── store      StoreFaults     busy, slow commit, crash between write and ack
     └── workload   Workload        sessions, user messages, busy policies, cancels, limits
 """
@@ -283,6 +284,40 @@ class ReviewFaults(Message, frozen=True, kw_only=True):
                 raise ValueError(msg)
 
 
+class ProviderFaults(Message, frozen=True, kw_only=True):
+    """An external memory provider (``memory.provider``) in the workload, and its faults, per operation.
+
+    With ``enabled`` the runtime has one external provider actor: each turn's first model call
+    first asks its prefetch, waiting at most ``deadline_s`` (``memory.prefetch_timeout``), and a
+    turn that answered tells it ``sync_turn``. The actor does one operation at a time, so a late
+    or hung one holds those behind it. Each rate applies per operation (a prefetch or a sync).
+    """
+
+    enabled: bool = False
+    deadline_s: float = 0.5
+    answer_max_s: float = 0.1
+    """Longest normal operation, seconds."""
+    late: float = 0.0
+    """The operation answers ``deadline_s`` to ``deadline_s + late_max_s`` seconds after it starts."""
+    late_max_s: float = 2.0
+    hang: float = 0.0
+    """The provider's thread is stuck for ``hang_s`` seconds (every ask behind it waits)."""
+    hang_s: float = 30.0
+    raises: float = 0.0
+    """The provider raises ``ProviderError``: answered as an error."""
+    crash: float = 0.0
+    """The provider raises anything else: answered as an error, then its actor crashes and is restarted."""
+    restart_s: float = 0.01
+    """Time ``/memory`` takes to restart a crashed provider actor."""
+
+    def __post_init__(self) -> None:
+        _check_rates(self, ("late", "hang", "raises", "crash"))
+        _check_seconds(self, ("deadline_s", "answer_max_s", "late_max_s", "hang_s", "restart_s"))
+        if self.late + self.hang + self.raises + self.crash > 1.0:
+            msg = "ProviderFaults: late + hang + raises + crash is the chance of one fault per operation and must be at most 1"
+            raise ValueError(msg)
+
+
 class StoreFaults(Message, frozen=True, kw_only=True):
     """Faults of the store writer, per write."""
 
@@ -370,5 +405,6 @@ class FaultPlan(Message, frozen=True, kw_only=True):
     tools: ToolFaults = msgspec.field(default_factory=ToolFaults)
     hooks: HookFaults = msgspec.field(default_factory=HookFaults)
     reviews: ReviewFaults = msgspec.field(default_factory=ReviewFaults)
+    providers: ProviderFaults = msgspec.field(default_factory=ProviderFaults)
     store: StoreFaults = msgspec.field(default_factory=StoreFaults)
     workload: Workload = msgspec.field(default_factory=Workload)

@@ -17,7 +17,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from actors.memory import MemoryOptions, block_of, kept_note, pre_compress_all, prefetch_all, skipped
+from actors.memory import MemoryOptions, PrefetchResult, block_of, kept_note, pre_compress_all, prefetch_all, skipped
 from protocols import ChatMessage
 from protocols._session import MemorySkipped
 
@@ -35,21 +35,44 @@ class TurnMemory:
     block: str = ""
 
 
+def first_call_of_turn(memo: TurnMemory, turn_id: str) -> bool:
+    """Whether this model call is ``turn_id``'s first, the one that prefetches (the memo is reset for
+    the turn then; later calls, retries included, reuse its block)."""
+    if memo.turn_id == turn_id:
+        return False
+    memo.turn_id, memo.block = turn_id, ""
+    return True
+
+
+def turn_query(messages: Sequence[ChatMessage]) -> str:
+    """What the providers are asked to recall for: the text of the turn's user message."""
+    index = _user_index(messages)
+    return (messages[index].content or "") if index >= 0 else ""
+
+
+def recalled(results: Sequence[PrefetchResult], turn_id: str) -> tuple[str, list[MemorySkipped]]:
+    """The turn's block from the prefetches, and one :class:`MemorySkipped` per provider left out."""
+    events = [MemorySkipped(turn_id=turn_id, provider=r.provider, reason=r.outcome, detail=r.detail) for r in skipped(results)]
+    return block_of(results), events
+
+
+def with_block(messages: Sequence[ChatMessage], block: str) -> Sequence[ChatMessage]:
+    """The request with the block after its user message's text (the messages themselves untouched)."""
+    index = _user_index(messages)
+    return with_context(messages, index, block) if block and index >= 0 else messages
+
+
 async def with_memory(
     call: Call, messages: Sequence[ChatMessage], memo: TurnMemory, *, registry: Any, options: MemoryOptions, session_id: str, turn_id: str, publish: Any
 ) -> ModelReply | ModelFailure:
     """One model call of a turn with the turn's recalled memory in its request."""
-    index = _user_index(messages)
-    if memo.turn_id != turn_id:
-        memo.turn_id, memo.block = turn_id, ""
-        query = (messages[index].content or "") if index >= 0 else ""
-        results = await prefetch_all(registry, options, query, session_id)
-        for result in skipped(results):
-            publish(MemorySkipped(turn_id=turn_id, provider=result.provider, reason=result.outcome, detail=result.detail))
-        memo.block = block_of(results)
-    if memo.block and index >= 0:
-        messages = with_context(messages, index, memo.block)
-    return await call(messages)
+    if first_call_of_turn(memo, turn_id):
+        results = await prefetch_all(registry, options, turn_query(messages), session_id)
+        block, events = recalled(results, turn_id)
+        for event in events:
+            publish(event)
+        memo.block = block
+    return await call(with_block(messages, memo.block))
 
 
 async def with_pre_compress(

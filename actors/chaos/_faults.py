@@ -17,7 +17,19 @@ from typing import Literal, TypeVar
 import msgspec
 
 from protocols._base import from_json, to_json
-from protocols._faults import CrashFaults, FaultPlan, HookFaults, KeyFaults, MessageFaults, ModelFaults, ReviewFaults, StoreFaults, ToolFaults, Workload
+from protocols._faults import (
+    CrashFaults,
+    FaultPlan,
+    HookFaults,
+    KeyFaults,
+    MessageFaults,
+    ModelFaults,
+    ProviderFaults,
+    ReviewFaults,
+    StoreFaults,
+    ToolFaults,
+    Workload,
+)
 
 from .._errors import UsageError
 
@@ -161,10 +173,13 @@ def hooks_plan() -> FaultPlan:
 
 
 def review_plan() -> FaultPlan:
-    """The default faults plus background reviews after qualifying turns: some crash, hang past their deadline or fail their model call."""
+    """The default faults plus background reviews after qualifying turns (some crash, hang past their deadline or
+    fail their model call) and an external memory provider whose prefetches and syncs answer late, hang, raise or crash."""
     base = default_plan()
     reviews = ReviewFaults(enabled=True, crash=0.1, hang=0.1, model_error=0.1)
-    return msgspec.structs.replace(base, name="review", reviews=reviews, workload=msgspec.structs.replace(base.workload, min_messages=2, max_messages=3))
+    providers = ProviderFaults(enabled=True, late=0.08, hang=0.03, raises=0.08, crash=0.08)
+    workload = msgspec.structs.replace(base.workload, min_messages=2, max_messages=3)
+    return msgspec.structs.replace(base, name="review", reviews=reviews, providers=providers, workload=workload)
 
 
 PRESETS = {

@@ -32,6 +32,8 @@ store and the supervisor can see:
   ``too_many_passes``, ``answered_twice``; see ``_compress_checks``.
 - Background reviews' rules (simulator): ``review_overlap``, ``review_past_deadline``,
   ``review_never_ended``, ``review_delayed_turn``, ``review_in_user_transcript``; see ``_review_checks``.
+- Memory providers' rules (simulator): ``memory_changed_turn``, ``prefetch_past_deadline``,
+  ``memory_skip_reported``, ``memory_block_in_transcript``; see ``_memory_checks``.
 
 Crashes are learnt from supervision events: ``ChildRestarted`` of a session's path means
 its previous incarnation died; the turns it had open must then be ended by the recovery
@@ -49,6 +51,7 @@ from typing import Any
 from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, Escalated
 from protocols._session import (
     ContextCompressed,
+    MemorySkipped,
     SessionEvent,
     SessionRecovered,
     TurnCancelled,
@@ -62,6 +65,7 @@ from protocols._session import (
 
 from ..agent._sanitize import sanitize
 from ._compress_checks import CompressionChecks
+from ._memory_checks import MemoryChecks
 from ._pool_checks import PoolChecks
 from ._review_checks import ReviewChecks
 
@@ -185,6 +189,8 @@ class Invariants:
         """Context compression's rules (``_compress_checks``)."""
         self.reviews = ReviewChecks(self.violate, self.counts)
         """Background reviews' rules (``_review_checks``)."""
+        self.memory = MemoryChecks(self.violate, self.counts)
+        """Memory providers' rules (``_memory_checks``)."""
 
     # -- reporting ---------------------------------------------------------------------------------
 
@@ -243,6 +249,8 @@ class Invariants:
             case _:
                 if type(event) is ContextCompressed:
                     self.compression.announced(session_id, event, now)
+                elif type(event) is MemorySkipped:
+                    self.memory.reported_skip(session_id, event, now)
                 self._reclaim(book, turn_id)
                 if turn_id and book.resuming and turn_id not in book.started and turn_id not in book.ended:
                     self._adopt(book, turn_id, now)
@@ -498,6 +506,7 @@ class Invariants:
             self.violate("two_live_actors", _session_of(path), f"{path} incarnation {due} never reported its exit", now)
         self.pool.finish(now)
         self.reviews.finish(now)
+        self.memory.finish(now)
         return self.violations
 
 

@@ -32,6 +32,7 @@ from ..agent._plan import ToolTraits
 from ._faults import default_plan
 from ._invariants import Violation
 from ._sim_client import SimClient
+from ._sim_memory import MemoryBug, SimProvider
 from ._sim_process import schedule_process_death
 from ._sim_review import ReviewBug, SimReviews
 from ._sim_session import PlantedBug, SimSession
@@ -145,6 +146,9 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
     if plan.reviews.enabled:
         world.reviews = SimReviews(world)
         world.reviews.bug = options.bug if options.bug in get_args(ReviewBug) else None  # type: ignore[assignment]
+    if plan.providers.enabled:
+        world.memory = SimProvider(world)
+        world.memory.bug = options.bug if options.bug in get_args(MemoryBug) else None  # type: ignore[assignment]
     config = _config_of(plan)
     sessions = []
     for k in range(plan.workload.sessions):
@@ -161,6 +165,8 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
             originals = store.originals(sid) if sid in store.copied else None
             if world.reviews is not None:
                 checker.reviews.user_transcript(sid, store.durable.get(sid, []), world.now)
+            if world.memory is not None:
+                checker.memory.transcript(sid, store.durable.get(sid, []), world.now)
             checker.durable_transcript(sid, store.segment(sid), world.now, originals=originals)
     else:
         checker.violate("no_quiescence", "-", f"the world was still busy after {options.max_steps} steps", world.now)
@@ -281,4 +287,7 @@ def summary(counts: dict[str, Any]) -> str:
     line = ", ".join(f"{k} {counts.get(k, 0)}" for k in keys)
     if counts.get("reviews"):  # plans with background reviews: how they ended
         line += ", " + ", ".join(f"{k} {counts.get(k, 0)}" for k in ("reviews", "reviews_ok", "reviews_failed", "reviews_cancelled", "turns_during_review"))
+    if counts.get("prefetches"):  # plans with an external memory provider: its prefetches and what became of them
+        memory = ("prefetches", "prefetch_skipped", "memory_blocks", "syncs", "provider_restarts")
+        line += ", " + ", ".join(f"{k} {counts.get(k, 0)}" for k in memory)
     return line

@@ -12,12 +12,13 @@ The person at the other end is :class:`~._sim_client.SimClient`.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from protocols import KeyLeased, LeaseKey, ReportKey, StartTurn, Token
-from protocols._session import ContextCompressed, SessionEvent, UserMessageSaved
+from protocols import ChatMessage, KeyLeased, LeaseKey, ReportKey, StartTurn, Token, WaitFinished
+from protocols._session import ContextCompressed, SessionEvent, TurnCompleted, TurnStarted, UserMessageSaved
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted
 
 from ..agent._machine import CallModel, Emit, MachineConfig, MachineEffect, Persist, RunTool, SessionState
@@ -27,6 +28,7 @@ from ..agent._session_core import Loaded, Sanitizer
 from ..agent._session_host import HostConfig, SessionHost, Write
 from ..agent._session_timers import IdleTimer
 from ..agent._turn_state import Compressing, PersistingSegment
+from ._sim_memory import MemoryBug
 from ._sim_pool import PoolBug
 from ._sim_review import ReviewBug
 from ._sim_supervisor import Incarnation, SimSupervised
@@ -43,9 +45,9 @@ CompressionBug = Literal["half_segment", "compressed_before_commit", "split_summ
 - ``compressed_before_commit``: the session says ``ContextCompressed`` when it sends the segment write, not once it is committed.
 - ``split_summary_pair``: a summary request leaves out the last tool result of the middle (a planner whose cut splits a call from its result).
 """
-PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"] | PoolBug | CompressionBug | ReviewBug
+PlantedBug = Literal["drop_settle", "rerun_tools", "skip_recovery_sanitize", "ack_before_commit"] | PoolBug | CompressionBug | ReviewBug | MemoryBug
 """Bugs a test plants on purpose, to prove the checker catches them (the pool's: ``PoolBug``; compression's: ``CompressionBug``;
-background reviews': ``ReviewBug``):
+background reviews': ``ReviewBug``; memory providers': ``MemoryBug``):
 
 - ``drop_settle``: synthetic results that settle a cancelled or failed turn are never written (the store answers as if they were).
 - ``rerun_tools``: a recovering session runs the calls it finds unanswered again.
@@ -90,16 +92,21 @@ class SimSession(SimSupervised):
 
     def crash(self, reason: str) -> None:
         self._count_phase("crash")
-        if self.world.reviews is not None:
-            self.world.reviews.session_down(self.session_id)
+        self._down()
         super().crash(reason)
 
     def process_died(self) -> None:
         self._count_phase("death")
-        if self.world.reviews is not None:
-            self.world.reviews.session_down(self.session_id)
+        self._down()
         super().process_died()
         self.open_turns = OpenTurns()  # the hub lived in the dead process's memory
+
+    def _down(self) -> None:
+        """The actor dies or stops: its reviews end, its turn memory goes."""
+        if self.world.reviews is not None:
+            self.world.reviews.session_down(self.session_id)
+        if self.world.memory is not None:
+            self.world.memory.session_down(self.current)
 
     def _count_phase(self, what: str) -> None:
         """Count a crash (or process death) that lands inside a compression pass."""
@@ -199,12 +206,20 @@ class SimSession(SimSupervised):
             checker.compression.summary_requested(self.session_id, effect.token, effect.messages, world.now)
             if world.plan.crashes.compressing:
                 self._crash_soon(world.now + world.plan.workload.model_s)  # while the summary is asked for
-        checker.model_called(self.session_id, effect.messages, world.now)
+        incarnation, memory = self.current, world.memory
+        assert incarnation is not None
+        after, prefetch = 0.0, None
+        sent: Sequence[ChatMessage] = effect.messages
+        if memory is not None and not summary:  # the turn's recalled memory, fetched by its first call (``_sim_memory``)
+            after, sent, prefetch = memory.prefetch(self, incarnation, effect)
+        checker.model_called(self.session_id, sent, world.now)
         durable = world.store.user_texts.get(self.session_id, ())
         checker.user_message_durable(self.session_id, effect.turn_id, durable, world.now, rule="model_before_ack")
-        assert self.current is not None
-        prompt = effect.messages if world.plan.workload.context_length else ()
-        return SimHandle(*world.start_model(self.current, effect.use_tools, effect.timeout, key, prompt, summary=summary))
+        prompt = sent if world.plan.workload.context_length else ()
+        wait_id, entry = world.start_model(incarnation, effect.use_tools, effect.timeout, key, prompt, summary=summary, after=after)
+        if prefetch is not None and memory is not None:
+            memory.started(self, incarnation, prefetch, wait_id, effect.timeout)
+        return SimHandle(wait_id, entry)
 
     def start_tool(self, effect: RunTool, turn_id: str) -> SimHandle:
         world = self.world
@@ -235,6 +250,8 @@ class SimSession(SimSupervised):
         checker.event(self.session_id, event, world.now, subscriber=self)
         if world.reviews is not None:
             world.reviews.observe(self, event)
+        if world.memory is not None and (type(event) is TurnStarted or (type(event) is TurnCompleted and event.text)):
+            world.memory.told("turn_start" if type(event) is TurnStarted else "sync")  # as SessionActor.publish tells them
         if isinstance(event, UserMessageSaved):
             checker.user_message_durable(self.session_id, event.turn_id, world.store.user_texts.get(self.session_id, ()), world.now)
         if self.client is not None:
@@ -244,8 +261,7 @@ class SimSession(SimSupervised):
         self.crash(why)
 
     def passivate(self) -> None:
-        if self.world.reviews is not None:
-            self.world.reviews.session_down(self.session_id)
+        self._down()
         self.stopped_normally()
 
     # -- background reviews (``_sim_review``) --------------------------------------------------------
@@ -264,6 +280,8 @@ class SimSession(SimSupervised):
         reviews = self.world.reviews
         if reviews is not None and from_address and type(message) is StartTurn:
             self.world.checker.reviews.turn_received(self.session_id, message.turn_id, self.world.now)
+        if self.world.memory is not None and type(message) is WaitFinished and message.tag == "model":
+            self.world.checker.memory.model_outcome(self.session_id, message, self.world.now)
         super().handle(incarnation, message, from_address=from_address)
 
     def idle(self, generation: int, state: SessionState) -> None:
@@ -271,6 +289,8 @@ class SimSession(SimSupervised):
         if state.turn is None and state.transcript is not self.checked:  # once per version of the transcript
             self.checked = state.transcript
             world.checker.idle_transcript(self.session_id, state.transcript, world.now)
+            if world.memory is not None:
+                world.checker.memory.transcript(self.session_id, state.transcript, world.now)
         if world.dice.fault("crash", "passivate", world.plan.crashes.passivate):
             assert self.current is not None
             world.send_after(self.current, world.dice.uniform("crash", 0.05, 2.0), IdleTimer(generation=generation))

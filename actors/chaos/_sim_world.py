@@ -37,6 +37,7 @@ from ._sim_pool import SimPool
 from ._sim_store import SimStore
 
 if TYPE_CHECKING:
+    from ._sim_memory import SimProvider
     from ._sim_review import SimReviews
     from ._sim_session import SimSession
     from ._sim_supervisor import Incarnation
@@ -103,6 +104,8 @@ class World:
         self.tool_runs: collections.Counter[str] = collections.Counter()
         self.reviews: SimReviews | None = None
         """Background reviews (``_sim_review``), when the plan enables them."""
+        self.memory: SimProvider | None = None
+        """The external memory provider (``_sim_memory``), when the plan enables one."""
 
     @property
     def down(self) -> bool:
@@ -209,13 +212,22 @@ class World:
     # -- the model ----------------------------------------------------------------------------------
 
     def start_model(
-        self, incarnation: Incarnation, use_tools: bool, timeout: float, key: KeyLeased, prompt: Sequence[ChatMessage] = (), *, summary: bool = False
+        self,
+        incarnation: Incarnation,
+        use_tools: bool,
+        timeout: float,
+        key: KeyLeased,
+        prompt: Sequence[ChatMessage] = (),
+        *,
+        summary: bool = False,
+        after: float = 0.0,
     ) -> tuple[int, int]:
         """Start a simulated model call with a leased ``key``; returns (wait id, heap entry).
 
         With a context window (``Workload.context_length``) the model counts ``prompt``'s tokens
         (as a provider would, at :data:`PROVIDER_RATIO`), refuses a request that does not fit,
-        and answers a ``summary`` call (a compression's) with notes."""
+        and answers a ``summary`` call (a compression's) with notes. ``after``: seconds the wait
+        spends before the request goes out (a memory prefetch); the call's timeout counts them."""
         dice, faults, workload = self.dice, self.plan.model, self.plan.workload
         session_id = incarnation.session.session_id
         if self.pool.bug == "reuse_lease":  # planted: every call of a session on its first lease
@@ -251,9 +263,10 @@ class World:
                 base += faults.stall_s
             value = self.summary(tokens) if summary else self.reply(use_tools, tokens)
             done = self.now + base
-        entry = self.settle_wait(
-            "model_reply", incarnation, wait_id, self.now, done, timeout, WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
-        )
+        outcome = WaitFinished(wait_id=wait_id, tag="model", status="ok", value=value)
+        if self.memory is not None:
+            self.checker.memory.model_produced(outcome)
+        entry = self.settle_wait("model_reply", incarnation, wait_id, self.now, done + after, timeout, outcome)
         return wait_id, entry
 
     def _key_fault(self, key_id: str) -> ModelFailure | None:

@@ -56,6 +56,8 @@ from ._provider import StoreWrite as StoreWrite
 from ._provider import block_of as block_of
 from ._provider import kept_note as kept_note
 from ._provider import memory_context_block as memory_context_block
+from ._provider import missed as missed
+from ._provider import prefetch_result as prefetch_result
 from ._provider import skipped as skipped
 from ._secrets import SECRET_NAME as SECRET_NAME
 from ._secrets import SECRET_PATTERNS as SECRET_PATTERNS

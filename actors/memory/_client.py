@@ -16,7 +16,7 @@ import trio
 
 from protocols._memory import ProviderCall, ProviderNotice, ProviderOp, ProviderReply
 
-from ._provider import PrefetchResult
+from ._provider import PrefetchResult, missed, prefetch_result
 from ._tree import BUILTIN_PATH, MemoryOptions
 
 
@@ -79,20 +79,13 @@ async def collect_prefetch(asks: Mapping[str, Ask], timeout: float) -> list[Pref
     deadline = trio.current_time() + max(0.0, timeout)
 
     async def one(name: str, ask: Ask) -> None:
-        reply = await ask()
-        if reply is None:
-            results[name] = PrefetchResult(provider=name, outcome="unavailable", detail="no provider actor answers at its address")
-        elif not reply.ok:
-            results[name] = PrefetchResult(provider=name, outcome="error", detail=reply.text)
-        else:
-            results[name] = PrefetchResult(provider=name, outcome="ok" if reply.text.strip() else "empty", text=reply.text)
+        results[name] = prefetch_result(name, await ask())
 
     with trio.move_on_at(deadline):
         async with trio.open_nursery() as nursery:
             for name, ask in asks.items():
                 nursery.start_soon(one, name, ask)
-    missing = f"no answer within {timeout:g} s"
-    return [results.get(name, PrefetchResult(provider=name, outcome="timeout", detail=missing)) for name in asks]
+    return [results.get(name) or missed(name, timeout) for name in asks]
 
 
 async def prefetch_all(registry: Any, options: MemoryOptions, query: str, session_id: str) -> list[PrefetchResult]:

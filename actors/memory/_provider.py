@@ -20,6 +20,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+from protocols._memory import ProviderReply
+
 from ._store import MemorySettings
 
 PrefetchOutcome = Literal["ok", "empty", "timeout", "error", "unavailable"]
@@ -116,6 +118,20 @@ class PrefetchResult:
     outcome: PrefetchOutcome
     text: str = ""
     detail: str = ""
+
+
+def prefetch_result(provider: str, reply: ProviderReply | None) -> PrefetchResult:
+    """What one provider's answer to an ask (None: no actor answers at its address) gives the turn."""
+    if reply is None:
+        return PrefetchResult(provider=provider, outcome="unavailable", detail="no provider actor answers at its address")
+    if not reply.ok:
+        return PrefetchResult(provider=provider, outcome="error", detail=reply.text)
+    return PrefetchResult(provider=provider, outcome="ok" if reply.text.strip() else "empty", text=reply.text)
+
+
+def missed(provider: str, timeout: float) -> PrefetchResult:
+    """A provider that gave nothing within the one deadline of ``timeout`` seconds."""
+    return PrefetchResult(provider=provider, outcome="timeout", detail=f"no answer within {timeout:g} s")
 
 
 def skipped(results: Sequence[PrefetchResult]) -> list[PrefetchResult]:

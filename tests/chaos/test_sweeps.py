@@ -31,8 +31,9 @@ SEEDS = {"long": 1_000, "hooks": 3_000}
 compresses several times) costs about 7 ms of CPU, so 1,000 seeds take what 16,000 of the others do
 (``hermes chaos sim --plan long --seeds 10000`` by hand). A ``hooks`` seed costs about 1.7 ms (its
 hooks that hang or are slow stretch the tool calls, so turns run more steps): 3,000 seeds take about 5 s of CPU.
-The ``review`` preset (background reviews after qualifying turns, 2-3 messages a session) is swept
-at the full 10,000: about 1.7 ms of CPU a seed on the loaded 2-core machine (load ~9), ~17 s."""
+The ``review`` preset (background reviews after qualifying turns and an external memory provider
+whose prefetches and syncs fail, 2-3 messages a session) is swept at the full 10,000: about 2.5 ms
+of CPU a seed on the loaded 2-core machine, ~25 s of CPU (half the wall time in the two workers)."""
 
 
 def failing_seeds_report(name: str, result: SweepResult) -> str:
