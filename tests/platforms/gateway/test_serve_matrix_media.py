@@ -92,41 +92,32 @@ def test_a_streamed_answer_is_one_event_then_replace_edits_ending_in_one_html_fi
     assert all(e["content"]["m.new_content"]["body"].endswith(" ▌") for e in ours[:-1])
 
 
-def test_a_media_answer_arrives_as_an_m_image_with_the_files_bytes_and_a_path_outside_the_roots_gets_a_note(
+def test_a_media_answer_is_an_m_image_with_the_files_bytes_a_refused_path_a_note_and_an_inbound_image_and_file_reach_the_turn(
     tmp_path: Path, model: ModelServer, synapse: Synapse
 ) -> None:
-    home, bot, human = _setup(tmp_path, model, synapse)
+    home, bot, human = _setup(tmp_path, model, synapse, vision=True)
     (tmp_path / "work" / "chart.png").write_bytes(PNG)
-    model.script([TextReply(content="Here is the chart.\nMEDIA:chart.png\nMEDIA:/etc/passwd")])
     with launched(home) as (process, _):
         room = _dm_with(human, bot)
+        human.send_file(room, "photo.png", PNG, "image/png", image=True, caption="what is this")
+        human.wait_messages(room, bot.user_id, 1)
+        event_id = human.send_file(room, "../my notes.txt", b"remember the milk\n", "text/plain", image=False)
+        human.wait_messages(room, bot.user_id, 2)
+        model.script([TextReply(content="Here is the chart.\nMEDIA:chart.png\nMEDIA:/etc/passwd")])  # after the echoed turns
         human.send(room, "chart please")
-        text, image, note = human.wait_messages(room, bot.user_id, 3)
+        _, saved_reply, text, image, note = human.wait_messages(room, bot.user_id, 5)
         _stop(process)
     assert text["content"]["body"] == "Here is the chart."
     content = image["content"]
     assert (content["msgtype"], content["body"], content["info"]) == ("m.image", "chart.png", {"mimetype": "image/png", "size": len(PNG)})
     assert human.download(content["url"]) == PNG  # back through Synapse's media repository
     assert note["content"]["body"] == "passwd was not attached: only files in the workspace or the Hermes cache can be sent"
-
-
-def test_an_inbound_image_reaches_a_vision_model_as_an_image_part_and_a_file_lands_in_the_workspace(
-    tmp_path: Path, model: ModelServer, synapse: Synapse
-) -> None:
-    home, bot, human = _setup(tmp_path, model, synapse, vision=True)
-    with launched(home) as (process, _):
-        room = _dm_with(human, bot)
-        human.send_file(room, "chart.png", PNG, "image/png", image=True, caption="what is this")
-        human.wait_messages(room, bot.user_id, 1)
-        event_id = human.send_file(room, "../my notes.txt", b"remember the milk\n", "text/plain", image=False)
-        replies = human.wait_messages(room, bot.user_id, 2)
-        _stop(process)
-    (request, _) = [r for r in model.requests if r.path == "/v1/chat/completions"]
-    content = request.body["messages"][-1]["content"]
-    assert isinstance(content, list), content
-    assert [p["text"] for p in content if p.get("type") == "text"] == ["what is this"]
-    (url,) = [p["image_url"]["url"] for p in content if p.get("type") == "image_url"]
+    (request,) = [r for r in model.requests if r.path == "/v1/chat/completions" and "what is this" in str(r.body["messages"][-1])]
+    parts = request.body["messages"][-1]["content"]
+    assert isinstance(parts, list), parts
+    assert [p["text"] for p in parts if p.get("type") == "text"] == ["what is this"]
+    (url,) = [p["image_url"]["url"] for p in parts if p.get("type") == "image_url"]
     assert url.startswith("data:image/png;base64,") and base64.b64decode(url.partition(",")[2]) == PNG
     (saved,) = (tmp_path / "work" / "downloads").iterdir()
     assert saved.read_bytes() == b"remember the milk\n" and saved.name.endswith("my_notes.txt") and event_id.strip("$")[:8] in saved.name
-    assert replies[1]["content"]["body"] == f"echo: [the user sent a file; it is saved at {saved} (18 bytes)]"
+    assert saved_reply["content"]["body"] == f"echo: [the user sent a file; it is saved at {saved} (18 bytes)]"
