@@ -371,21 +371,31 @@ def split_target(chat_id: str, thread_id: str) -> tuple[str, str]:
 def matrix_sender(homeserver: str, token: str) -> Any:
     """``send(chat_id, thread_id, text, media)`` for scheduled jobs' answers: the text in pieces
     as Matrix HTML, each with a txn id derived from the answer (a retried delivery is the same
-    event); ``MEDIA:`` files are named in a last line (uploads are not built)."""
+    event); each ``MEDIA:`` file uploaded and sent as ``m.image`` / ``m.file`` (read as the
+    Telegram sender reads it: a job's own answer)."""
     from actors.scheduler._delivery import DeliveryFailed
 
     from ._chunks import chunk_text
+    from ._media import as_kind
 
     async def send(chat_id: str, thread_id: str, text: str, media: tuple[str, ...]) -> None:
         room, thread = split_target(chat_id, thread_id)
-        if media:
-            text = "\n".join([text, *(f"(attachment not sent: {path})" for path in media)]).strip()
         target = PlatformMessage(platform="matrix", chat_type="dm", chat_id=room, thread_id=thread, user_id="", message_id=thread or "cron", text="")
         try:
             async with httpx.AsyncClient() as client:
                 for i, piece in enumerate(chunk_text(text, MATRIX_LIMIT, utf8_bytes) if text else []):
                     path = room_path(room, "send", "m.room.message", txn_id(target, i, f"cron\0{text}\0{piece}"))
                     await call(client, homeserver, token, "PUT", path, body=message_content(target, piece, first=i == 0), timeout=30.0)
+                for n, file in enumerate(media):
+                    try:
+                        data = await trio.to_thread.run_sync(Path(file).expanduser().read_bytes)
+                    except OSError as exc:
+                        raise DeliveryFailed(f"the attachment {file} cannot be read ({exc.strerror})", retry=False) from None
+                    name = Path(file).name
+                    mxc = await upload(client, homeserver, token, name, data, timeout=MEDIA_TIMEOUT)
+                    content = media_content(target, as_kind(Path(file), len(data)), name, mxc, len(data))
+                    path = room_path(room, "send", "m.room.message", txn_id(target, n, f"cron\0{text}\0media\0{file}"))
+                    await call(client, homeserver, token, "PUT", path, body=content, timeout=30.0)
         except CallFailed as failure:
             raise DeliveryFailed(f"matrix room {room}: {failure}", retry=retry_delay(failure, 1) is not None) from None
 

@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from actors.chaos import ModelServer, TextReply
+from actors.platforms.gateway._matrix import matrix_sender
 from tests.conftest import DEADLINE
 from tests.platforms.gateway.synapse_server import MatrixUser, Synapse
 from tests.platforms.gateway.test_serve_matrix import _dm_with, _stop
@@ -121,3 +122,21 @@ def test_a_media_answer_is_an_m_image_with_the_files_bytes_a_refused_path_a_note
     (saved,) = (tmp_path / "work" / "downloads").iterdir()
     assert saved.read_bytes() == b"remember the milk\n" and saved.name.endswith("my_notes.txt") and event_id.strip("$")[:8] in saved.name
     assert saved_reply["content"]["body"] == f"echo: [the user sent a file; it is saved at {saved} (18 bytes)]"
+
+
+async def test_a_scheduled_answers_media_file_is_uploaded_and_sent_once_even_when_delivered_twice(tmp_path: Path, synapse: Synapse) -> None:
+    tag = uuid.uuid4().hex[:8]
+    bot, human = synapse.register(f"bot{tag}"), synapse.register(f"human{tag}")
+    room = human.create_room([bot.user_id], direct=True)
+    bot.join(room)
+    report = tmp_path / "report.csv"
+    report.write_bytes(b"day,total\nmon,3\n")
+    send = matrix_sender(synapse.base_url, bot.token)
+    for _ in range(2):  # the scheduler retrying a delivery whose first outcome was lost
+        await send(room, "", "The report", (str(report),))
+    human.send(room, "barrier")
+    human.wait_messages(room, human.user_id, 1)
+    text, file = human.from_user(room, bot.user_id)
+    assert text["content"]["body"] == "The report"
+    assert (file["content"]["msgtype"], file["content"]["filename"]) == ("m.file", "report.csv")
+    assert human.download(file["content"]["url"]) == b"day,total\nmon,3\n"
