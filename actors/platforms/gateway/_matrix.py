@@ -14,15 +14,23 @@ transaction ids (Synapse: 24 hours), so a piece sent again (a retry after a lost
 outbox after a crash between the send and ``mark_sent``) is the same event, not a second one.
 An approval prompt carries ✅ and ❌ reactions; the user's reaction on it (or ``/approve``,
 ``/deny``) answers it. 429 ``M_LIMIT_EXCEEDED`` waits ``retry_after_ms``, 5xx back off.
+
+With ``streaming: true`` a turn's answer is shown while it comes (``_matrix_stream.py``: one
+message, then ``m.replace`` edits) and the final reply's first piece is that message's last
+edit, with its HTML. An answer's ``MEDIA:`` files are uploaded to the media repository and
+follow the text as ``m.image`` / ``m.file`` (``_matrix_media.py``); a message's image and file
+are downloaded for the turn (``_chat_files.py``, shared with Telegram).
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import trio
@@ -31,15 +39,23 @@ from actors._atomic import write_atomic
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
 from ._adapter import DELIVERY_DEADLINE, GatewayAdapter, approval_text
+from ._chat_files import Attachment, prepare_turn, read_attachment
 from ._dedup import SeenLog
-from ._matrix_api import SYNC_FILTER, Invite, Prompt, call, message_content, parse_sync, room_path, should_join, txn_id
+from ._edit_stream import FinalExtras, StreamSettings, final_pieces
+from ._matrix_api import SYNC_FILTER, Invite, Prompt, call, edit_content, message_content, parse_sync, room_path, should_join, txn_id
+from ._matrix_media import download, image_suffixed, media_content, upload
+from ._matrix_stream import MatrixStream
 from ._retry import CallFailed, retry_delay
+from ._state_file import Outgoing
+from ._waits import Prepare, Stream
 
 log = logging.getLogger(__name__)
 
 _SSL: ssl.SSLContext | None = None
 UNAUTHORIZED_RETRY = 60.0
 MATRIX_LIMIT = 16_000
+MEDIA_TIMEOUT = 120.0
+T = TypeVar("T")
 
 
 def utf8_bytes(text: str) -> int:
@@ -51,8 +67,25 @@ class MatrixAdapter(GatewayAdapter):
     limit = MATRIX_LIMIT
     measure = staticmethod(utf8_bytes)
 
-    def __init__(self, *, homeserver: str, token: str, user_id: str, sync_timeout: float, chunk_limit: int = MATRIX_LIMIT, **common: Any) -> None:
+    def __init__(
+        self,
+        *,
+        homeserver: str,
+        token: str,
+        user_id: str,
+        sync_timeout: float,
+        chunk_limit: int = MATRIX_LIMIT,
+        stream: StreamSettings | None = None,
+        workspace: Path | None = None,
+        vision: bool = False,
+        **common: Any,
+    ) -> None:
         super().__init__(**common)
+        self.stream_settings = stream or StreamSettings()
+        self.workspace = workspace or Path.cwd()
+        """Where inbound files are saved and ``MEDIA:`` files may come from (with ``HERMES_HOME/cache``)."""
+        self.vision = vision
+        """Whether the model sees images (an ``m.image`` is an image part, else a note)."""
         self.homeserver = homeserver
         self.token = token
         self.user_id = user_id
@@ -73,15 +106,59 @@ class MatrixAdapter(GatewayAdapter):
 
     # -- calls ----------------------------------------------------------------------------
 
-    async def _call(self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None, timeout: float = 30.0) -> Any:
+    async def _client(self) -> httpx.AsyncClient:
         global _SSL
         verify: Any = True
         if self.homeserver.startswith("https:"):
             if _SSL is None:  # building one costs ~70 ms (the CA bundle): once, off the reactor
                 _SSL = await trio.to_thread.run_sync(httpx.create_ssl_context)
             verify = _SSL
-        async with httpx.AsyncClient(verify=verify) as client:  # one a call: nothing left open when a wait is cancelled
+        return httpx.AsyncClient(verify=verify)  # one a call: nothing left open when a wait is cancelled
+
+    async def _call(self, method: str, path: str, body: Any = None, params: dict[str, str] | None = None, timeout: float = 30.0) -> Any:
+        async with await self._client() as client:
             return await call(client, self.homeserver, self.token, method, path, body=body, params=params, timeout=timeout)
+
+    async def _upload(self, name: str, data: bytes) -> str:
+        async with await self._client() as client:
+            return await upload(client, self.homeserver, self.token, name, data, timeout=MEDIA_TIMEOUT)
+
+    async def _download(self, mxc: str, limit: int) -> bytes:
+        async with await self._client() as client:
+            return await download(client, self.homeserver, self.token, mxc, limit=limit, timeout=MEDIA_TIMEOUT)
+
+    # -- streaming and files ----------------------------------------------------------------
+
+    def streamer(self, message: PlatformMessage, turn_id: str) -> Stream | None:
+        if not self.stream_settings.enabled:
+            return None
+        known = self.streams.get(turn_id, "")
+        saved = None
+        if not known:  # a new stream: its first edit waits until the message's id is on disk
+            saved = self.stream_saved[turn_id] = trio.Event()
+        return MatrixStream(self._call, message, turn_id, self.stream_settings, self.address.tell, known, limit=self.limit, measure=self.measure, saved=saved)
+
+    def preparer(self, message: PlatformMessage) -> Prepare | None:
+        if not message.files:
+            return None
+        names = {f.file_id: image_suffixed(f.name, f.mime) if f.kind == "image" else f.name for f in message.files}
+
+        async def fetch(mxc: str, limit: int) -> tuple[str, bytes]:
+            return names.get(mxc, ""), await self._download(mxc, limit)
+
+        async def prepare(start: Any) -> Any:
+            return await prepare_turn(fetch, message, start, workspace=self.workspace, vision=self.vision)
+
+        return prepare
+
+    def send_final(self, owed: Outgoing) -> None:
+        """The final reply: its first piece edits the streamed message (if any), its ``MEDIA:`` files follow the text."""
+        planned = final_pieces(owed.text, self.streams.get(owed.turn_id, ""), self.limit, self.measure)
+        if planned is None:
+            super().send_final(owed)
+            return
+        pieces, extras = planned
+        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, extras, tag="deliver", timeout=math.inf)
 
     async def _whoami(self) -> tuple[str, str]:
         """The token's user, and the ``since`` token saved by an earlier run ("" for none)."""
@@ -208,17 +285,7 @@ class MatrixAdapter(GatewayAdapter):
 
     async def _retrying(self, method: str, path: str, body: Any) -> tuple[Any, int]:
         """One call retried by :func:`retry_delay` (429 ``retry_after_ms``, 5xx, transport); ``(answer, retries)``."""
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                with trio.CancelScope(shield=True):  # a stop mid-call must not leave the reply's fate unknown
-                    return await self._call(method, path, body), attempt - 1
-            except CallFailed as failure:
-                delay = retry_delay(failure, attempt)
-                if delay is None:
-                    raise
-                await trio.sleep(delay)
+        return await _retried(lambda: self._call(method, path, body))
 
     async def _send(self, message: PlatformMessage, piece: str, index: int) -> tuple[str, int]:
         content = message_content(message, piece, first=index == 0)
@@ -226,10 +293,39 @@ class MatrixAdapter(GatewayAdapter):
         return str(answer.get("event_id") or ""), retries
 
     async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
+        """Each piece as a message; a final reply's extras (``markup``): its first piece edits
+        the streamed message, its ``MEDIA:`` files follow, uploaded, or a note why not."""
+        extras = markup if isinstance(markup, FinalExtras) else FinalExtras()
         retries = 0
         for i, piece in enumerate(pieces):
-            retries += (await self._send(message, piece, i))[1]
+            if i == 0 and extras.edit:
+                retries += await self._edit(message, extras.edit, piece)
+            else:
+                retries += (await self._send(message, piece, i))[1]
+        for n, path in enumerate(extras.media):
+            item = await read_attachment(path, workspace=self.workspace, home=self.home)
+            if isinstance(item, Attachment):
+                retries += await self._send_file(message, item, path)
+            else:
+                retries += (await self._send(message, item, len(pieces) + n))[1]
         return retries
+
+    async def _edit(self, message: PlatformMessage, event_id: str, piece: str) -> int:
+        """The streamed message's last edit, with HTML; a refused edit (the message is gone)
+        sends the piece as a message instead."""
+        path = room_path(message.chat_id, "send", "m.room.message", txn_id(message, 0, f"edit\0{event_id}\0{piece}"))
+        try:
+            return (await self._retrying("PUT", path, edit_content(message, event_id, piece, html=True)))[1]
+        except CallFailed as failure:
+            log.info("gateway matrix: the streamed message could not be edited (%s); the answer goes as a message", failure)
+            return (await self._send(message, piece, 0))[1]
+
+    async def _send_file(self, message: PlatformMessage, item: Attachment, path: str) -> int:
+        """The file into the media repository, then its event (the txn id from the path: sent again, one event)."""
+        mxc, uploaded = await _retried(lambda: self._upload(item.name, item.data))
+        content = media_content(message, item.kind, item.name, mxc, len(item.data))
+        _, sent = await self._retrying("PUT", room_path(message.chat_id, "send", "m.room.message", txn_id(message, 0, f"media\0{path}")), content)
+        return uploaded + sent
 
     def ask_approval(self, message: PlatformMessage, request: ApprovalRequested) -> None:
         text = f"{approval_text(request)}\nReact ✅ to approve or ❌ to deny (or reply /approve, /deny)."
@@ -247,6 +343,22 @@ class MatrixAdapter(GatewayAdapter):
             await self._retrying("PUT", path, relation)
 
 
+async def _retried(make: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+    """``make()`` retried by :func:`retry_delay`, each attempt shielded (a stop mid-call must not
+    leave the reply's fate unknown); ``(answer, retries)``."""
+    attempt = 0
+    while True:
+        attempt += 1
+        try:
+            with trio.CancelScope(shield=True):
+                return await make(), attempt - 1
+        except CallFailed as failure:
+            delay = retry_delay(failure, attempt)
+            if delay is None:
+                raise
+            await trio.sleep(delay)
+
+
 def split_target(chat_id: str, thread_id: str) -> tuple[str, str]:
     """The room and thread of a scheduled job's ``matrix:<room id>[:<thread root>]`` target: room
     ids hold a ``:`` themselves (``!abc:example.org``), so the scheduler's split is undone and
@@ -259,21 +371,31 @@ def split_target(chat_id: str, thread_id: str) -> tuple[str, str]:
 def matrix_sender(homeserver: str, token: str) -> Any:
     """``send(chat_id, thread_id, text, media)`` for scheduled jobs' answers: the text in pieces
     as Matrix HTML, each with a txn id derived from the answer (a retried delivery is the same
-    event); ``MEDIA:`` files are named in a last line (uploads are not built)."""
+    event); each ``MEDIA:`` file uploaded and sent as ``m.image`` / ``m.file`` (read as the
+    Telegram sender reads it: a job's own answer)."""
     from actors.scheduler._delivery import DeliveryFailed
 
     from ._chunks import chunk_text
+    from ._media import as_kind
 
     async def send(chat_id: str, thread_id: str, text: str, media: tuple[str, ...]) -> None:
         room, thread = split_target(chat_id, thread_id)
-        if media:
-            text = "\n".join([text, *(f"(attachment not sent: {path})" for path in media)]).strip()
         target = PlatformMessage(platform="matrix", chat_type="dm", chat_id=room, thread_id=thread, user_id="", message_id=thread or "cron", text="")
         try:
             async with httpx.AsyncClient() as client:
                 for i, piece in enumerate(chunk_text(text, MATRIX_LIMIT, utf8_bytes) if text else []):
                     path = room_path(room, "send", "m.room.message", txn_id(target, i, f"cron\0{text}\0{piece}"))
                     await call(client, homeserver, token, "PUT", path, body=message_content(target, piece, first=i == 0), timeout=30.0)
+                for n, file in enumerate(media):
+                    try:
+                        data = await trio.to_thread.run_sync(Path(file).expanduser().read_bytes)
+                    except OSError as exc:
+                        raise DeliveryFailed(f"the attachment {file} cannot be read ({exc.strerror})", retry=False) from None
+                    name = Path(file).name
+                    mxc = await upload(client, homeserver, token, name, data, timeout=MEDIA_TIMEOUT)
+                    content = media_content(target, as_kind(Path(file), len(data)), name, mxc, len(data))
+                    path = room_path(room, "send", "m.room.message", txn_id(target, n, f"cron\0{text}\0media\0{file}"))
+                    await call(client, homeserver, token, "PUT", path, body=content, timeout=30.0)
         except CallFailed as failure:
             raise DeliveryFailed(f"matrix room {room}: {failure}", retry=retry_delay(failure, 1) is not None) from None
 

@@ -19,12 +19,12 @@ import dataclasses
 import hashlib
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
 
-from protocols import PlatformMessage
+from protocols import PlatformFile, PlatformMessage
 
 from ._matrix_html import to_matrix_html
 from ._retry import CallFailed
@@ -41,6 +41,7 @@ SYNC_FILTER = json.dumps(
 """Lazy-loaded members: Synapse then sends rooms' member counts (``summary``), mostly."""
 MAX_EVENT_BYTES = 60_000
 """Matrix refuses events over 65,536 bytes; past this the HTML is left out (the body goes plain)."""
+FILE_TYPES = frozenset({"m.image", "m.file", "m.audio", "m.video"})
 APPROVE_KEYS = frozenset({"✅", "✔", "👍"})
 DENY_KEYS = frozenset({"❌", "✖", "👎", "🚫"})
 
@@ -85,6 +86,35 @@ def txn_id(message: PlatformMessage, index: int, text: str) -> str:
     homeserver answers with the event it already has instead of posting a second one."""
     digest = hashlib.sha256(f"{message.chat_id}\0{message.message_id}\0{index}\0{text}".encode()).hexdigest()
     return f"hermes-{digest[:40]}"
+
+
+def stream_txn(message: PlatformMessage, turn_id: str, text: str = "") -> str:
+    """A streamed event's transaction id: the first message's from the turn alone (a restart
+    that streams again before its id was saved posts the same event), an edit's from its text."""
+    return txn_id(message, 0, f"stream\0{turn_id}\0{text}")
+
+
+def edit_content(message: PlatformMessage, event_id: str, piece: str, *, html: bool) -> dict[str, Any]:
+    """An ``m.replace`` edit of ``event_id`` to ``piece``: ``m.new_content`` is the message
+    (with its HTML when ``html``), the outer body the ``* ``-prefixed fallback for clients
+    without edits. Past the event size the HTML goes, then the fallback shrinks."""
+    new: dict[str, Any] = {"msgtype": "m.text", "body": piece}
+    if html:
+        new = {k: v for k, v in message_content(message, piece, first=False).items() if k not in ("m.relates_to", "m.mentions")}
+    content: dict[str, Any] = {"msgtype": "m.text", "body": f"* {piece}", "m.new_content": new, "m.relates_to": {"rel_type": "m.replace", "event_id": event_id}}
+    if "formatted_body" in new:
+        content["format"] = new["format"]
+        content["formatted_body"] = f"* {new['formatted_body']}"
+    for cut in ("formatted", "new_formatted", "fallback"):
+        if len(json.dumps(content).encode()) < MAX_EVENT_BYTES:
+            break
+        if cut == "formatted":
+            content.pop("format", None), content.pop("formatted_body", None)
+        elif cut == "new_formatted":
+            new.pop("format", None), new.pop("formatted_body", None)
+        else:
+            content["body"] = "* (edited)"
+    return content
 
 
 def message_content(message: PlatformMessage, piece: str, *, first: bool) -> dict[str, Any]:
@@ -183,6 +213,8 @@ def _to_message(room_id: str, chat_type: Any, event: dict[str, Any], bot: str, p
         verb = "/approve" if key in APPROVE_KEYS else "/deny"
         return PlatformMessage(**common, thread_id=prompt.thread_id, text=f"{verb} #{prompt.request}", reply_to_bot=True)
     body = content.get("body")
+    if event.get("type") == "m.room.message" and content.get("msgtype") in FILE_TYPES and isinstance(content.get("url"), str):
+        return _file_message(common, content, relation, bot)
     if event.get("type") != "m.room.message" or content.get("msgtype") not in ("m.text", "m.emote") or not isinstance(body, str):
         return None  # edits (m.replace) carry m.new_content and are not new messages either
     if relation.get("rel_type") == "m.replace":
@@ -191,6 +223,32 @@ def _to_message(room_id: str, chat_type: Any, event: dict[str, Any], bot: str, p
     mentioned = _mentioned(content, bot)
     text = body.replace(bot, "").strip() if mentioned and body.replace(bot, "").strip() else body
     return PlatformMessage(**common, thread_id=thread, text=text, mentioned=mentioned, reply_to_bot=_replied_to_bot(content, relation, bot))
+
+
+def inbound_name(content: dict[str, Any]) -> tuple[str, str]:
+    """An ``m.image`` / ``m.file`` event's ``(file name, caption)``: with a ``filename`` the body
+    is a caption, without one the body is the name (Matrix 1.10)."""
+    body = str(content.get("body") or "")
+    filename = content.get("filename")
+    if isinstance(filename, str) and filename:
+        return filename, body if body != filename else ""
+    return body, ""
+
+
+def _file_message(common: dict[str, Any], content: dict[str, Any], relation: dict[str, Any], bot: str) -> PlatformMessage | None:
+    """An unencrypted ``m.image`` / ``m.file`` (``m.audio``, ``m.video`` as files): its ``mxc://``
+    URL as the file's handle, the caption (if any) as text."""
+    if relation.get("rel_type") == "m.replace":
+        return None
+    info = content.get("info") if isinstance(content.get("info"), dict) else {}
+    assert isinstance(info, dict)
+    name, caption = inbound_name(content)
+    size = info.get("size")
+    kind: Literal["image", "file"] = "image" if content.get("msgtype") == "m.image" else "file"
+    file = PlatformFile(kind=kind, file_id=str(content["url"]), name=name, size=size if isinstance(size, int) else 0, mime=str(info.get("mimetype") or ""))
+    thread = str(relation.get("event_id") or "") if relation.get("rel_type") == "m.thread" else ""
+    mentioned = _mentioned(content, bot)
+    return PlatformMessage(**common, thread_id=thread, text=caption, mentioned=mentioned, reply_to_bot=_replied_to_bot(content, relation, bot), files=(file,))
 
 
 def parse_sync(data: dict[str, Any], *, bot: str, members: Mapping[str, int], prompts: Mapping[str, Prompt], history: bool, counted: bool = False) -> SyncBatch:

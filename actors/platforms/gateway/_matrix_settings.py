@@ -13,6 +13,9 @@ platforms:
       require_mention: true                    # groups: answer only when mentioned or replied to
       sync_timeout: 30                         # seconds one /sync long poll waits
       chunk_limit: 16000                       # UTF-8 bytes per message
+      streaming: false                         # show the answer while it comes (m.replace edits)
+      edit_interval: 1.0                       # seconds between two edits
+      tool_progress: false                     # while streaming: a line per tool call
 ```
 """
 
@@ -30,6 +33,7 @@ from supervisor import ChildSpec
 
 from ._access import AccessPolicy
 from ._chats import Chats
+from ._edit_stream import StreamSettings
 from ._matrix import MATRIX_LIMIT, MatrixAdapter
 
 
@@ -51,6 +55,12 @@ class MatrixExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     """Seconds a chat's message waits for the next of a burst (``_burst``); 0: no batching."""
     session_reset: SessionResetSection | None = None
     """This platform's reset policy; None: config.yaml's ``session_reset:``."""
+    streaming: bool = False
+    """Show the answer while it comes: one message, then ``m.replace`` edits (the last edit is the final reply)."""
+    edit_interval: Annotated[float, msgspec.Meta(ge=0.0, le=60.0)] = 1.0
+    """Seconds between two edits of the streamed message."""
+    tool_progress: bool = False
+    """While streaming: a line per tool call above the answer."""
 
 
 def matrix_spec(
@@ -66,9 +76,12 @@ def matrix_spec(
     hooks: Any = None,
     resets: SessionResetSection | None = None,
     tz: Any = None,
+    workspace: Path | None = None,
+    vision: bool = False,
 ) -> ChildSpec:
     """The adapter's spec; ``token``: ``platforms.matrix.token``; ``allowed`` / ``allow_all``: the
-    gateway-wide allowlist; ``resets``: config.yaml's ``session_reset:`` (the platform's own wins)."""
+    gateway-wide allowlist; ``resets``: config.yaml's ``session_reset:`` (the platform's own wins);
+    ``workspace``: where inbound files land and ``MEDIA:`` files come from; ``vision``: the model sees images."""
     homeserver = env.get("MATRIX_HOMESERVER") or extra.homeserver
     token = env.get("MATRIX_ACCESS_TOKEN") or token
     if not homeserver.startswith(("http://", "https://")):
@@ -98,5 +111,8 @@ def matrix_spec(
         "resets": extra.session_reset or resets or SessionResetSection(),
         "burst_window": extra.batch_delay,
         "tz": tz,
+        "stream": StreamSettings(enabled=extra.streaming, interval=extra.edit_interval, tool_progress=extra.tool_progress),
+        "workspace": workspace,
+        "vision": vision,
     }
     return ChildSpec(id="matrix", actor=MatrixAdapter, kwargs=kwargs)

@@ -46,8 +46,8 @@ from supervisor import Backoff, ChildSpec, Intensity
 
 from ._access import AccessPolicy
 from ._chats import Chats
+from ._edit_stream import StreamSettings
 from ._telegram import TelegramAdapter
-from ._telegram_stream import StreamSettings
 from ._webhook import Route, WebhookAdapter
 
 SUPPORTED = ("matrix", "telegram", "webhook")
@@ -210,6 +210,8 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
                 hooks=hooks,
                 resets=config.session_reset,
                 tz=tz,
+                workspace=_workspace(config, home),
+                vision=_sees_images(config),
             )
         )
     webhook = platforms.get("webhook")

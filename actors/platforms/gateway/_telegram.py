@@ -10,12 +10,11 @@ each retried after a 429's ``retry_after`` or with backoff.
 With ``streaming: true`` a turn's answer is shown while it comes (``_telegram_stream.py``)
 and the final reply's first piece is the last edit of that message; an answer's ``MEDIA:``
 files follow the text as ``sendPhoto`` / ``sendDocument``; a message's photo and document are
-fetched for the turn (``_telegram_media.py``).
+fetched for the turn (``_chat_files.py``, shared with Matrix).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import ssl
 from pathlib import Path
@@ -27,15 +26,15 @@ import trio
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
 from ._adapter import Effect, GatewayAdapter, approval_text
-from ._chunks import chunk_text, utf16_units
+from ._chat_files import Attachment, prepare_turn, read_attachment
+from ._chunks import utf16_units
 from ._dedup import SeenLog
+from ._edit_stream import FinalExtras, StreamSettings, final_pieces
 from ._markdown_v2 import to_markdown_v2
-from ._media import split_media
 from ._retry import CallFailed, retry_delay
 from ._state_file import Outgoing
 from ._telegram_api import CALLBACK_PREFIX, approval_buttons, call, download, edit_payload, not_modified, send_payload, to_message, unparsable, upload
-from ._telegram_media import Attachment, prepare_turn, read_attachment
-from ._telegram_stream import StreamSettings, TelegramStream
+from ._telegram_stream import TelegramStream
 from ._waits import Prepare, Stream
 
 _SSL: ssl.SSLContext | None = None
@@ -43,14 +42,6 @@ _SSL: ssl.SSLContext | None = None
 UNAUTHORIZED_RETRY = 60.0
 TELEGRAM_LIMIT = 4096
 UPLOAD_TIMEOUT = 120.0
-
-
-@dataclasses.dataclass(frozen=True)
-class FinalExtras:
-    """What a final reply carries besides its text: the streamed message its first piece edits ('' none) and its files."""
-
-    edit: str = ""
-    media: tuple[str, ...] = ()
 
 
 class TelegramAdapter(GatewayAdapter):
@@ -132,13 +123,12 @@ class TelegramAdapter(GatewayAdapter):
 
     def send_final(self, owed: Outgoing) -> None:
         """The final reply: its first piece edits the streamed message (if any), its ``MEDIA:`` files follow the text."""
-        text, media = split_media(owed.text)
-        edit = self.streams.get(owed.turn_id, "")
-        if not media and not edit:
+        planned = final_pieces(owed.text, self.streams.get(owed.turn_id, ""), self.limit, self.measure)
+        if planned is None:
             super().send_final(owed)
             return
-        pieces = chunk_text(text, self.limit, self.measure) if text else (["📎"] if edit else [])
-        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, FinalExtras(edit=edit, media=media), tag="deliver", timeout=math.inf)
+        pieces, extras = planned
+        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, extras, tag="deliver", timeout=math.inf)
 
     def other(self, message: Any) -> Any:
         match message:

@@ -1,44 +1,28 @@
-"""A turn's answer streamed into one Telegram message (``sendMessage``, then ``editMessageText``),
-run inside the turn's wait (:func:`follow_turn`). Every decision is :mod:`._stream_plan`'s;
-this only makes the calls, plain text, each shielded so a call in flight is always answered
-before the wait returns (the final reply's edit comes after the last streamed one).
-"""
+"""A turn's answer streamed into one Telegram message (``sendMessage``, then ``editMessageText``):
+the shared loop of :mod:`._edit_stream`, its calls plain text."""
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import trio
 
-from protocols import PlatformMessage, StreamOpened, TextDelta, ToolStarted
+from protocols import PlatformMessage, StreamOpened
 
 from ._chunks import utf16_units
+from ._edit_stream import CALL_TIMEOUT, EditStream, StreamSettings
 from ._retry import CallFailed, retry_delay
-from ._stream_plan import StreamPlan, StreamStep, add_text, add_tool, failed, next_step, succeeded, wake_at
+from ._stream_plan import StreamStep, failed, succeeded
 from ._telegram_api import edit_payload, not_modified, send_payload
 
 log = logging.getLogger(__name__)
 
 Call = Callable[[str, dict[str, Any], float], Awaitable[Any]]
-CALL_TIMEOUT = 30.0
-SAVE_WAIT = 30.0
-"""Seconds the first edit waits for the streamed message's id to be saved."""
 
 
-@dataclasses.dataclass(frozen=True)
-class StreamSettings:
-    """``platforms.telegram.extra``: ``streaming``, ``edit_interval``, ``tool_progress``."""
-
-    enabled: bool = False
-    interval: float = 1.0
-    tool_progress: bool = False
-
-
-class TelegramStream:
+class TelegramStream(EditStream):
     def __init__(
         self,
         call: Call,
@@ -50,44 +34,8 @@ class TelegramStream:
         *,
         saved: trio.Event | None = None,
     ) -> None:
+        super().__init__(message, turn_id, settings, notify, message_id, limit=4096, measure=utf16_units, saved=saved)
         self._call = call
-        self._message = message
-        self._turn_id = turn_id
-        self._notify = notify
-        self.plan = StreamPlan(interval=settings.interval, limit=4096, measure=utf16_units, tool_progress=settings.tool_progress, message_id=message_id)
-        self._wake = trio.Event()
-        self._closed = False
-        self._saved = saved
-        """Set by the adapter once the streamed message's id is saved; no edit goes out before."""
-
-    def feed(self, event: Any) -> None:
-        if isinstance(event, TextDelta):
-            self.plan = add_text(self.plan, event.text)
-        elif isinstance(event, ToolStarted):
-            self.plan = add_tool(self.plan, event.name, event.arguments)
-        else:
-            return
-        self._wake.set()
-
-    def close(self) -> None:
-        self._closed = True
-        self._wake.set()
-
-    async def run(self) -> None:
-        while not self._closed:
-            self.plan, step = next_step(self.plan, trio.current_time())
-            if step is None:
-                at = wake_at(self.plan)
-                self._wake = trio.Event()
-                with trio.move_on_at(at if at is not None else math.inf):
-                    await self._wake.wait()
-                continue
-            with trio.CancelScope(shield=True):  # a call in flight is answered before the turn's end goes out
-                await self._make(step)
-            if step.kind == "send" and self.plan.message_id and self._saved is not None:
-                with trio.move_on_after(SAVE_WAIT):  # a save that never comes costs only this
-                    await self._saved.wait()
-                self._saved = None
 
     async def _make(self, step: StreamStep) -> None:
         try:

@@ -22,16 +22,10 @@ from actors.platforms.gateway._matrix_api import call, message_content, room_pat
 from actors.scheduler._delivery import parse_target
 from protocols import PlatformMessage
 from tests.conftest import DEADLINE
-from tests.platforms.gateway.synapse_server import MatrixUser, Synapse, running_synapse
+from tests.platforms.gateway.synapse_server import MatrixUser, Synapse
 from tests.platforms.serve_process import CLEARED, HERMES, launched
 
 KEY = "sk-hermes-matrix-test"
-
-
-@pytest.fixture(scope="session")
-def synapse(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Synapse]:
-    with running_synapse(tmp_path_factory.mktemp("synapse")) as server:
-        yield server
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Files through the Telegram adapter, as coroutines of its waits (the decisions are :mod:`._media`'s).
+"""Files through a chat adapter (Telegram, Matrix), as coroutines of its waits (the decisions are
+:mod:`._media`'s); the platform gives only its ``Fetch``.
 
 - :func:`prepare_turn`: a message's photo becomes an image part of the turn (a data URL) when
   the model sees images, else a note; its document is saved in the workspace and named in
@@ -25,7 +26,8 @@ from ._retry import CallFailed
 log = logging.getLogger(__name__)
 
 Fetch = Callable[[str, int], Awaitable[tuple[str, bytes]]]
-"""``(file_id, limit) -> (file_path, bytes)``: ``getFile`` and the download."""
+"""``(file_id, limit) -> (file_path, bytes)``: the platform's download (Telegram ``getFile``, Matrix
+the media repository); the path's suffix names an image's type."""
 
 
 async def prepare_turn(fetch: Fetch, message: PlatformMessage, start: StartTurn, *, workspace: Path, vision: bool) -> StartTurn:
@@ -86,7 +88,7 @@ def _read(text_path: str, workspace: Path, home: Path) -> Attachment | str:
         size = None
     why = refusal(resolved, allowed, size)
     if why:
-        log.info("telegram: %s (%s)", why, resolved)
+        log.info("gateway: %s (%s)", why, resolved)
         return why
     try:
         data = resolved.read_bytes()
