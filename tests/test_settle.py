@@ -311,7 +311,9 @@ def test_a_killed_owners_forked_child_does_not_keep_the_store_from_being_settled
     write("s1", user("go"), at=100.0, turn="t1")
     write("s1", calls("c1"), at=101.0)
     assert runtime.stop(timeout=DEADLINE)
-    owner = subprocess.Popen([sys.executable, "-c", _FORKING_OWNER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _FORKING_OWNER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
     try:
         assert owner.stdout is not None
         child = int(owner.stdout.readline())
