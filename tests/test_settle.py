@@ -280,3 +280,57 @@ def test_a_second_runtime_on_a_served_store_leaves_its_live_turns_alone(start_ru
     released = claim_store(path)  # released when its reactor stopped
     assert released is not None
     released.close()
+
+
+_FORKING_OWNER = """
+import os, sys
+from actors.store._owner import claim_store
+claim = claim_store(sys.argv[1])
+assert claim is not None
+child = os.fork()  # as a tool's subprocess is, between its fork and its exec
+if child == 0:
+    os.read(0, 1)  # until the test closes stdin
+    os._exit(0)
+print(child, flush=True)
+os.read(0, 1)  # until killed
+"""
+
+
+def test_a_killed_owners_forked_child_does_not_keep_the_store_from_being_settled(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    """The claim dies with the process that made it: a child it forked (a tool's subprocess
+    caught before its exec when the owner was SIGKILLed) does not hold it, so the next start
+    settles the dead owner's turns instead of taking the store for served."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    path = tmp_path / "state.db"
+    runtime, write = written(start_runtime, path)
+    write.session("s1")
+    write("s1", user("go"), at=100.0, turn="t1")
+    write("s1", calls("c1"), at=101.0)
+    assert runtime.stop(timeout=DEADLINE)
+    owner = subprocess.Popen(
+        [sys.executable, "-c", _FORKING_OWNER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        assert owner.stdout is not None
+        child = int(owner.stdout.readline())
+        owner.kill()
+        assert owner.wait(timeout=DEADLINE) == -signal.SIGKILL
+        os.kill(child, 0)  # the forked child lives on, with the dead owner's lock file open
+        second = start_agent_runtime(path, deps_for(path))
+        try:
+            with StoreReader(path) as reader:
+                turn = reader.find_turn("t1")
+                assert turn is not None and (turn.status, turn.reason) == ("failed", "interrupted")
+            assert transcript(path, "s1")[-1] == result("c1", INTERRUPTED_RESULT)
+        finally:
+            assert second.stop(timeout=DEADLINE)
+    finally:
+        os.killpg(owner.pid, signal.SIGKILL)  # the group: the owner and its forked child
+        assert owner.stdin is not None and owner.stdout is not None
+        owner.stdin.close()
+        owner.stdout.close()
+        owner.wait(timeout=DEADLINE)

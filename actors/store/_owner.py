@@ -2,17 +2,28 @@
 
 Settling what a dead process left open (``_settle.settle_interrupted``) is right only when no
 other live process is serving the same file: its running turns are live, not interrupted.
-A runtime claims ``<store>.owner`` with an exclusive ``flock`` before it settles and holds it
-until its reactor stops; the kernel releases it if the process dies, however it dies. A
-second process on the same file (``hermes chat`` beside ``hermes serve``) finds it held and
-does not settle.
+A runtime claims ``<store>.owner`` with an exclusive POSIX record lock (``fcntl.lockf``)
+before it settles and holds it until its reactor stops; the kernel releases it when the
+process dies, however it dies. A second process on the same file (``hermes chat`` beside
+``hermes serve``) finds it held and does not settle.
+
+Why a record lock and not ``flock``: a ``flock`` belongs to the open file description, which
+every child forked by the runtime shares until it closes its descriptors or execs. A tool's
+subprocess caught between ``fork`` and ``exec`` when the runtime is SIGKILLed (or any child
+forked without an ``exec``) kept the dead runtime's claim, and the next start took the store
+for served by a live process and settled nothing. A record lock belongs to the process: a
+child never inherits it. Record locks do not exclude one process from itself, and closing
+any descriptor of the file drops them: the claims this process holds are kept in
+``_HELD`` (by the file's device and inode), checked before the file is opened again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
+import threading
 from pathlib import Path
 
 from ._backend import is_database_url
@@ -21,20 +32,29 @@ from ._pg import PgConnection, connect
 _OWNER_LOCK = 0x4865726D6573 + 1
 """The advisory lock key that says which live process serves a Postgres store."""
 
+_HELD: set[tuple[int, int]] = set()
+"""(device, inode) of the owner files this process holds a claim on."""
+_HELD_LOCK = threading.Lock()
+
 
 class StoreClaim:
     """The held lock; ``release`` (async, for ``Reactor.at_stop``) or ``close`` gives it up."""
 
-    def __init__(self, fd: int | None, holder: PgConnection | None = None) -> None:
+    def __init__(self, fd: int | None, holder: PgConnection | None = None, key: tuple[int, int] | None = None) -> None:
         self._fd: int | None = fd
+        self._key = key
+        """The owner file's (device, inode) in ``_HELD``."""
         self._holder = holder
         """On Postgres: the connection holding the session-level advisory lock."""
 
     def close(self) -> None:
         fd, self._fd = self._fd, None
         if fd is not None:
-            with contextlib.suppress(OSError):
-                os.close(fd)
+            with _HELD_LOCK:
+                with contextlib.suppress(OSError):
+                    os.close(fd)  # drops the record lock
+                if self._key is not None:
+                    _HELD.discard(self._key)
         holder, self._holder = self._holder, None
         if holder is not None:
             with contextlib.suppress(Exception):
@@ -62,10 +82,20 @@ def claim_store(store_file: str | os.PathLike[str]) -> StoreClaim | None:
         return StoreClaim(None, holder)
     path = Path(f"{os.fspath(store_file)}.owner")
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return StoreClaim(fd)
+    with _HELD_LOCK:
+        with contextlib.suppress(FileNotFoundError):
+            known = path.stat()
+            if (known.st_dev, known.st_ino) in _HELD:
+                return None  # this process serves it (opening and closing it again would drop the lock)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EACCES, errno.EAGAIN):
+                return None  # another live process holds it
+            raise
+        opened = os.fstat(fd)
+        key = (opened.st_dev, opened.st_ino)
+        _HELD.add(key)
+    return StoreClaim(fd, key=key)

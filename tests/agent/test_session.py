@@ -265,7 +265,7 @@ def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_t
         assert host.stdout is not None
         assert host.stdout.readline().strip() == "running"
     finally:
-        os.killpg(host.pid, signal.SIGKILL)  # the whole group: the host and its tool's sleep
+        os.killpg(host.pid, signal.SIGKILL)  # the host's group (its tool's sleep runs in a session of its own and outlives it)
         host.communicate(timeout=DEADLINE)
     kit = start_kit(store, model_server)
     try:
