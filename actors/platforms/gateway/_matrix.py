@@ -102,7 +102,7 @@ class MatrixAdapter(GatewayAdapter):
         """Approval prompt event id -> the request a reaction on it answers."""
 
     def scheduled_sender(self) -> Any:
-        return matrix_sender(self.homeserver, self.token)
+        return matrix_sender(self.homeserver, self.token, workspace=self.workspace, home=self.home)
 
     # -- calls ----------------------------------------------------------------------------
 
@@ -368,15 +368,14 @@ def split_target(chat_id: str, thread_id: str) -> tuple[str, str]:
     return room, f"${thread}" if thread else ""
 
 
-def matrix_sender(homeserver: str, token: str) -> Any:
+def matrix_sender(homeserver: str, token: str, *, workspace: Path, home: Path) -> Any:
     """``send(chat_id, thread_id, text, media)`` for scheduled jobs' answers: the text in pieces
     as Matrix HTML, each with a txn id derived from the answer (a retried delivery is the same
-    event); each ``MEDIA:`` file uploaded and sent as ``m.image`` / ``m.file`` (read as the
-    Telegram sender reads it: a job's own answer)."""
+    event); each ``MEDIA:`` file uploaded and sent as ``m.image`` / ``m.file``, only from the
+    workspace or ``HERMES_HOME/cache`` as a chat answer's (a refused file is sent as its note)."""
     from actors.scheduler._delivery import DeliveryFailed
 
     from ._chunks import chunk_text
-    from ._media import as_kind
 
     async def send(chat_id: str, thread_id: str, text: str, media: tuple[str, ...]) -> None:
         room, thread = split_target(chat_id, thread_id)
@@ -387,14 +386,13 @@ def matrix_sender(homeserver: str, token: str) -> Any:
                     path = room_path(room, "send", "m.room.message", txn_id(target, i, f"cron\0{text}\0{piece}"))
                     await call(client, homeserver, token, "PUT", path, body=message_content(target, piece, first=i == 0), timeout=30.0)
                 for n, file in enumerate(media):
-                    try:
-                        data = await trio.to_thread.run_sync(Path(file).expanduser().read_bytes)
-                    except OSError as exc:
-                        raise DeliveryFailed(f"the attachment {file} cannot be read ({exc.strerror})", retry=False) from None
-                    name = Path(file).name
-                    mxc = await upload(client, homeserver, token, name, data, timeout=MEDIA_TIMEOUT)
-                    content = media_content(target, as_kind(Path(file), len(data)), name, mxc, len(data))
+                    item = await read_attachment(file, workspace=workspace, home=home)
                     path = room_path(room, "send", "m.room.message", txn_id(target, n, f"cron\0{text}\0media\0{file}"))
+                    if isinstance(item, str):
+                        await call(client, homeserver, token, "PUT", path, body=message_content(target, item, first=False), timeout=30.0)
+                        continue
+                    mxc = await upload(client, homeserver, token, item.name, item.data, timeout=MEDIA_TIMEOUT)
+                    content = media_content(target, item.kind, item.name, mxc, len(item.data))
                     await call(client, homeserver, token, "PUT", path, body=content, timeout=30.0)
         except CallFailed as failure:
             raise DeliveryFailed(f"matrix room {room}: {failure}", retry=retry_delay(failure, 1) is not None) from None

@@ -26,6 +26,7 @@ import httpx
 
 from actors.scheduler._delivery import DeliveryFailed
 
+from ._chat_files import Attachment, read_attachment
 from ._chunks import chunk_text, utf16_units
 from ._retry import CallFailed, retry_delay
 from ._telegram_api import call, parse_answer
@@ -65,7 +66,11 @@ def _chat(chat_id: str) -> int | str:
     return int(chat_id) if chat_id.lstrip("-").isdigit() else chat_id
 
 
-def telegram_sender(token: str, base_url: str) -> Send:
+def telegram_sender(token: str, base_url: str, *, workspace: Path, home: Path) -> Send:
+    """``MEDIA:`` files as a chat answer's are: only from the workspace or ``HERMES_HOME/cache``
+    (a job's answer is model output: it must not mail out ``.env`` or ``/etc/passwd``); a refused
+    or unreadable file is sent as its note."""
+
     async def send(chat_id: str, thread_id: str, text: str, media: tuple[str, ...]) -> None:
         target: dict[str, Any] = {"chat_id": _chat(chat_id)}
         if thread_id:
@@ -75,21 +80,21 @@ def telegram_sender(token: str, base_url: str) -> Send:
                 for piece in chunk_text(text, 4096, utf16_units) if text else []:
                     await call(client, base_url, token, "sendMessage", {**target, "text": piece}, timeout=TIMEOUT)
                 for path in media:
-                    await _document(client, base_url, token, target, Path(path))
+                    item = await read_attachment(path, workspace=workspace, home=home)
+                    if isinstance(item, str):
+                        await call(client, base_url, token, "sendMessage", {**target, "text": item}, timeout=TIMEOUT)
+                    else:
+                        await _document(client, base_url, token, target, item)
             except CallFailed as failure:
                 raise _failed(f"telegram chat {chat_id}", failure) from None
 
     return send
 
 
-async def _document(client: httpx.AsyncClient, base_url: str, token: str, target: dict[str, Any], path: Path) -> None:
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise DeliveryFailed(f"the attachment {path} cannot be read ({exc.strerror})", retry=False) from None
+async def _document(client: httpx.AsyncClient, base_url: str, token: str, target: dict[str, Any], item: Attachment) -> None:
     url = f"{base_url.rstrip('/')}/bot{token}/sendDocument"
     try:
-        response = await client.post(url, data={k: str(v) for k, v in target.items()}, files={"document": (path.name, data)}, timeout=TIMEOUT)
+        response = await client.post(url, data={k: str(v) for k, v in target.items()}, files={"document": (item.name, item.data)}, timeout=TIMEOUT)
     except httpx.HTTPError as exc:
         raise CallFailed(0, f"sendDocument: {type(exc).__name__}: {exc}".replace(token, "<token>")) from None
     parse_answer(response.status_code, response.content)

@@ -78,7 +78,7 @@ class TelegramAdapter(GatewayAdapter):
     def scheduled_sender(self) -> Any:
         from ._scheduled import telegram_sender
 
-        return telegram_sender(self.token, self.base_url)
+        return telegram_sender(self.token, self.base_url, workspace=self.workspace, home=self.home)
 
     def begin(self) -> None:
         self.start_wait(self._call, "getMe", {}, 30.0, tag="me", timeout=60.0)

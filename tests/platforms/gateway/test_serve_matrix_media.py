@@ -129,14 +129,19 @@ async def test_a_scheduled_answers_media_file_is_uploaded_and_sent_once_even_whe
     bot, human = synapse.register(f"bot{tag}"), synapse.register(f"human{tag}")
     room = human.create_room([bot.user_id], direct=True)
     bot.join(room)
-    report = tmp_path / "report.csv"
+    work, home = tmp_path / "work", tmp_path / "home"
+    work.mkdir()
+    home.mkdir()
+    report = work / "report.csv"
     report.write_bytes(b"day,total\nmon,3\n")
-    send = matrix_sender(synapse.base_url, bot.token)
+    (home / ".env").write_text("MATRIX_ACCESS_TOKEN=secret\n")
+    send = matrix_sender(synapse.base_url, bot.token, workspace=work, home=home)
     for _ in range(2):  # the scheduler retrying a delivery whose first outcome was lost
-        await send(room, "", "The report", (str(report),))
+        await send(room, "", "The report", (str(report), str(home / ".env")))
     human.send(room, "barrier")
     human.wait_messages(room, human.user_id, 1)
-    text, file = human.from_user(room, bot.user_id)
+    text, file, refused = human.from_user(room, bot.user_id)
     assert text["content"]["body"] == "The report"
+    assert refused["content"]["body"] == ".env was not attached: only files in the workspace or the Hermes cache can be sent"
     assert (file["content"]["msgtype"], file["content"]["filename"]) == ("m.file", "report.csv")
     assert human.download(file["content"]["url"]) == b"day,total\nmon,3\n"

@@ -134,3 +134,25 @@ def test_an_inbound_photo_is_a_note_for_a_blind_model_and_a_document_lands_in_th
     assert saved.read_bytes() == b"remember the milk\n"
     assert replies[0].text == "echo: [image received; this model cannot see images]"
     assert replies[1].text == f"echo: keep this\n[the user sent a file; it is saved at {saved} (18 bytes)]"
+
+
+async def test_a_scheduled_answers_media_is_held_to_the_same_roots_as_a_chat_answer(tmp_path: Path, telegram: TelegramServer) -> None:
+    from actors.platforms.gateway._scheduled import telegram_sender
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / "cache").mkdir(parents=True)
+    work.mkdir()
+    (home / ".env").write_text("TELEGRAM_BOT_TOKEN=secret\n")
+    (work / "report.csv").write_bytes(b"day,total\nmon,3\n")
+    (home / "cache" / "chart.png").write_bytes(PNG)
+    send = telegram_sender(TOKEN, telegram.base_url, workspace=work, home=home)
+    # A job's answer is model output: a prompt-injected job must not mail out the home's secrets.
+    await send(str(USER), "", "The report", ("report.csv", str(home / "cache" / "chart.png"), str(home / ".env"), "/etc/passwd"))
+    texts = [s.text for s in telegram.wait_delivered(USER, 3)]
+    assert texts == [
+        "The report",
+        ".env was not attached: only files in the workspace or the Hermes cache can be sent",
+        "passwd was not attached: only files in the workspace or the Hermes cache can be sent",
+    ]
+    assert [(u.method, u.name, u.data) for u in telegram.uploads] == [("sendDocument", "report.csv", b"day,total\nmon,3\n"), ("sendDocument", "chart.png", PNG)]
+    assert not any(b"secret" in u.data for u in telegram.uploads)
