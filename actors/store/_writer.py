@@ -20,6 +20,12 @@ When the connection is unusable (I/O error, corruption, closed), the writer answ
 everything pending ``StoreFailed`` and crashes with :class:`StoreConnectionBroken`, so
 its supervisor restarts it with a fresh connection.
 
+Cluster mode (issue 22): ``AcquireLease`` / ``RenewLease`` / ``ReleaseLease`` / ``NodeHeartbeat``
+are writes like the others (``_lease_rows``), answered after their commit; a session write that
+carries a ``fence`` runs only if the fence is the session's live lease, checked in the same
+transaction (a stale one: ``StoreFailed(fenced=...)``, nothing written). A write without a
+fence is checked against nothing.
+
 Invariant: a reply is told only after the transaction holding the write has committed.
 Invariant: every write command gets exactly one reply (a success or ``StoreFailed``),
 also when the writer crashes or stops with writes pending.

@@ -22,6 +22,7 @@ from protocols._store import (
     CreateSession,
     EndSession,
     Fence,
+    GetStoreStatistics,
     LeaseGranted,
     LeaseRecord,
     LeaseRefused,
@@ -38,7 +39,7 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 from supervisor import ChildSpec
-from tests.test_store import ControlledWriter, Replies, StartRuntime, hold, user
+from tests.test_store import ControlledWriter, Hold, Replies, StartRuntime, hold, user
 
 T0 = 1_000.0
 TTL = 30.0
@@ -63,8 +64,9 @@ class StoreClock:
 class Node:
     """One node: its own runtime and store writer on the shared store, and its own reply probe."""
 
-    def __init__(self, start_runtime: StartRuntime, location: str, clock: StoreClock, node_id: str) -> None:
-        runtime = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(location,), kwargs={"clock": clock})])
+    def __init__(self, start_runtime: StartRuntime, location: str, clock: StoreClock, node_id: str, busy_timeout: float = 2.0) -> None:
+        options = {"clock": clock, "busy_timeout": busy_timeout}
+        runtime = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(location,), kwargs=options)])
         self.store: Address[Any] = runtime.lookup("/store")
         self.replies = Replies()
         self.node_id = node_id
@@ -193,6 +195,31 @@ def test_a_write_fenced_with_a_lost_epoch_is_refused_and_writes_nothing_while_th
     lapsed = b.append("s1", user("after the lease"), epoch=2)
     assert isinstance(lapsed, StoreFailed) and lapsed.fenced == stale_fence and "ended" in lapsed.error
     assert isinstance(b.append("s1", user("one process, no fence"), epoch=None), MessagesPersisted)
+
+
+def test_a_takeover_waits_for_a_fenced_write_in_flight_so_the_new_owner_loads_after_it(start_runtime: StartRuntime, location: str) -> None:
+    clock = StoreClock()
+    a = Node(start_runtime, location, clock, "node-a")
+    b = Node(start_runtime, location, clock, "node-b", busy_timeout=0.2)
+    assert isinstance(a.acquire("s1"), LeaseGranted)
+    assert isinstance(a.ask(CreateSession(session_id="s1", source="api", fence=a.fence(1), token="c", reply_to=a.replies)), SessionCreated)
+    # node-a's fenced write checked and done, its transaction not committed yet (the writer is held right after it).
+    first = hold(a.store)
+    a.store.tell(AppendMessages(session_id="s1", messages=(user("in flight"),), fence=a.fence(1), token="w", reply_to=a.replies))
+    second = Hold()
+    a.store.tell(second)
+    first.release.set()
+    assert second.held.wait(10)
+    clock.set(T0 + TTL + 1)  # the lease lapses meanwhile
+    # The takeover cannot pass the write in flight: it waits for it (here past node-b's lock timeout).
+    waited = b.acquire("s1")
+    assert isinstance(waited, StoreFailed) and waited.retryable and waited.command == "AcquireLease"
+    second.release.set()
+    a.store.tell(GetStoreStatistics(reply_to=Replies()))  # a held writer commits at its next message
+    assert isinstance(a.replies.get(), MessagesPersisted)
+    assert b.acquire("s1") == granted(b, "s1", 2, T0 + 2 * TTL + 1)
+    with StoreReader(location) as reader:
+        assert reader.load_messages("s1") == [user("in flight")]
 
 
 def acquire_at_once(a: Node, b: Node, sessions: list[str]) -> dict[str, LeaseGranted]:
