@@ -32,3 +32,8 @@ class NodeIdentity:
     def configured(cls, node_id: str, lease_ttl: float) -> NodeIdentity:
         """The identity from ``cluster.node_id`` (empty: this host's name) and ``cluster.lease_ttl``."""
         return cls(node_id=node_id or socket.gethostname(), lease_ttl=lease_ttl)
+
+
+def cluster_health(node: NodeIdentity | None) -> dict[str, object] | None:
+    """``/health/detailed``'s ``cluster``: this node's id and lease ttl (None: not in cluster mode)."""
+    return None if node is None else {"node_id": node.node_id, "lease_ttl": node.lease_ttl}

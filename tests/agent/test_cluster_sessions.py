@@ -11,14 +11,20 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from actors.agent._node import NodeIdentity
+import pytest
+
+from actors.agent import ConfigError
+from actors.agent._node import NodeIdentity, cluster_health
 from actors.chaos import ModelServer, TextReply
+from actors.config import load_config
+from actors.platforms._runtime_deps import Platform, configured_deps
 from actors.store._backend import open_store_reader
 from actors.store._lease_rows import read_lease
 from protocols._session import TurnCompleted, TurnFailed
 from protocols._store import AcquireLease, LeaseGranted, LeaseRecord
 from supervisor import ChildSpec
 from tests.agent.session_kit import start_kit, until
+from tests.config.test_applied_sections import home_with
 from tests.conftest import DEADLINE
 from tests.test_store import ControlledWriter, Replies, StartRuntime
 
@@ -80,3 +86,19 @@ def test_a_session_releases_its_lease_when_it_stops(tmp_path: Path, model_server
         assert kit.runtime.stop(timeout=DEADLINE)
     released = lease_of(store_file, "s2")
     assert released is not None and (released.node_id, released.epoch) == ("node-a", 1) and released.expires_at <= time.time()
+
+
+def test_the_cluster_section_of_config_yaml_gives_sessions_a_node_identity(tmp_path: Path) -> None:
+    cli = Platform(name="cli", source="cli", hint="")
+    home = home_with(tmp_path, "")
+    assert configured_deps(home, {}, load_config(home, {}), cli).node is None  # off by default: one process, no lease
+    home = home_with(tmp_path, "cluster:\n  enabled: true\n  node_id: node-7\n  lease_ttl: 12\n")
+    node = configured_deps(home, {}, load_config(home, {}), cli).node
+    assert node == NodeIdentity(node_id="node-7", lease_ttl=12.0) and node.renew_every == 4.0
+    assert cluster_health(node) == {"node_id": "node-7", "lease_ttl": 12.0}
+    home = home_with(tmp_path, "cluster:\n  enabled: true\n")
+    unnamed = configured_deps(home, {}, load_config(home, {}), cli).node
+    assert unnamed is not None and unnamed.node_id  # the host name
+    home = home_with(tmp_path, "cluster:\n  enabled: true\n  lease_ttl: 0\n")
+    with pytest.raises(ConfigError, match="lease_ttl"):
+        configured_deps(home, {}, load_config(home, {}), cli)
