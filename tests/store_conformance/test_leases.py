@@ -203,6 +203,7 @@ def test_a_takeover_waits_for_a_fenced_write_in_flight_so_the_new_owner_loads_af
     b = Node(start_runtime, location, clock, "node-b", busy_timeout=0.2)
     assert isinstance(a.acquire("s1"), LeaseGranted)
     assert isinstance(a.ask(CreateSession(session_id="s1", source="api", fence=a.fence(1), token="c", reply_to=a.replies)), SessionCreated)
+    assert isinstance(b.ask(NodeHeartbeat(node_id="node-b", reply_to=b.replies)), NodeSeen)  # node-b's writer is open before node-a holds the lock
     # node-a's fenced write checked and done, its transaction not committed yet (the writer is held right after it).
     first = hold(a.store)
     a.store.tell(AppendMessages(session_id="s1", messages=(user("in flight"),), fence=a.fence(1), token="w", reply_to=a.replies))
