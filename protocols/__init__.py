@@ -94,15 +94,27 @@ from ._session import TurnUndone as TurnUndone
 from ._session import UndoTurn as UndoTurn
 from ._session import Unsubscribe as Unsubscribe
 from ._session import UserMessageSaved as UserMessageSaved
+from ._store import AcquireLease as AcquireLease
 from ._store import AppendMessages as AppendMessages
 from ._store import CreateSession as CreateSession
 from ._store import DeleteResponse as DeleteResponse
 from ._store import DeleteSession as DeleteSession
 from ._store import EndSession as EndSession
+from ._store import Fence as Fence
 from ._store import GetStoreStatistics as GetStoreStatistics
+from ._store import LeaseCommand as LeaseCommand
+from ._store import LeaseGranted as LeaseGranted
+from ._store import LeaseRecord as LeaseRecord
+from ._store import LeaseRefused as LeaseRefused
+from ._store import LeaseReleased as LeaseReleased
 from ._store import MessagesPersisted as MessagesPersisted
+from ._store import NodeHeartbeat as NodeHeartbeat
+from ._store import NodeRecord as NodeRecord
+from ._store import NodeSeen as NodeSeen
 from ._store import PutResponse as PutResponse
+from ._store import ReleaseLease as ReleaseLease
 from ._store import RemoveLastTurn as RemoveLastTurn
+from ._store import RenewLease as RenewLease
 from ._store import ReopenWrites as ReopenWrites
 from ._store import ResponseDeleted as ResponseDeleted
 from ._store import ResponseStored as ResponseStored
@@ -144,6 +156,7 @@ from ._transcript import Role as Role
 from ._transcript import ToolCall as ToolCall
 
 __all__ = [
+    "AcquireLease",
     "AdapterState",
     "AdapterStatus",
     "AdapterStatusRequest",
@@ -174,6 +187,7 @@ __all__ = [
     "Escalated",
     "ExitKind",
     "FaultPlan",
+    "Fence",
     "GetStoreStatistics",
     "HookFaults",
     "HookSkipped",
@@ -182,7 +196,12 @@ __all__ = [
     "KeyFaults",
     "KeyLeased",
     "KeyStatus",
+    "LeaseCommand",
+    "LeaseGranted",
     "LeaseKey",
+    "LeaseRecord",
+    "LeaseRefused",
+    "LeaseReleased",
     "McpLinkUp",
     "McpServerInbox",
     "McpToolInfo",
@@ -197,6 +216,9 @@ __all__ = [
     "ModelRetrying",
     "ModelSwitched",
     "NoKeyAvailable",
+    "NodeHeartbeat",
+    "NodeRecord",
+    "NodeSeen",
     "NodeSnapshot",
     "NodeState",
     "PlatformFile",
@@ -213,8 +235,10 @@ __all__ = [
     "ReasoningDelta",
     "ReconnectMcp",
     "RefreshSettings",
+    "ReleaseLease",
     "ReloadPool",
     "RemoveLastTurn",
+    "RenewLease",
     "ReopenWrites",
     "ReplaceTemplate",
     "ReportKey",

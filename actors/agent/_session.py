@@ -42,7 +42,18 @@ from protocols._session import (
     UndoTurn,
     Unsubscribe,
 )
-from protocols._store import GetStoreStatistics, ReopenWrites, StoreStatistics
+from protocols._store import (
+    AcquireLease,
+    Fence,
+    GetStoreStatistics,
+    LeaseGranted,
+    LeaseRefused,
+    ReleaseLease,
+    RenewLease,
+    ReopenWrites,
+    StoreFailed,
+    StoreStatistics,
+)
 
 from ._approvals import ApprovalGate
 from ._auxiliary import auxiliary_model
@@ -60,7 +71,7 @@ from ._review import ReviewOutcome, run_review
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
 from ._session_host import HostConfig, SessionHost, Write
-from ._session_timers import IdleTimer, Timer
+from ._session_timers import IdleTimer, LeaseRenewDue, Timer
 from ._tools import ToolContext, Workspace
 
 log = logging.getLogger(__name__)
@@ -103,6 +114,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         """Running review wait -> (the turn it follows, its session id, its kind)."""
         self.nudge_counters: NudgeCounters | None = None
         """Seeded from the transcript at the first turn's end (None: not yet)."""
+        self.fence: Fence | None = None
+        """Cluster mode: this session's lease, carried by each of its writes (None: no lease)."""
         self.turn_facts: dict[str, tuple[bool, set[str]]] = {}
         """Running turn -> (opened by a user message, tools it called), for the nudges."""
 
@@ -122,12 +135,21 @@ class SessionActor(Actor[SessionInbox | Timer]):
         # the reload would get a second, synthetic result). Those that build on a refused
         # one are refused (the fence); what this incarnation writes is not.
         self.reopen_writes()
-        self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
+        node = self.deps.node
+        if node is None:
+            self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
+        else:  # cluster mode: own the session before reading it; the grant (after its commit) starts the load
+            self.store.tell(AcquireLease(session_id=self.session_id, node_id=node.node_id, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref))
 
     def receive(self, message: SessionInbox | Timer) -> Any:
         if self.deps.hooks is not None and isinstance(message, SwitchModel | UndoTurn | CompressContext):
             self.command_hook(message)
         match message:
+            case LeaseGranted() | LeaseRefused() | LeaseRenewDue():
+                self.on_lease(message)
+            case StoreFailed(fenced=Fence()) if self.deps.node is not None:
+                self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
+                self.lost_lease(f"a write was refused: {message.error}")
             case Subscribe(subscriber=subscriber, after_seq=after_seq, observer=observer):
                 return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
             case Unsubscribe(subscriber=subscriber):
@@ -180,6 +202,35 @@ class SessionActor(Actor[SessionInbox | Timer]):
         # An orderly stop (shutdown, passivation) settles the running turn first: its
         # cancelled results reach the store, which stops after the sessions.
         self.host.stop_turn("the server is shutting down")
+        if self.fence is not None and self.deps.node is not None:  # after those writes: the writer answers in order
+            self.store.tell(ReleaseLease(session_id=self.session_id, node_id=self.fence.node_id, epoch=self.fence.epoch))
+
+    # -- cluster mode: the session's lease --------------------------------------------------
+
+    def on_lease(self, message: LeaseGranted | LeaseRefused | LeaseRenewDue) -> None:
+        node = self.deps.node
+        if node is None:
+            return
+        match message:
+            case LeaseGranted(epoch=epoch):
+                first = self.fence is None
+                self.fence = Fence(node_id=node.node_id, epoch=epoch)
+                self.send_after(node.renew_every, LeaseRenewDue())
+                if first:  # every write told before the grant is committed: load now
+                    self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
+            case LeaseRefused(reason=reason):
+                self.lost_lease(reason)
+            case LeaseRenewDue() if self.fence is not None:
+                renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
+                self.store.tell(renew)
+            case LeaseRenewDue():
+                pass
+
+    def lost_lease(self, why: str) -> None:
+        """This node does not (or no longer) own the session: stop, without restart (a later message starts it again)."""
+        log.warning("session %s: not owned by node %s: %s", self.session_id, self.deps.node.node_id if self.deps.node else "", why)
+        self.fence = None
+        self.stop()
 
     def settings(self) -> ModelSettings:
         """The runtime's model settings with this session's own model choice."""
@@ -204,6 +255,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         return f"turn_{uuid.uuid4().hex[:12]}"
 
     def tell_store(self, command: Write) -> None:
+        if self.fence is not None and hasattr(command, "fence"):
+            command = msgspec.structs.replace(command, fence=self.fence)
         self.store.tell(command)
 
     def reopen_writes(self) -> None:

@@ -16,6 +16,7 @@ from ._delegation import DelegationLimits
 from ._hub import HubRegistry
 from ._machine import MachineConfig
 from ._model import ModelClients, ModelSettings
+from ._node import NodeIdentity
 from ._nudges import NudgeSettings
 from ._tools import ToolSettings, ToolSpec
 
@@ -75,6 +76,8 @@ class SessionDeps:
     memory: MemoryOptions = MemoryOptions()
     """``/memory``: the external provider (``memory.provider``) and the prefetch deadline; shared with child sessions."""
     """When a session forks a background review (``memory.nudge_interval`` and friends); off unless config.yaml's settings are applied."""
+    node: NodeIdentity | None = None
+    """This process as a cluster node (``cluster.enabled``): sessions hold a lease and fence their writes. None: one process, no lease."""
 
 
 def child_deps(deps: SessionDeps, overrides: SessionOverrides) -> SessionDeps:

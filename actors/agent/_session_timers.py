@@ -22,5 +22,9 @@ class AckCheck(msgspec.Struct, frozen=True, kw_only=True, tag=True):
     """Time to check that the store answered every write sent ``ack_timeout`` ago."""
 
 
-Timer = TurnTimer | IdleTimer | AckCheck
+class LeaseRenewDue(msgspec.Struct, frozen=True, kw_only=True, tag=True):
+    """Cluster mode: time to renew the session's lease (``_node``)."""
+
+
+Timer = TurnTimer | IdleTimer | AckCheck | LeaseRenewDue
 """What a session sends itself (``port.after``)."""

@@ -217,6 +217,17 @@ class DatabaseSection(msgspec.Struct, frozen=True, kw_only=True):
     """A ``postgresql://`` URL: the store is that Postgres database (empty: ``state.db`` in HERMES_HOME)."""
 
 
+class ClusterSection(msgspec.Struct, frozen=True, kw_only=True):
+    """``cluster:`` (ours), several processes serving one store (``actors.agent._node``); off by default."""
+
+    enabled: bool = False
+    """Sessions hold a lease in the store and fence their writes with it."""
+    node_id: str = ""
+    """This process's name among the nodes (empty: the host name); unique per process."""
+    lease_ttl: Annotated[float, msgspec.Meta(gt=0)] = 30.0
+    """Seconds a session lease lasts unless renewed (renewed every third of it)."""
+
+
 class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     """The whole of config.yaml, file values over defaults."""
 
@@ -254,4 +265,5 @@ class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):
     cron: CronSection = CronSection()
     session_reset: SessionResetSection = SessionResetSection()
     database: DatabaseSection = DatabaseSection()
+    cluster: ClusterSection = ClusterSection()
     timezone: str = ""

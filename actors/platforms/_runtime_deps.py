@@ -17,6 +17,7 @@ from pathlib import Path
 from actors import UsageError
 from actors.agent import ConfigError, HubRegistry, MachineConfig, ModelClients, SessionDeps, ToolSpec, load_approval_settings, reader_opener
 from actors.agent._compression_settings import load_compression
+from actors.agent._node import NodeIdentity
 from actors.agent._providers import primary_settings, with_chain
 from actors.agent._session_settings import SessionSettings, session_settings
 from actors.agent._tokens import tools_size
@@ -125,6 +126,7 @@ def configured_deps(
         hooks=hooks,
         nudges=settings.nudges,
         memory=memory,
+        node=NodeIdentity.configured(cluster.node_id, cluster.lease_ttl) if (cluster := loaded.config.cluster).enabled else None,
     )
     return with_chain(deps, chain)
 

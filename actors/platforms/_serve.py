@@ -10,6 +10,7 @@ reads config.yaml again and applies what may change while running (``_reload.py`
 
 from __future__ import annotations
 
+import functools
 import gc
 import importlib.metadata
 import logging
@@ -22,6 +23,7 @@ from typing import Any
 
 from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
 from actors.agent import ConfigError, HubRegistry, ModelClients, SessionDeps, build_agent_runtime, hermes_home
+from actors.agent._node import cluster_health
 from actors.config import HermesConfig, load_config
 from actors.config._env import read_dotenv
 from actors.hooks import build_hooks, hooks_spec
@@ -138,7 +140,11 @@ def run_serve(
         clients=clients,
         listener=listener,
         hook_statistics=hooks.statistics if hooks is not None else None,
-        health_sections={"memory": deps.memory.health.statuses, **({"mcp": mcp.catalog.statuses} if mcp is not None else {})},
+        health_sections={
+            "memory": deps.memory.health.statuses,
+            "cluster": functools.partial(cluster_health, deps.node),
+            **({"mcp": mcp.catalog.statuses} if mcp is not None else {}),
+        },
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     extra = (ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), *((mcp.tree,) if mcp is not None else ()))

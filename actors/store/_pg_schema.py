@@ -12,7 +12,7 @@ A new table added to ``_schema._TABLES`` comes along by itself; a SQLite-only st
 (another virtual table, a trigger) makes :func:`postgres_ddl` raise until its Postgres form
 is written here.
 
-Versions: the first Postgres layout is ``SCHEMA_VERSION`` 8; a database of another version is
+Versions: the first Postgres layout was ``SCHEMA_VERSION`` 8 (now 10, with ``leases`` and ``nodes``); a database of another version is
 refused with a clear error (no Postgres migrations exist yet).
 """
 

@@ -22,6 +22,8 @@ read a file this store wrote:
   one row per occurrence claimed before it runs, or recorded missed (``actors.scheduler``);
 - ``memory_facts`` / ``memory_facts_fts`` (ours, schema 9): the ``store`` memory provider's facts
   (``actors.memory``), one row each, and an FTS5 index over their text kept by triggers;
+- ``leases`` / ``nodes`` (ours, schema 10): which node owns each session, at which fencing epoch,
+  until when (``_lease``), and each node's internal address and last heartbeat (cluster mode);
 - ``schema_version``: one row, the version of this layout.
 
 Pragmas: WAL (readers never block the writer, nor it them), ``synchronous=NORMAL`` (a
@@ -43,9 +45,9 @@ import apsw
 
 from ._errors import SchemaVersionError, StoreError
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """The layout this build writes and reads (2 added ``responses``, 3 ``messages.images``, 4 ``turns``,
-5 ``credential_pools``, 6 ``segments``, 7 ``messages.reasoning_details``, 8 ``cron_jobs`` and ``cron_occurrences``, 9 ``memory_facts``). Older files are migrated by ``MIGRATIONS``."""
+5 ``credential_pools``, 6 ``segments``, 7 ``messages.reasoning_details``, 8 ``cron_jobs`` and ``cron_occurrences``, 9 ``memory_facts``, 10 ``leases`` and ``nodes``). Older files are migrated by ``MIGRATIONS``."""
 
 Synchronous = Literal["NORMAL", "FULL"]
 
@@ -242,6 +244,25 @@ generated ``tsvector`` column instead: ``_pg_schema.PG_FACTS_FTS``)."""
 _TABLES += _FACTS + _FACTS_FTS
 
 
+_LEASES = """
+CREATE TABLE IF NOT EXISTS leases (
+    session_id TEXT PRIMARY KEY,
+    node_id TEXT NOT NULL,
+    epoch INTEGER NOT NULL,
+    expires_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS nodes (
+    node_id TEXT PRIMARY KEY,
+    address TEXT NOT NULL DEFAULT '',
+    heartbeat_at REAL NOT NULL
+);
+"""
+"""Times on the store's clock (``_lease_rows.store_now``). No foreign key to ``sessions``: a node
+leases a session before it creates it. Invariant: a session's ``epoch`` never goes down (a
+release keeps it, so the next holder's is higher)."""
+_TABLES += _LEASES
+
+
 def _add_responses(db: apsw.Connection) -> None:
     db.execute(_RESPONSES)
 
@@ -276,6 +297,10 @@ def _add_facts(db: apsw.Connection) -> None:
     db.execute(_FACTS + _FACTS_FTS)
 
 
+def _add_leases(db: apsw.Connection) -> None:
+    db.execute(_LEASES)
+
+
 MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {
     1: _add_responses,
     2: _add_images,
@@ -285,6 +310,7 @@ MIGRATIONS: Mapping[int, Callable[[apsw.Connection], None]] = {
     6: _add_reasoning_details,
     7: _add_cron,
     8: _add_facts,
+    9: _add_leases,
 }
 """``MIGRATIONS[n]`` upgrades a version-``n`` file to ``n + 1`` inside the writer's
 transaction: 1 → 2 adds the ``responses`` table of the Responses API; 2 → 3 the
@@ -293,7 +319,7 @@ table (empty: turns that ran before it are not known); 4 → 5 the ``credential_
 (empty: pools start fresh); 5 → 6 the ``segments`` table (empty: no session was compressed); 6 → 7
 the ``messages.reasoning_details`` column (NULL: earlier replies kept none); 7 → 8 the ``cron_jobs``
 and ``cron_occurrences`` tables (empty: a Hermes ``cron/jobs.json`` is imported by the scheduler); 8 → 9 the ``memory_facts``
-table and its index (empty)."""
+table and its index (empty); 9 → 10 the ``leases`` and ``nodes`` tables (empty: no session is owned)."""
 
 
 def open_writer(path: str | os.PathLike[str], *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> apsw.Connection:

@@ -20,6 +20,12 @@ When the connection is unusable (I/O error, corruption, closed), the writer answ
 everything pending ``StoreFailed`` and crashes with :class:`StoreConnectionBroken`, so
 its supervisor restarts it with a fresh connection.
 
+Cluster mode (issue 22): ``AcquireLease`` / ``RenewLease`` / ``ReleaseLease`` / ``NodeHeartbeat``
+are writes like the others (``_lease_rows``), answered after their commit; a session write that
+carries a ``fence`` runs only if the fence is the session's live lease, checked in the same
+transaction (a stale one: ``StoreFailed(fenced=...)``, nothing written). A write without a
+fence is checked against nothing.
+
 Invariant: a reply is told only after the transaction holding the write has committed.
 Invariant: every write command gets exactly one reply (a success or ``StoreFailed``),
 also when the writer crashes or stops with writes pending.
@@ -45,15 +51,22 @@ from protocols._scheduler import (
     SettleOccurrence,
 )
 from protocols._store import (
+    AcquireLease,
     AppendMessages,
     CreateSession,
     DeleteResponse,
     DeleteSession,
     EndSession,
     GetStoreStatistics,
+    LeaseGranted,
+    LeaseReleased,
     MessagesPersisted,
+    NodeHeartbeat,
+    NodeSeen,
     PutResponse,
+    ReleaseLease,
     RemoveLastTurn,
+    RenewLease,
     ReopenWrites,
     SessionCreated,
     SessionEnded,
@@ -72,6 +85,7 @@ from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
 from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
+from ._lease_rows import Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, store_now
 from ._pg import redact
 from ._schema import Synchronous
 from ._writes import (
@@ -104,6 +118,10 @@ Write = (
     | SavePoolState
     | JobStoreCommand
     | FactStoreCommand
+    | AcquireLease
+    | RenewLease
+    | ReleaseLease
+    | NodeHeartbeat
 )
 W = TypeVar(
     "W",
@@ -122,9 +140,14 @@ W = TypeVar(
     SettleOccurrence,
     SaveFact,
     DeleteFact,
+    AcquireLease,
+    RenewLease,
+    ReleaseLease,
+    NodeHeartbeat,
 )
 StoreWriterInbox = StoreCommand | SavePoolState | JobStoreCommand | FactStoreCommand
-"""What the writer takes: the session store's commands, the credential pools' saves and the scheduler's jobs."""
+"""What the writer takes: the session store's commands (leases and fenced writes included), the
+credential pools' saves and the scheduler's jobs."""
 
 DEFAULT_BATCH_CAP = 512
 
@@ -172,6 +195,8 @@ class StoreWriter(Actor[StoreWriterInbox]):
             the file, so this only matters when an outside tool holds it.
         synchronous: ``"NORMAL"`` (default: a commit survives a crash of this process; a
             power loss may undo the last ones) or ``"FULL"`` (an fsync per commit).
+        clock: the store's clock for leases and fences (Unix seconds); None: this machine's
+            for a file, the database server's for Postgres (``_lease_rows.store_now``).
     """
 
     def __init__(
@@ -181,8 +206,10 @@ class StoreWriter(Actor[StoreWriterInbox]):
         batch_cap: int = DEFAULT_BATCH_CAP,
         busy_timeout: float = 2.0,
         synchronous: Synchronous = "NORMAL",
+        clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
+        self._clock = clock
         self._location = os.fspath(path)
         self.database = redact(self._location) if is_database_url(self._location) else self._location
         """The file, or the URL without its password (messages and statistics show it)."""
@@ -242,6 +269,14 @@ class StoreWriter(Actor[StoreWriterInbox]):
                 self._write(message, save_fact)
             case DeleteFact():
                 self._write(message, delete_fact)
+            case AcquireLease():
+                self._write(message, lambda db, c: acquire_lease(db, c, self._now))
+            case RenewLease():
+                self._write(message, lambda db, c: renew_lease(db, c, self._now))
+            case ReleaseLease():
+                self._write(message, lambda db, c: release_lease(db, c, self._now))
+            case NodeHeartbeat():
+                self._write(message, lambda db, c: node_heartbeat(db, c, self._now))
             case GetStoreStatistics(reply_to=reply_to):
                 self._flush()
                 result = self.statistics()
@@ -296,6 +331,8 @@ class StoreWriter(Actor[StoreWriterInbox]):
         try:
             if not db.in_transaction:
                 db.execute("BEGIN IMMEDIATE")
+            if getattr(command, "fence", None) is not None:  # cluster mode: the lease is checked in the write
+                apply = fenced(apply, self._now)
             reply, rows = apply_write(db, apply, command)
         except Exception as exc:
             if self._pending and not isinstance(exc, _BROKEN) and transaction_lost(db):
@@ -347,10 +384,16 @@ class StoreWriter(Actor[StoreWriterInbox]):
         broken = broken or isinstance(exc, (*_BROKEN, StoreConnectionBroken))
         text, retryable = _explain(command, exc, self.database, self._busy_timeout, broken=broken)
         self._failures += 1
-        if isinstance(command, FENCING):
+        # A stale fence refuses its sender, not the session: the new owner's writes go on.
+        if isinstance(command, FENCING) and not isinstance(exc, Fenced):
             self._fenced.add(command.session_id)
         failed = StoreFailed(
-            token=command.token, error=text, command=type(command).__name__, session_id=getattr(command, "session_id", None), retryable=retryable
+            token=command.token,
+            error=text,
+            command=type(command).__name__,
+            session_id=getattr(command, "session_id", None),
+            retryable=retryable,
+            fenced=exc.lease if isinstance(exc, Fenced) else None,
         )
         self._pending.append((command.reply_to, failed, 0))
         if broken:
@@ -383,6 +426,9 @@ class StoreWriter(Actor[StoreWriterInbox]):
         self._close()
         msg = f"the connection to {self.database!r} broke ({_describe(exc)}); restarting the store writer"
         raise StoreConnectionBroken(msg) from exc
+
+    def _now(self, db: Connection) -> float:
+        return self._clock() if self._clock is not None else store_now(db)
 
     def _connection(self) -> Connection:
         if self._db is None:
@@ -418,6 +464,9 @@ def _command_of(reply: Message) -> str:
         SessionTotalsUpdated: "UpdateSessionTotals",
         TurnRemoved: "RemoveLastTurn",
         PoolStateSaved: "SavePoolState",
+        LeaseGranted: "AcquireLease",
+        LeaseReleased: "ReleaseLease",
+        NodeSeen: "NodeHeartbeat",
     }.get(type(reply), type(reply).__name__)
 
 

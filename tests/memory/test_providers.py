@@ -192,9 +192,8 @@ def test_a_version_8_store_is_migrated_to_hold_facts_and_their_index(tmp_path: P
         "DROP TABLE memory_facts_fts; DROP TABLE memory_facts; UPDATE schema_version SET version = 8"
     )
     db.close()
-    assert SCHEMA_VERSION == 9
     writer = open_writer(path)
-    assert writer.execute("SELECT version FROM schema_version").fetchall() == [(9,)]
+    assert writer.execute("SELECT version FROM schema_version").fetchall() == [(SCHEMA_VERSION,)]
     writer.execute("INSERT INTO memory_facts (content, created_at, updated_at) VALUES ('Deploys run on Fridays', 1, 1)")
     assert [h.content for h in search_facts(writer, "when do deploys run?")] == ["Deploys run on Fridays"]
     writer.close()

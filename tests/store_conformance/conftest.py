@@ -1,8 +1,10 @@
-"""One real Postgres server for the session (``tests/postgres_server.py``), stopped at its end."""
+"""One real Postgres server for the session (``tests/postgres_server.py``), stopped at its end, and
+``location``: each test once on a SQLite file and once on a fresh Postgres database."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,3 +20,10 @@ def postgres() -> Iterator[PostgresServer]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, postgres: PostgresServer, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "state.db")
+    return postgres.new_database()

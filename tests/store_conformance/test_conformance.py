@@ -45,15 +45,7 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 from supervisor import ChildSpec
-from tests.postgres_server import PostgresServer
 from tests.test_store import ControlledWriter, Replies, StartRuntime, hold, user
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request: pytest.FixtureRequest, postgres: PostgresServer, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return str(tmp_path / "state.db")
-    return postgres.new_database()
 
 
 def start(start_runtime: StartRuntime, location: str) -> Address[Any]:

@@ -1,0 +1,162 @@
+"""The SQL of session leases and node heartbeats, and the fence check of a session write.
+
+Each function runs inside the writer's open transaction (``BEGIN IMMEDIATE`` on SQLite,
+which already serialises every writer of the file; on Postgres the lease row is locked:
+``FOR UPDATE`` to change it, ``FOR SHARE`` to check a fence, so a takeover waits for a
+fenced write in flight to commit, and a fenced write waits for a takeover and then sees the
+new epoch). The decisions are ``_lease``'s; here they are read and written.
+
+``now`` is the store's clock: the writer's ``clock`` when one is given (tests), else
+:func:`store_now` — this machine's clock for a SQLite file (one machine), the database
+server's for Postgres (every node reads the same clock, whatever their own say).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import apsw
+
+from protocols._base import Message
+from protocols._store import (
+    AcquireLease,
+    Fence,
+    LeaseGranted,
+    LeaseRecord,
+    LeaseRefused,
+    LeaseReleased,
+    NodeHeartbeat,
+    NodeRecord,
+    NodeSeen,
+    ReleaseLease,
+    RenewLease,
+)
+
+from ._backend import Connection
+from ._lease import Refusal, check_fence, decide_acquire, decide_release, decide_renew
+from ._writes import Rejected
+
+Clock = Callable[[Connection], float]
+"""The store's now, read on the writer's connection."""
+
+C = TypeVar("C")
+
+
+class Fenced(Rejected):
+    """A fenced write whose fence is not the session's live lease; ``lease`` is the lease as stored."""
+
+    def __init__(self, text: str, lease: Fence) -> None:
+        super().__init__(text)
+        self.lease = lease
+
+
+def store_now(db: Connection) -> float:
+    """The store's clock: this machine's for a file, the database server's for Postgres."""
+    if isinstance(db, apsw.Connection):
+        return time.time()
+    row = db.execute("SELECT extract(epoch FROM clock_timestamp())").fetchone()
+    return float(row[0]) if row is not None else time.time()
+
+
+def read_lease(db: Connection, session_id: str, *, lock: str = "") -> LeaseRecord | None:
+    """The session's lease row (None: never leased). ``lock``: ``FOR UPDATE`` / ``FOR SHARE`` on Postgres."""
+    suffix = "" if not lock or isinstance(db, apsw.Connection) else f" {lock}"
+    row = db.execute(f"SELECT node_id, epoch, expires_at FROM leases WHERE session_id = ?{suffix}", (session_id,)).fetchone()
+    if row is None or not row[0]:
+        return None  # no row, or the placeholder an acquire inserts to have a row to lock
+    return LeaseRecord(session_id=session_id, node_id=str(row[0]), epoch=int(row[1]), expires_at=float(row[2]))
+
+
+def _store(db: Connection, lease: LeaseRecord) -> None:
+    db.execute(
+        "UPDATE leases SET node_id = ?, epoch = ?, expires_at = ? WHERE session_id = ?",
+        (lease.node_id, lease.epoch, lease.expires_at, lease.session_id),
+    )
+
+
+def _refused(c: AcquireLease | RenewLease, refusal: Refusal) -> LeaseRefused:
+    lease = refusal.current
+    return LeaseRefused(
+        session_id=c.session_id,
+        node_id=c.node_id,
+        owner="" if lease is None else lease.node_id,
+        epoch=0 if lease is None else lease.epoch,
+        expires_at=0.0 if lease is None else lease.expires_at,
+        reason=refusal.reason,
+        token=c.token,
+    )
+
+
+def acquire_lease(db: Connection, c: AcquireLease, clock: Clock) -> tuple[Message, int]:
+    # A row to lock first: two nodes acquiring a session never leased meet on it (the second
+    # insert waits for the first's commit, then does nothing).
+    db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) VALUES (?, '', 0, 0) ON CONFLICT DO NOTHING", (c.session_id,))
+    current = read_lease(db, c.session_id, lock="FOR UPDATE")
+    decided = decide_acquire(current, c.session_id, c.node_id, clock(db), c.ttl)
+    if isinstance(decided, Refusal):
+        return _refused(c, decided), 0
+    _store(db, decided)
+    return LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token), 0
+
+
+def renew_lease(db: Connection, c: RenewLease, clock: Clock) -> tuple[Message, int]:
+    current = read_lease(db, c.session_id, lock="FOR UPDATE")
+    decided = decide_renew(current, c.session_id, c.node_id, c.epoch, clock(db), c.ttl)
+    if isinstance(decided, Refusal):
+        return _refused(c, decided), 0
+    _store(db, decided)
+    return LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token), 0
+
+
+def release_lease(db: Connection, c: ReleaseLease, clock: Clock) -> tuple[Message, int]:
+    current = read_lease(db, c.session_id, lock="FOR UPDATE")
+    decided = decide_release(current, c.node_id, c.epoch, clock(db))
+    if decided is not None:
+        _store(db, decided)
+    return LeaseReleased(session_id=c.session_id, node_id=c.node_id, released=decided is not None, token=c.token), 0
+
+
+def node_heartbeat(db: Connection, c: NodeHeartbeat, clock: Clock) -> tuple[Message, int]:
+    if not c.node_id:
+        raise Rejected("a heartbeat needs a node id; set cluster.node_id")
+    now = clock(db)
+    db.execute(
+        "INSERT INTO nodes (node_id, address, heartbeat_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (node_id) DO UPDATE SET address = excluded.address, heartbeat_at = excluded.heartbeat_at",
+        (c.node_id, c.address, now),
+    )
+    return NodeSeen(node_id=c.node_id, heartbeat_at=now, token=c.token), 0
+
+
+def fenced(apply: Callable[[Connection, C], tuple[Message, int]], clock: Clock) -> Callable[[Connection, C], tuple[Message, int]]:
+    """``apply``, run only if the command's ``fence`` is the session's live lease.
+
+    Raises (from the returned function):
+        Fenced: the fence is stale (another node's epoch now, or the lease lapsed); nothing written.
+    """
+
+    def run(db: Connection, command: C) -> tuple[Message, int]:
+        session_id: str = getattr(command, "session_id")  # noqa: B009 - every fenced command has one
+        fence: Fence = getattr(command, "fence")  # noqa: B009
+        current = read_lease(db, session_id, lock="FOR SHARE")
+        why = check_fence(current, session_id, fence, clock(db))
+        if why is not None:
+            held = Fence(node_id="", epoch=0) if current is None else Fence(node_id=current.node_id, epoch=current.epoch)
+            raise Fenced(why, held)
+        return apply(db, command)
+
+    return run
+
+
+def read_leases(db: Connection) -> list[LeaseRecord]:
+    """Every session's lease (readers: which node owns what)."""
+    rows: list[Any] = list(db.execute("SELECT session_id, node_id, epoch, expires_at FROM leases WHERE node_id <> '' ORDER BY session_id"))
+    return [LeaseRecord(session_id=str(r[0]), node_id=str(r[1]), epoch=int(r[2]), expires_at=float(r[3])) for r in rows]
+
+
+def read_nodes(db: Connection) -> list[NodeRecord]:
+    """Every node that ever sent a heartbeat, newest heartbeat first."""
+    rows: list[Any] = list(db.execute("SELECT node_id, address, heartbeat_at FROM nodes ORDER BY heartbeat_at DESC, node_id"))
+    return [NodeRecord(node_id=str(r[0]), address=str(r[1]), heartbeat_at=float(r[2])) for r in rows]
