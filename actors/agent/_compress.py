@@ -194,8 +194,10 @@ def _stub(result: ChatMessage, call: ToolCall | None, limit: int) -> str:
     """One line saying which call this was and what came back, so the model still knows (at most
     ``limit`` chars: the start of the result fills what the rest leaves)."""
     text = result.content or ""
-    name = call.name if call else result.name or "tool"
-    args = _one_line(call.arguments, 60) if call else ""
+    if call is None:
+        name, args = result.name or "tool", ""
+    else:
+        name, args = call.name, " ".join(call.arguments[:90].split())[:60]  # _one_line(arguments, 60), inlined
     line = f"[pruned] {name}({args}) returned {len(text):,} chars in {text.count(chr(10)) + 1} lines, starting: "
     room = limit - len(line)
     return line + _one_line(text, limit, room) if room > 0 else line[:limit]
