@@ -3,8 +3,8 @@ planner changed no decision.
 
 For each case (the bench's 2,000-message sessions, typical and heavy, and seeded sessions of
 other sizes and shapes: earlier summaries, a focus, orphaned and missing results, long
-arguments, images, reasoning, non-ASCII and whitespace-heavy results, tiny stub limits, small
-windows) it runs ``prune`` (with and without the estimates at hand), ``plan`` and ``assemble``
+arguments, images, reasoning, non-ASCII and whitespace-heavy results, call ids reused from turn
+to turn, tiny stub limits, small windows) it runs ``prune`` (with and without the estimates at hand), ``plan`` and ``assemble``
 and prints one SHA-256 of their outputs, msgspec-encoded (the pruned transcript and its counts,
 the plan with the summary request, the assembled segment).
 
@@ -65,6 +65,18 @@ def varied(seed: int, exchanges: int, *, broken: bool = True) -> tuple[ChatMessa
     return tuple(out)
 
 
+def reused_ids(messages: tuple[ChatMessage, ...]) -> tuple[ChatMessage, ...]:
+    """The same session with call ids reused from turn to turn (``call_0``, ``call_1``...), as some providers do."""
+    out: list[ChatMessage] = []
+    for m in messages:
+        if m.tool_calls:
+            m = msgspec.structs.replace(m, tool_calls=tuple(msgspec.structs.replace(c, id=f"call_{j}") for j, c in enumerate(m.tool_calls)))
+        elif m.role == "tool" and m.tool_call_id and m.tool_call_id.startswith("call_"):
+            m = msgspec.structs.replace(m, tool_call_id=f"call_{m.tool_call_id.rsplit('_', 1)[1]}")
+        out.append(m)
+    return tuple(out)
+
+
 def cases() -> list[tuple[str, tuple[ChatMessage, ...], CompressionSettings, float, str | None, str | None]]:
     big = fit_to_window(DEFAULT_SETTINGS, 200_000)
     out = [
@@ -81,6 +93,7 @@ def cases() -> list[tuple[str, tuple[ChatMessage, ...], CompressionSettings, flo
             focus = "caching" if seed % 4 == 1 else None
             out.append((f"varied_{seed}_{exchanges}", varied(seed, exchanges), settings, ratio, focus, None))
             out.append((f"paired_{seed}_{exchanges}", varied(seed, exchanges, broken=False), settings, ratio, focus, "notes" if seed == 2 else None))
+        out.append((f"reused_ids_{seed}", reused_ids(varied(seed, 200, broken=seed % 2 == 0)), fit_to_window(DEFAULT_SETTINGS, 32_000), 3.1, None, None))
     return out
 
 
