@@ -110,7 +110,7 @@ class Pruned(msgspec.Struct, frozen=True, kw_only=True):
 def prune(
     messages: Sequence[ChatMessage], *, estimate: Estimate, settings: CompressionSettings = DEFAULT_SETTINGS, tokens: Sequence[int] | None = None
 ) -> Pruned:
-    """Shrink old tool traffic without a model call, in three passes over what precedes the tail.
+    """Shrink old tool traffic without a model call, in one pass over what precedes the tail.
 
     The protected tail is :func:`plan`'s token-budgeted tail without its reach back to the last
     user message (a long tool loop after that message is what pruning is for); it never changes.
@@ -122,30 +122,32 @@ def prune(
     tokens = list(tokens) if tokens is not None and len(tokens) == len(msgs) else [estimate(m) for m in msgs]
     protected = _tail_start(msgs, tokens, 0, settings, last_user=False)
     out = list(msgs)
+    after = list(tokens)
     deduplicated = stubbed = truncated = 0
-    # Pass 1, newest first: the newest copy of a result stays whole (it may be in the tail).
-    newest: dict[str, str | None] = {}
-    for i in range(len(msgs) - 1, -1, -1):
-        m = msgs[i]
-        if m.role != "tool" or not m.content:
-            continue
-        if m.content not in newest:
-            newest[m.content] = m.tool_call_id
-        elif i < protected:
-            pointer = f"[pruned] identical to the later result of call {newest[m.content]}"
-            if len(pointer) < len(m.content):
-                out[i] = msgspec.structs.replace(m, content=pointer)
-                deduplicated += 1
-    # Passes 2 and 3, oldest first, so a result finds the nearest call with its id.
+    # The newest copy of each result stays whole (it may be in the tail): its index, the last one wins.
+    newest = {m.content: i for i, m in enumerate(msgs) if m.role == "tool" and m.content}
+    # One pass, oldest first, so a result finds the nearest call with its id; older copies of a
+    # result become pointers to the newest, long results stubs, long arguments cut.
     calls: dict[str, ToolCall] = {}
     long_arguments, stub_chars = settings.argument_limit_chars, settings.result_stub_chars
-    after = list(tokens)
     for i in range(protected):
-        m = out[i]
+        m = msgs[i]
         role = m.role
         if role == "tool":
-            if m is msgs[i] and m.content and len(m.content) > stub_chars:
+            text = m.content
+            if not text:
+                continue
+            last = newest[text]
+            if last != i:
+                pointer = f"[pruned] identical to the later result of call {msgs[last].tool_call_id}"
+                if len(pointer) < len(text):
+                    out[i] = m = msgspec.structs.replace(m, content=pointer)
+                    after[i] = estimate(m)
+                    deduplicated += 1
+                    continue
+            if len(text) > stub_chars:
                 out[i] = m = msgspec.structs.replace(m, content=_stub(m, calls.get(m.tool_call_id or ""), stub_chars))
+                after[i] = estimate(m)
                 stubbed += 1
         elif role == "assistant" and m.tool_calls:
             cut = False
@@ -157,8 +159,7 @@ def prune(
                 if shorter != m.tool_calls:
                     truncated += sum(a is not b for a, b in zip(shorter, m.tool_calls, strict=True))
                     out[i] = m = msgspec.structs.replace(m, tool_calls=shorter)
-        if m is not msgs[i]:
-            after[i] = estimate(m)
+                    after[i] = estimate(m)
     before = sum(tokens)
     return Pruned(
         messages=tuple(out),
@@ -171,17 +172,35 @@ def prune(
     )
 
 
-def _one_line(text: str, limit: int) -> str:
-    return " ".join(text[: limit + limit // 2].split())[:limit]
+def _one_line(text: str, limit: int, need: int | None = None) -> str:
+    """``text`` with its whitespace runs as single spaces, from at most ``1.5 * limit`` of its
+    chars, cut to ``limit`` (or, given, to ``need`` <= ``limit``).
+
+    Normalising a prefix of a text gives a prefix of the text's normal form, so when only
+    ``need`` chars are wanted a shorter slice is normalised first (stubs are made by the hundred
+    a pass: bench_compression.py); the full slice only if that came out too short.
+    """
+    reach = limit + limit // 2
+    if need is None:
+        need = limit
+    elif need + need // 4 + 16 < reach:
+        short = " ".join(text[: need + need // 4 + 16].split())
+        if len(short) >= need:
+            return short[:need]
+    return " ".join(text[:reach].split())[:need]
 
 
 def _stub(result: ChatMessage, call: ToolCall | None, limit: int) -> str:
-    """One line saying which call this was and what came back, so the model still knows."""
+    """One line saying which call this was and what came back, so the model still knows (at most
+    ``limit`` chars: the start of the result fills what the rest leaves)."""
     text = result.content or ""
-    name = call.name if call else result.name or "tool"
-    args = _one_line(call.arguments, 60) if call else ""
-    line = f"[pruned] {name}({args}) returned {len(text):,} chars in {text.count(chr(10)) + 1} lines, starting: {_one_line(text, limit)}"
-    return line[:limit]
+    if call is None:
+        name, args = result.name or "tool", ""
+    else:
+        name, args = call.name, " ".join(call.arguments[:90].split())[:60]  # _one_line(arguments, 60), inlined
+    line = f"[pruned] {name}({args}) returned {len(text):,} chars in {text.count(chr(10)) + 1} lines, starting: "
+    room = limit - len(line)
+    return line + _one_line(text, limit, room) if room > 0 else line[:limit]
 
 
 def _cut_arguments(call: ToolCall, settings: CompressionSettings) -> ToolCall:
@@ -364,7 +383,7 @@ Give it priority in every section and shorten unrelated material harder."""
 
 def _request(middle: tuple[ChatMessage, ...], budget: int, focus: str | None, previous: str | None, settings: CompressionSettings) -> tuple[ChatMessage, ...]:
     """The summariser's prompt; ``previous`` None: an earlier summary in the middle, if any, is the notes to update."""
-    blocks, earlier = _serialize(middle, settings.serialized_message_chars)
+    parts, earlier = _serialize(middle, settings.serialized_message_chars)
     if previous is None and earlier is not None:
         previous = earlier[len(SUMMARY_PREFIX) :].strip()
     system = _INSTRUCTIONS.format(budget=budget)
@@ -372,34 +391,42 @@ def _request(middle: tuple[ChatMessage, ...], budget: int, focus: str | None, pr
         system += _UPDATE
     if focus:
         system += _FOCUS.format(focus=focus.strip())
-    intro = ["Turns to summarise:"] if previous is None else ["Notes from the earlier compaction:", previous, "Turns since then:"]
-    body = "\n\n".join(intro + blocks)  # one join: the middle may be megabytes
+    intro = "Turns to summarise:" if previous is None else f"Notes from the earlier compaction:\n\n{previous}\n\nTurns since then:"
+    parts[0:0] = (intro,)
+    body = "".join(parts)  # one join: the middle may be megabytes
     return (ChatMessage(role="system", content=system), ChatMessage(role="user", content=body))
 
 
 def _serialize(middle: tuple[ChatMessage, ...], limit: int) -> tuple[list[str], str | None]:
-    """The middle as labelled plain-text blocks, and the last earlier summary found in it (its
-    message is left out: it is sent as the notes), in one pass."""
-    blocks: list[str] = []
+    """The middle as labelled plain-text blocks, each opened by a blank line, in pieces to join
+    (a block's text is not copied into a block string first), and the last earlier summary found
+    in it (its message is left out: it is sent as the notes), in one pass."""
+    parts: list[str] = []
+    append = parts.append
     earlier: str | None = None
+    prefix = SUMMARY_PREFIX
     for m in middle:
         text = m.content or ""
-        if text.startswith(SUMMARY_PREFIX):
+        role = m.role
+        if text.startswith(prefix):
             earlier = text
-            if m.role != "tool":
+            if role != "tool":
                 continue
         if len(text) > limit:
             text = _clip(text, limit)
-        if m.role == "tool":
-            blocks.append(f"[result of {m.name or 'tool'}, call {m.tool_call_id}]\n{text}")
+        if role == "tool":
+            append(f"\n\n[result of {m.name or 'tool'}, call {m.tool_call_id}]\n")
+            append(text)
             continue
-        block = f"[{m.role}]\n{text}" if text else f"[{m.role}]"
-        for c in m.tool_calls:
-            block += f"\n[calls {c.name}, call {c.id}] {_clip(c.arguments, limit)}"
+        append(f"\n\n[{role}]\n" if text else f"\n\n[{role}]")
+        append(text)
+        if m.tool_calls:
+            for c in m.tool_calls:
+                arguments = c.arguments
+                append(f"\n[calls {c.name}, call {c.id}] {_clip(arguments, limit) if len(arguments) > limit else arguments}")
         if m.images:
-            block += f"\n[{len(m.images)} image(s) attached]"
-        blocks.append(block)
-    return blocks, earlier
+            append(f"\n[{len(m.images)} image(s) attached]")
+    return parts, earlier
 
 
 def _clip(text: str, limit: int) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from protocols import ChatMessage
+from protocols import ChatMessage, ToolCall
 
 UNKNOWN_OUTCOME = (
     "[outcome unknown] The session stopped while this tool was running, so its result was lost. It was not run again; check its effects before retrying."
@@ -26,20 +26,23 @@ def synthetic_result(call_id: str, name: str, text: str) -> ChatMessage:
 def _paired(messages: Sequence[ChatMessage]) -> bool:
     """Whether every call is followed at once by its one result, in the model's order, and no
     tool message stands anywhere else (then :func:`sanitize` would return the same messages)."""
-    expected: list[str] = []
-    """Ids of the current assistant message's calls still owed a result, in reverse order."""
+    calls: tuple[ToolCall, ...] = ()
+    """The calls of the current assistant message; ``answered`` of them have their result."""
+    answered = 0
     for message in messages:
-        role = message.role
-        if role == "tool":
-            if not expected or message.tool_call_id != expected.pop():
+        if message.role == "tool":
+            if answered == len(calls) or message.tool_call_id != calls[answered].id:
                 return False
-        elif expected:
+            answered += 1
+        elif answered != len(calls):
             return False
-        elif role == "assistant" and message.tool_calls:
-            expected = [call.id for call in reversed(message.tool_calls)]
-            if len(set(expected)) != len(expected):
+        elif message.tool_calls and message.role == "assistant":
+            calls, answered = message.tool_calls, 0
+            if len(calls) > 1 and len({call.id for call in calls}) != len(calls):
                 return False
-    return not expected
+        elif calls:
+            calls, answered = (), 0
+    return answered == len(calls)
 
 
 def sanitize(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME) -> tuple[tuple[ChatMessage, ...], int]:
