@@ -209,18 +209,19 @@ class WebhookAdapter(GatewayAdapter):
             # before the event goes (its answer may come at once); its timeout counted from now, a little late
             self.pending.expect(markup.request_id, route.name, markup.session_id, time.monotonic() + markup.timeout_s)
             bodies = [approval_event(route.name, message.message_id, markup.session_id, markup)]
+            ids = [f"{message.message_id}:approval:{markup.request_id}"]  # a receiver's dedup by X-Webhook-Id keeps the answer
         else:
             parts = chunk_text(text, route.max_chars) if route is not None and route.max_chars else [text]
             common = {"type": "answer", "route": message.chat_id, "delivery_id": message.message_id, "session_id": session_id}
             bodies = [common | {"text": piece} | ({"part": i, "parts": len(parts)} if len(parts) > 1 else {}) for i, piece in enumerate(parts, 1)]
+            ids = [f"{message.message_id}-{i}" if len(parts) > 1 else message.message_id for i in range(1, len(parts) + 1)]
         if route is None or not route.deliver_url:
             log.info("webhook %s delivery %s: %s", message.chat_id, message.message_id, text[:500])
             return 0
         retries = 0
         async with httpx.AsyncClient() as client:
-            for i, body in enumerate(bodies, 1):
-                suffix = f"-{i}" if len(bodies) > 1 else ""
-                retries += await self._post(client, route, json.dumps(body).encode(), f"{message.message_id}{suffix}")
+            for body, delivery in zip(bodies, ids, strict=True):
+                retries += await self._post(client, route, json.dumps(body).encode(), delivery)
         return retries
 
     async def _post(self, client: httpx.AsyncClient, route: Route, body: bytes, delivery: str) -> int:

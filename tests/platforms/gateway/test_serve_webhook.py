@@ -196,5 +196,7 @@ def test_a_dangerous_command_is_approved_or_denied_by_a_signed_decision_and_the_
     sent = receiver.delivered()
     assert len(_of("answer", "d-1")(sent)) == total and len(_of("answer", "d-2")(sent)) == 1  # exactly once, after the process ended
     assert len(_of("approval", "d-1")(sent)) == 1
+    ids = [h["x-webhook-id"] for status, h, _ in receiver.posts if status == 200]
+    assert len(ids) == len(set(ids)) and f"d-1:approval:{ask['request_id']}" in ids and f"d-1-{total}" in ids  # distinct: a receiver may dedup by them
     assert all(h["x-webhook-signature"] == hmac.new(SECRET.encode(), b, hashlib.sha256).hexdigest() for _, h, b in receiver.posts)
     assert receiver.posts[0][0] == 503
