@@ -23,7 +23,7 @@ platforms:
       port: 8644                  # or WEBHOOK_PORT
       secret: ...                 # the routes' default; or WEBHOOK_SECRET
       routes:
-        github: {secret: ..., events: [push], prompt: "...{repository.name}...", deliver_url: https://...}
+        github: {secret: ..., events: [push], prompt: "...{repository.name}...", deliver_url: https://..., max_chars: 0}
 ```
 
 Errors name the key and what it must be (:class:`ConfigError`).
@@ -51,6 +51,8 @@ from ._telegram import TelegramAdapter
 from ._webhook import Route, WebhookAdapter
 
 SUPPORTED = ("matrix", "telegram", "webhook")
+MIN_CHUNK = 64
+"""The smallest ``max_chars`` of a webhook route (room for a piece's text, ``(i/N)`` and a fence)."""
 
 
 class TelegramExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -78,6 +80,8 @@ class RouteExtra(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     events: list[str] = []
     prompt: str = ""
     deliver_url: str = ""
+    max_chars: Annotated[int, msgspec.Meta(ge=0)] = 0
+    """An answer longer than this is POSTed in numbered pieces (0: one POST, any length)."""
     skills: list[str] = []
     """Hermes's key; read, not applied by this build."""
     deliver: str = ""
@@ -226,7 +230,11 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
                 raise ConfigError(
                     f"platforms.webhook.extra.routes.{route_name} has no secret; set its secret (or WEBHOOK_SECRET in .env), or INSECURE_NO_AUTH for local tests"
                 )
-            routes[route_name] = Route(name=route_name, secret=secret, events=frozenset(route.events), prompt=route.prompt, deliver_url=route.deliver_url)
+            if 0 < route.max_chars < MIN_CHUNK:
+                raise ConfigError(f"platforms.webhook.extra.routes.{route_name}.max_chars is {route.max_chars}; use 0 (no limit) or at least {MIN_CHUNK}")
+            routes[route_name] = Route(
+                name=route_name, secret=secret, events=frozenset(route.events), prompt=route.prompt, deliver_url=route.deliver_url, max_chars=route.max_chars
+            )
         if not routes:
             notes.append("platforms.webhook: no routes (platforms.webhook.extra.routes); every request will be a 404")
         kwargs = {

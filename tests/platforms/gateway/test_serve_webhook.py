@@ -1,6 +1,7 @@
 """The webhook adapter through a real ``hermes serve``: a signed POST starts a turn whose
 answer is POSTed, signed, to the route's ``deliver_url`` (retried after a 503); a bad
-signature is refused with 401 and reaches no agent."""
+signature is refused with 401 and reaches no agent. A turn's dangerous command is approved
+(or denied) by a signed decision POSTed back; a long answer comes once, in numbered pieces."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from actors.chaos import ModelServer
+from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from tests.conftest import DEADLINE
 from tests.platforms.serve_process import launched
 
@@ -61,6 +62,20 @@ class Receiver:
                 assert left > 0, f"no delivery succeeded: {self.posts}"
                 self.cond.wait(left)
             return next((h, b) for status, h, b in self.posts if status == 200)
+
+    def delivered(self) -> list[dict[str, Any]]:
+        """The bodies of the POSTs answered 200, in order (with their signature header as ``_signature``)."""
+        return [json.loads(b) | {"_signature": h.get("x-webhook-signature")} for status, h, b in self.posts if status == 200]
+
+    def wait_for(self, found: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], count: int) -> list[dict[str, Any]]:
+        """The first ``count`` of ``found(delivered bodies)``, once there are that many."""
+        end = time.monotonic() + DEADLINE
+        with self.cond:
+            while len(found(self.delivered())) < count:
+                left = end - time.monotonic()
+                assert left > 0, f"not delivered: {self.delivered()}"
+                self.cond.wait(left)
+            return found(self.delivered())[:count]
 
 
 @pytest.fixture
@@ -108,3 +123,80 @@ def test_a_signed_webhook_is_answered_at_its_deliver_url_and_a_bad_signature_is_
     assert headers["x-webhook-signature"] == hmac.new(SECRET.encode(), delivered, hashlib.sha256).hexdigest()
     assert [status for status, _, _ in receiver.posts] == [503, 200]  # retried after the 503
     assert len(prompts) == 1  # the refused requests reached no agent
+
+
+def _signed(url: str, payload: dict[str, Any], **headers: str) -> httpx.Response:
+    body = json.dumps(payload).encode()
+    signature = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
+    return httpx.post(url, content=body, headers={"x-webhook-signature": signature} | headers, timeout=DEADLINE)
+
+
+def _of(kind: str, delivery: str) -> Callable[[list[dict[str, Any]]], list[dict[str, Any]]]:
+    return lambda posts: [p for p in posts if p["type"] == kind and p["delivery_id"] == delivery]
+
+
+def test_a_dangerous_command_is_approved_or_denied_by_a_signed_decision_and_the_answer_comes_once_in_pieces(tmp_path: Path, receiver: Receiver) -> None:
+    home = tmp_path / "home"
+    (home / "work").mkdir(parents=True)
+    (home / "keep").mkdir()
+    steps = "\n".join(f"rm -rf work/part-{i}" for i in range(10))
+    answer = f"**Cleaned** the `work` folder:\n\n```sh\n{steps}\n```\n\nNothing else was touched."
+    remove = [ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {home / name}"})) for name in ("work", "keep")]
+    with ModelServer(seed=2) as model:
+        model.script([ToolCallsReply(calls=(remove[0],)), TextReply(content=answer), ToolCallsReply(calls=(remove[1],)), TextReply(content="I left it alone.")])
+        (home / "config.yaml").write_text(
+            f'model:\n  default: test-model\n  base_url: "{model.base_url}"\n  api_key: unused\n'
+            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 0\n      routes:\n"
+            f'        ops:\n          secret: {SECRET}\n          prompt: "{{task}}"\n          deliver_url: "{receiver.url}"\n          max_chars: 120\n'
+        )
+        (home / ".env").write_text("API_SERVER_KEY=sk-hermes-webhook-test\n")
+        with launched(home) as (process, _):
+            assert process.stdout is not None
+            found = re.search(r"webhook adapter started on (http://\S+)/webhooks/", process.stdout.readline())
+            assert found
+            base = found.group(1)
+            started = _signed(f"{base}/webhooks/ops", {"task": "clean the work folder"}, **{"x-webhook-id": "d-1"})
+            (ask,) = receiver.wait_for(_of("approval", "d-1"), 1)  # its first POST got a 503: retried
+            decide = f"{base}{ask['decision_path']}"
+            approve = {"decision": "approve", "request_id": ask["request_id"]}
+            forged = httpx.post(decide, json=approve, headers={"x-webhook-signature": "0" * 64}, timeout=DEADLINE)
+            stale = _signed(f"{base}/webhooks/ops/approvals/call_gone:9", {"decision": "approve", "request_id": "call_gone:9"})
+            vague = _signed(decide, {"decision": "maybe", "request_id": ask["request_id"]})
+            unbound = _signed(decide, {"decision": "approve", "request_id": "call_other:1"})  # a signed body of another request
+            approved = _signed(decide, approve)
+            again = _signed(decide, approve)
+            first = receiver.wait_for(_of("answer", "d-1"), 1)[0]
+            pieces = receiver.wait_for(_of("answer", "d-1"), first["parts"])
+            _signed(f"{base}/webhooks/ops", {"task": "clean the keep folder"}, **{"x-webhook-id": "d-2"})
+            (ask2,) = receiver.wait_for(_of("approval", "d-2"), 1)
+            denied = _signed(f"{base}{ask2['decision_path']}", {"decision": "deny", "request_id": ask2["request_id"]})
+            (refused,) = receiver.wait_for(_of("answer", "d-2"), 1)
+            after = _signed(decide, approve)  # its turn ended: stale
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=DEADLINE)
+            assert process.returncode == 0 and "Traceback" not in stderr, stderr
+    assert started.status_code == 202
+    assert ask["command"] == f"rm -rf {home / 'work'}" and ask["reasons"] and ask["session_id"] == "agent:main:webhook:route:ops:d-1"
+    assert ask["decision_path"] == f"/webhooks/ops/approvals/{ask['request_id']}"
+    assert forged.status_code == 401 and forged.json()["error"]["code"] == "bad_signature"
+    assert stale.status_code == 404 and stale.json()["error"]["code"] == "no_pending_approval"
+    assert vague.status_code == 400 and "'decision' must be one of" in vague.json()["error"]["message"]
+    assert unbound.status_code == 400 and "request_id" in unbound.json()["error"]["message"]
+    assert approved.status_code == 202 and approved.json() == {"status": "accepted", "request_id": ask["request_id"], "choice": "once"}
+    assert again.status_code == 404 and after.status_code == 404  # answered once; then its turn ended
+    assert not (home / "work").exists()  # the approved command ran
+    assert (home / "keep").exists() and denied.status_code == 202 and refused["text"] == "I left it alone."
+    total = len(pieces)
+    assert total > 1 and [p["part"] for p in pieces] == list(range(1, total + 1)) and {p["parts"] for p in pieces} == {total}
+    for i, piece in enumerate(pieces, 1):  # the model's Markdown as it was, cut at 120 characters, fences closed in each piece
+        assert len(piece["text"]) <= 120 and piece["text"].endswith(f"({i}/{total})") and piece["text"].count("```") % 2 == 0, piece
+    assert pieces[0]["text"].startswith("**Cleaned** the `work` folder:")
+    joined = "\n".join(p["text"] for p in pieces)
+    assert [line for line in joined.splitlines() if line.startswith("rm -rf")] == steps.splitlines()
+    sent = receiver.delivered()
+    assert len(_of("answer", "d-1")(sent)) == total and len(_of("answer", "d-2")(sent)) == 1  # exactly once, after the process ended
+    assert len(_of("approval", "d-1")(sent)) == 1
+    ids = [h["x-webhook-id"] for status, h, _ in receiver.posts if status == 200]
+    assert len(ids) == len(set(ids)) and f"d-1:approval:{ask['request_id']}" in ids and f"d-1-{total}" in ids  # distinct: a receiver may dedup by them
+    assert all(h["x-webhook-signature"] == hmac.new(SECRET.encode(), b, hashlib.sha256).hexdigest() for _, h, b in receiver.posts)
+    assert receiver.posts[0][0] == 503
