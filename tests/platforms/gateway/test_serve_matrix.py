@@ -182,12 +182,12 @@ async def test_a_piece_sent_again_with_its_txn_id_is_one_event_on_the_homeserver
     assert _bodies(human.from_user(room, bot.user_id)) == ["the answer"]
 
 
-async def test_a_scheduled_answer_for_a_matrix_room_target_arrives_once_even_when_delivered_twice(synapse: Synapse) -> None:
+async def test_a_scheduled_answer_for_a_matrix_room_target_arrives_once_even_when_delivered_twice(synapse: Synapse, tmp_path: Path) -> None:
     bot, human = _users(synapse)
     room = human.create_room([bot.user_id], direct=True)
     bot.join(room)
     target = parse_target(f"matrix:{room}")  # the room id's own ':' is split off by the target syntax
-    send = matrix_sender(synapse.base_url, bot.token)
+    send = matrix_sender(synapse.base_url, bot.token, workspace=tmp_path, home=tmp_path)
     for _ in range(2):  # the scheduler retrying an answer whose first delivery's outcome was lost
         await send(target.chat_id, target.thread_id, "Daily **report**", ())
     human.send(room, "barrier")
