@@ -63,6 +63,7 @@ from ._chats import Action, Cancel, Chats, Reply, Start
 from ._chunks import Measure, chunk_text
 from ._dedup import SeenLog
 from ._dispatch_hook import HOOK, screen
+from ._edit_stream import StreamSettings
 from ._pairing import new_code, request_code, update_book
 from ._resets import ChatSession, ResetPolicy, chat_key_of
 from ._session_key import key_of
@@ -114,8 +115,17 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         burst_window: float = 0.0,
         tz: dt.tzinfo | None = None,
         clock: Callable[[], float] = time.time,
+        stream: StreamSettings | None = None,
+        workspace: Path | None = None,
+        vision: bool = False,
     ) -> None:
         super().__init__()
+        self.stream_settings = stream or StreamSettings()
+        """Streaming by edits, where the platform edits messages (``_edit_stream``)."""
+        self.workspace = workspace or Path.cwd()
+        """Where inbound files are saved and ``MEDIA:`` files may come from (with ``HERMES_HOME/cache``)."""
+        self.vision = vision
+        """Whether the model sees images (an inbound image is an image part, else a note)."""
         self.hooks = hooks
         """The runtime's :class:`actors.hooks.Hooks` (None: no hooks)."""
         self.reset_policy = resets or ResetPolicy()

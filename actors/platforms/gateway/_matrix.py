@@ -41,7 +41,7 @@ from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFini
 from ._adapter import DELIVERY_DEADLINE, GatewayAdapter, approval_text
 from ._chat_files import Attachment, prepare_turn, read_attachment
 from ._dedup import SeenLog
-from ._edit_stream import FinalExtras, StreamSettings, final_pieces
+from ._edit_stream import FinalExtras, final_pieces
 from ._matrix_api import SYNC_FILTER, Invite, Prompt, call, edit_content, message_content, parse_sync, room_path, should_join, txn_id
 from ._matrix_media import download, image_suffixed, media_content, upload
 from ._matrix_stream import MatrixStream
@@ -75,17 +75,9 @@ class MatrixAdapter(GatewayAdapter):
         user_id: str,
         sync_timeout: float,
         chunk_limit: int = MATRIX_LIMIT,
-        stream: StreamSettings | None = None,
-        workspace: Path | None = None,
-        vision: bool = False,
         **common: Any,
     ) -> None:
         super().__init__(**common)
-        self.stream_settings = stream or StreamSettings()
-        self.workspace = workspace or Path.cwd()
-        """Where inbound files are saved and ``MEDIA:`` files may come from (with ``HERMES_HOME/cache``)."""
-        self.vision = vision
-        """Whether the model sees images (an ``m.image`` is an image part, else a note)."""
         self.homeserver = homeserver
         self.token = token
         self.user_id = user_id

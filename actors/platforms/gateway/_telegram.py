@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import ssl
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,7 +28,7 @@ from ._adapter import Effect, GatewayAdapter, approval_text
 from ._chat_files import Attachment, prepare_turn, read_attachment
 from ._chunks import utf16_units
 from ._dedup import SeenLog
-from ._edit_stream import FinalExtras, StreamSettings, final_pieces
+from ._edit_stream import FinalExtras, final_pieces
 from ._markdown_v2 import to_markdown_v2
 from ._retry import CallFailed, retry_delay
 from ._state_file import Outgoing
@@ -55,17 +54,9 @@ class TelegramAdapter(GatewayAdapter):
         token: str,
         base_url: str,
         poll_timeout: float,
-        stream: StreamSettings | None = None,
-        workspace: Path | None = None,
-        vision: bool = False,
         **common: Any,
     ) -> None:
         super().__init__(**common)
-        self.stream_settings = stream or StreamSettings()
-        self.workspace = workspace or Path.cwd()
-        """Where inbound documents are saved and ``MEDIA:`` files may come from (with ``HERMES_HOME/cache``)."""
-        self.vision = vision
-        """Whether the model sees images (a photo is an image part, else a note)."""
         self.token = token
         self.base_url = base_url
         self.poll_timeout = poll_timeout
