@@ -8,7 +8,7 @@ import hypothesis
 from hypothesis import strategies as st
 
 from actors.store._lease import Refusal, check_fence, decide_acquire, decide_release, decide_renew, is_live
-from protocols._store import Fence, LeaseRecord
+from protocols._leases import Fence, LeaseRecord
 
 NODES = ("a", "b", "c")
 

@@ -1,7 +1,7 @@
 """This process as a node of a cluster sharing one store (``cluster:`` in config.yaml; off by default).
 
 With a :class:`NodeIdentity` in ``SessionDeps.node``, a session actor holds its session's lease in
-the store (``protocols._store.AcquireLease``) from before it loads until it passivates, renews it
+the store (``protocols._leases.AcquireLease``) from before it loads until it passivates, renews it
 every third of its ttl, and fences every write with ``(node_id, epoch)``: once another node has
 taken the session over, nothing this one sends lands (``actors.store._lease``). Without one
 (the default, one ``hermes serve``), sessions send no lease command and no fence.

@@ -22,6 +22,7 @@ from actors import Actor, HermesError, WaitHandle
 from actors.memory import system_prompt_blocks, tell_providers
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
+from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused, ReleaseLease, RenewLease
 from protocols._memory import ProviderNotice
 from protocols._session import (
     TERMINAL_EVENTS,
@@ -42,18 +43,7 @@ from protocols._session import (
     UndoTurn,
     Unsubscribe,
 )
-from protocols._store import (
-    AcquireLease,
-    Fence,
-    GetStoreStatistics,
-    LeaseGranted,
-    LeaseRefused,
-    ReleaseLease,
-    RenewLease,
-    ReopenWrites,
-    StoreFailed,
-    StoreStatistics,
-)
+from protocols._store import GetStoreStatistics, ReopenWrites, StoreFailed, StoreStatistics
 
 from ._approvals import ApprovalGate
 from ._auxiliary import auxiliary_model

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocols._store import Fence, LeaseRecord
+from protocols._leases import Fence, LeaseRecord
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import apsw
 
 from protocols._base import Message
-from protocols._store import (
+from protocols._leases import (
     AcquireLease,
     Fence,
     LeaseGranted,

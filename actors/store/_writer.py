@@ -42,6 +42,7 @@ import apsw
 
 from protocols._base import Message
 from protocols._credentials import PoolStateSaved, SavePoolState
+from protocols._leases import AcquireLease, LeaseGranted, LeaseReleased, NodeHeartbeat, NodeSeen, ReleaseLease, RenewLease
 from protocols._memory import DeleteFact, FactStoreCommand, SaveFact
 from protocols._scheduler import (
     ClaimOccurrence,
@@ -51,22 +52,15 @@ from protocols._scheduler import (
     SettleOccurrence,
 )
 from protocols._store import (
-    AcquireLease,
     AppendMessages,
     CreateSession,
     DeleteResponse,
     DeleteSession,
     EndSession,
     GetStoreStatistics,
-    LeaseGranted,
-    LeaseReleased,
     MessagesPersisted,
-    NodeHeartbeat,
-    NodeSeen,
     PutResponse,
-    ReleaseLease,
     RemoveLastTurn,
-    RenewLease,
     ReopenWrites,
     SessionCreated,
     SessionEnded,

@@ -20,8 +20,8 @@ from actors.config import load_config
 from actors.platforms._runtime_deps import Platform, configured_deps
 from actors.store._backend import open_store_reader
 from actors.store._lease_rows import read_lease
+from protocols._leases import AcquireLease, LeaseGranted, LeaseRecord
 from protocols._session import TurnCompleted, TurnFailed
-from protocols._store import AcquireLease, LeaseGranted, LeaseRecord
 from supervisor import ChildSpec
 from tests.agent.session_kit import start_kit, until
 from tests.config.test_applied_sections import home_with

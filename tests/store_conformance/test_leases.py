@@ -16,23 +16,14 @@ from actors.store import SCHEMA_VERSION, StoreReader, open_writer
 from actors.store._backend import open_store_reader
 from actors.store._lease_rows import read_lease, read_leases, read_nodes
 from protocols import ChatMessage
+from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRecord, LeaseRefused, LeaseReleased, NodeHeartbeat, NodeSeen, ReleaseLease, RenewLease
 from protocols._store import (
-    AcquireLease,
     AppendMessages,
     CreateSession,
     EndSession,
-    Fence,
     GetStoreStatistics,
-    LeaseGranted,
-    LeaseRecord,
-    LeaseRefused,
-    LeaseReleased,
     MessagesPersisted,
-    NodeHeartbeat,
-    NodeSeen,
-    ReleaseLease,
     RemoveLastTurn,
-    RenewLease,
     SessionCreated,
     StoreFailed,
     TurnMark,

@@ -16,7 +16,7 @@ from actors.chaos import ModelServer, TextReply
 from actors.store import StoreReader
 from actors.store._backend import open_store_reader
 from actors.store._lease_rows import read_lease
-from protocols._store import LeaseRecord
+from protocols._leases import LeaseRecord
 from tests.conftest import DEADLINE
 from tests.platforms.serve_process import serving
 from tests.postgres_server import PostgresServer
