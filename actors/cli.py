@@ -17,19 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from actors._version import package_version
+
 if TYPE_CHECKING:
     from protocols import NodeSnapshot, TreeSnapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def _version() -> str:
-    import importlib.metadata  # ~50 ms: only for --version and hermes run
-
-    try:
-        return importlib.metadata.version("hermes-actors")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 class _Version(argparse.Action):
@@ -39,7 +32,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help="show program's version number and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
-        print(f"{parser.prog} {_version()}")
+        print(f"{parser.prog} {package_version()}")
         parser.exit()
 
 
@@ -71,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(to_json(snapshot).decode(), flush=True)
         else:
-            print(f"hermes {_version()}: runtime up. Ctrl+C or SIGTERM stops it.", flush=True)
+            print(f"hermes {package_version()}: runtime up. Ctrl+C or SIGTERM stops it.", flush=True)
             print(render_tree(snapshot), flush=True)
         stop.wait(args.seconds)
         started = time.monotonic()

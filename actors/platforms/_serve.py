@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import importlib.metadata
 import logging
 import os
 import sys
@@ -22,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
+from actors._version import package_version
 from actors.agent import ConfigError, HubRegistry, ModelClients, SessionDeps, build_agent_runtime, hermes_home
 from actors.agent._node import cluster_health
 from actors.config import HermesConfig, load_config
@@ -37,13 +37,6 @@ from ._runtime_deps import Platform, configured_deps, gateway_deps
 from ._server import API_SERVER_PATH, ApiServer, ServerSettings
 
 log = logging.getLogger(__name__)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("hermes-actors")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
 
 
 API_PLATFORM = Platform(name="api_server", source="api", hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.")
@@ -130,7 +123,7 @@ def run_serve(
         port=port,
         key=key,
         model_name=section.model_name,
-        version=_version(),
+        version=package_version(),
         allowed_origins=frozenset(section.cors_origins),
         max_concurrent=section.max_concurrent,
         store_file=store,
@@ -184,7 +177,7 @@ def run_serve(
             if mcp is not None:  # before announcing: each server up, or its failure said
                 mcp.wait_started()
             url = f"http://{settings.host}:{bound}/v1"
-            print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
+            print(f"hermes serve {package_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
             for spec in gateway.specs:  # after the first line (tests read it first)
                 try:
                     port = runtime.lookup(f"/platforms/{spec.id}").ask("port", timeout=10)

@@ -11,7 +11,7 @@ retried on 429 (``Retry-After``), 5xx and transport errors with backoff; a route
 POST each. A turn that waits for an approval POSTs ``{"type": "approval", ...}`` there the same
 way, and ``POST /webhooks/<route>/approvals/<request_id>`` (signed like the route's webhooks)
 answers it: 202, or 404 when nothing waits for that id (``_webhook_approvals.py``). ``GET /health`` answers ``{"status": "ok",
-"platform": "webhook"}``. The server runs as one reactor wait (hypercorn), like the API server.
+"platform": "webhook"}``; ``GET /openapi.json`` documents all of it (``_webhook_openapi.py``). The server runs as one reactor wait (hypercorn), like the API server.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import trio
 
 from protocols import ApprovalRequested, PlatformMessage, ResolveApproval, WaitFinished
 
+from ..._version import package_version
 from .._asgi import HttpError, Request, send_error, send_json
 from .._listen import open_listener
 from ._adapter import GatewayAdapter, approval_text
@@ -38,6 +39,7 @@ from ._retry import CallFailed, retry_delay
 from ._session_key import key_of
 from ._webhook_approvals import APPROVALS, Pending, approval_event, choice_of
 from ._webhook_auth import delivery_of, event_of, render_prompt, sign, signature_problem
+from ._webhook_openapi import webhook_document
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +87,9 @@ class WebhookApp:
     async def handle(self, request: Request, send: Any) -> None:
         if request.path == "/health" and request.method == "GET":
             await send_json(send, 200, {"status": "ok", "platform": "webhook"})
+            return
+        if request.path == "/openapi.json" and request.method == "GET":
+            await send_json(send, 200, webhook_document(self.routes, package_version()))
             return
         name, decision, request_id = request.path.removeprefix("/webhooks/").partition(APPROVALS)
         route = self.routes.get(name) if request.path.startswith("/webhooks/") and bool(decision) == bool(request_id) else None

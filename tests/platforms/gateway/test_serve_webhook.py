@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
@@ -172,6 +173,12 @@ def test_a_dangerous_command_is_approved_or_denied_by_a_signed_decision_and_the_
             denied = _signed(f"{base}{ask2['decision_path']}", {"decision": "deny", "request_id": ask2["request_id"]})
             (refused,) = receiver.wait_for(_of("answer", "d-2"), 1)
             after = _signed(decide, approve)  # its turn ended: stale
+            document = httpx.get(f"{base}/openapi.json", timeout=DEADLINE)  # unsigned: the document is public
+            health = httpx.get(f"{base}/health", timeout=DEADLINE)
+            undocumented = [
+                httpx.request(m, f"{base}{p}", timeout=DEADLINE).status_code
+                for m, p in (("POST", "/v1/chat/completions"), ("GET", "/webhooks/ops"), ("POST", "/openapi.json"))
+            ]
             process.send_signal(signal.SIGTERM)
             _, stderr = process.communicate(timeout=DEADLINE)
             assert process.returncode == 0 and "Traceback" not in stderr, stderr
@@ -200,3 +207,21 @@ def test_a_dangerous_command_is_approved_or_denied_by_a_signed_decision_and_the_
     assert len(ids) == len(set(ids)) and f"d-1:approval:{ask['request_id']}" in ids and f"d-1-{total}" in ids  # distinct: a receiver may dedup by them
     assert all(h["x-webhook-signature"] == hmac.new(SECRET.encode(), b, hashlib.sha256).hexdigest() for _, h, b in receiver.posts)
     assert receiver.posts[0][0] == 503
+    # what the receiver sent and answered is what its OpenAPI document says
+    assert document.status_code == 200
+    paths, outbound = document.json()["paths"], document.json()["webhooks"]
+    assert paths["/webhooks/{route}"]["post"]["parameters"][0]["schema"]["enum"] == ["ops"]
+    for body in sent:
+        schema = outbound[body["type"]]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        jsonschema.validate({k: v for k, v in body.items() if k != "_signature"}, schema)
+    decided = paths["/webhooks/{route}/approvals/{request_id}"]["post"]
+    jsonschema.validate(approve, decided["requestBody"]["content"]["application/json"]["schema"])
+    for response in (forged, stale, vague, unbound, approved, again):
+        assert str(response.status_code) in decided["responses"]
+        jsonschema.validate(
+            response.json(),
+            decided["responses"][str(response.status_code)]["content"]["application/json"]["schema"] | {"components": document.json()["components"]},
+        )
+    assert str(started.status_code) in paths["/webhooks/{route}"]["post"]["responses"]
+    assert health.status_code == 200 and "200" in paths["/health"]["get"]["responses"]
+    assert undocumented == [404, 405, 404]  # what the document does not name is not answered
