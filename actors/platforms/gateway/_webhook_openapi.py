@@ -35,6 +35,7 @@ _DECISION = {
 }
 _ANSWER = {
     "type": "object",
+    "additionalProperties": False,
     "required": ["type", "route", "delivery_id", "session_id", "text"],
     "properties": {
         "type": {"const": "answer"},
@@ -44,10 +45,26 @@ _ANSWER = {
         "text": {"type": "string", "description": "The model's answer (Markdown as written), or one piece of it ending in (i/N)."},
         "part": {"type": "integer", "minimum": 1, "description": "With parts: this piece's number (the route's max_chars split the answer)."},
         "parts": {"type": "integer", "minimum": 2},
+        "attachments": {
+            "type": "array",
+            "description": "The answer's MEDIA: files (only from the workspace or the Hermes cache), in its last POST; a refused file is a note in text instead.",
+            "items": {
+                "type": "object",
+                "required": ["name", "kind", "mime", "size", "data_base64"],
+                "properties": {
+                    "name": {"type": "string"},
+                    "kind": {"type": "string", "enum": ["photo", "document"]},
+                    "mime": {"type": "string"},
+                    "size": {"type": "integer", "minimum": 0},
+                    "data_base64": {"type": "string", "contentEncoding": "base64"},
+                },
+            },
+        },
     },
 }
 _APPROVAL = {
     "type": "object",
+    "additionalProperties": False,
     "required": ["type", "route", "delivery_id", "session_id", "request_id", "command", "reasons", "timeout_s", "decision_path", "decisions"],
     "properties": {
         "type": {"const": "approval"},
