@@ -58,6 +58,7 @@ from ._model import ModelSettings, call_model
 from ._nudges import NudgeCounters, TurnFacts, admit_review, plan_after_turn, seeded
 from ._providers import Providers
 from ._review import ReviewOutcome, run_review
+from ._sanitize import INTERRUPTED_RESULT
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
 from ._session_host import HostConfig, SessionHost, Write
@@ -129,7 +130,18 @@ class SessionActor(Actor[SessionInbox | Timer]):
         if node is None:
             self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
         else:  # cluster mode: own the session before reading it; the grant (after its commit) starts the load
-            self.store.tell(AcquireLease(session_id=self.session_id, node_id=node.node_id, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref))
+            # A takeover too: a holder that stopped beating loses the lease, and what it (or a
+            # dead process of this node) left open is settled before this incarnation loads.
+            acquire = AcquireLease(
+                session_id=self.session_id,
+                node_id=node.node_id,
+                ttl=node.lease_ttl,
+                dead_after=node.lease_ttl,
+                settle=INTERRUPTED_RESULT,
+                token="lease",
+                reply_to=self.actor_ref,
+            )
+            self.store.tell(acquire)
 
     def receive(self, message: SessionInbox | Timer) -> Any:
         if self.deps.hooks is not None and isinstance(message, SwitchModel | UndoTurn | CompressContext):
