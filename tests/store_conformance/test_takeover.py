@@ -62,7 +62,14 @@ def test_a_node_that_stopped_beating_loses_its_live_lease_and_what_it_left_open_
         results = [m for m in reader.load_messages("s1") if m.role == "tool"]
     assert [(m.tool_call_id, m.content) for m in results] == [("s1-1", "ran"), ("s1-2", RESULT)]  # one result each
 
-    late = a.ask(AppendMessages(session_id="s1", messages=(ChatMessage(role="tool", tool_call_id="s1-2", content="late"),), fence=Fence(node_id="node-a", epoch=1), reply_to=a.replies))
+    late = a.ask(
+        AppendMessages(
+            session_id="s1",
+            messages=(ChatMessage(role="tool", tool_call_id="s1-2", content="late"),),
+            fence=Fence(node_id="node-a", epoch=1),
+            reply_to=a.replies,
+        )
+    )
     assert isinstance(late, StoreFailed) and late.fenced == Fence(node_id="node-b", epoch=2)  # nothing of node-a lands
     again = take(b, "s1")  # node-b acquiring again (a restarted actor) finds nothing more to settle
     assert isinstance(again, LeaseGranted) and again.epoch == 2
