@@ -33,6 +33,7 @@ from protocols._session import (
     ReviewFinished,
     SessionEvent,
     SessionInbox,
+    StartTurn,
     Subscribe,
     SwitchModel,
     ToolStarted,
@@ -232,6 +233,12 @@ class SessionActor(Actor[SessionInbox | Timer]):
         """This node does not (or no longer) own the session: stop, without restart (a later message starts it again)."""
         log.warning("session %s: not owned by node %s: %s", self.session_id, self.deps.node.node_id if self.deps.node else "", why)
         self.fence = None
+        if self.host.state is None:  # turns asked before the load: their callers hear it now (503, retry)
+            error = f"this node does not own session {self.session_id!r} ({why}); retry the request"
+            for asked in self.host.stash:
+                if isinstance(asked, StartTurn | CompressContext) and asked.turn_id:
+                    self.hub.publish(TurnFailed(turn_id=asked.turn_id, error=error, kind="not_owner"))
+            self.host.stash.clear()
         self.stop()
 
     def settings(self) -> ModelSettings:
