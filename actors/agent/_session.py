@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import functools
 import logging
+import math
 import time
 import uuid
 from typing import Any
@@ -56,6 +57,7 @@ from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._memory_turn import TurnMemory, with_memory, with_pre_compress
 from ._model import ModelSettings, call_model
+from ._node import LeaseLapsed
 from ._nudges import NudgeCounters, TurnFacts, admit_review, plan_after_turn, seeded
 from ._providers import Providers
 from ._review import ReviewOutcome, run_review
@@ -108,6 +110,12 @@ class SessionActor(Actor[SessionInbox | Timer]):
         """Seeded from the transcript at the first turn's end (None: not yet)."""
         self.fence: Fence | None = None
         """Cluster mode: this session's lease, carried by each of its writes (None: no lease)."""
+        self.lease_asked = 0.0
+        """Cluster mode: this process's monotonic clock when the last acquire or renewal was sent."""
+        self.lease_until = math.inf
+        """Cluster mode: the lease is surely held until then (monotonic): the store granted it no
+        earlier than it was asked. Past it (this process was paused, its renewals stalled), no
+        model call starts: the session may be another node's by now (``LeaseLapsed``)."""
         self.turn_facts: dict[str, tuple[bool, set[str]]] = {}
         """Running turn -> (opened by a user message, tools it called), for the nudges."""
 
@@ -142,6 +150,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 token="lease",
                 reply_to=self.actor_ref,
             )
+            self.lease_asked = time.monotonic()
             self.store.tell(acquire)
 
     def receive(self, message: SessionInbox | Timer) -> Any:
@@ -151,7 +160,10 @@ class SessionActor(Actor[SessionInbox | Timer]):
             case LeaseGranted() | LeaseRefused() | LeaseRenewDue():
                 self.on_lease(message)
             case StoreFailed(fenced=Fence()) if self.deps.node is not None:
-                self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
+                try:
+                    self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
+                except StoreDiverged:
+                    pass  # no reload: the session is another node's now
                 self.lost_lease(f"a write was refused: {message.error}")
             case Subscribe(subscriber=subscriber, after_seq=after_seq, observer=observer):
                 return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
@@ -216,6 +228,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             return
         match message:
             case LeaseGranted(epoch=epoch):
+                self.lease_until = self.lease_asked + node.lease_ttl
                 first = self.fence is None
                 self.fence = Fence(node_id=node.node_id, epoch=epoch)
                 self.send_after(node.renew_every, LeaseRenewDue())
@@ -225,6 +238,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.lost_lease(reason)
             case LeaseRenewDue() if self.fence is not None:
                 renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
+                self.lease_asked = time.monotonic()
                 self.store.tell(renew)
             case LeaseRenewDue():
                 pass
@@ -239,6 +253,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 if isinstance(asked, StartTurn | CompressContext) and asked.turn_id:
                     self.hub.publish(TurnFailed(turn_id=asked.turn_id, error=error, kind="not_owner"))
             self.host.stash.clear()
+        elif not self.host.alive and self.host.state.turn is not None:  # a refused write ended this incarnation: no Cancel will run
+            error = f"this node lost session {self.session_id!r} to another node mid-turn ({why}); nothing more of this turn is stored"
+            self.hub.publish(TurnFailed(turn_id=self.host.state.turn.turn_id, error=error, kind="not_owner"))
         self.stop()
 
     def settings(self) -> ModelSettings:
@@ -279,6 +296,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         settings = self.providers.settings(effect.provider, model, key.api_key)
 
         async def request(sent: Any) -> Any:
+            if time.monotonic() > self.lease_until:
+                raise LeaseLapsed(f"session {self.session_id}: this node's lease may have lapsed (its renewals stalled); no model call is made")
             return await call_model(
                 self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
             )

@@ -79,7 +79,7 @@ def cluster_setup(config: HermesConfig, env: Mapping[str, str], node: NodeIdenti
         )
         raise ConfigError(msg)
     view = ClusterView(node=node, address=advertised(config, host, port), store_file=str(store_file))
-    router = ClusterRouter(node=node, secret=secret.encode(), store_file=str(store_file))
+    router = ClusterRouter(node=node, secret=secret.encode(), store_file=str(store_file), view=view)
     return ClusterSetup(view=view, router=router, spec=ChildSpec(id="node", actor=NodeBeats, args=(view,)))
 
 
@@ -139,8 +139,10 @@ def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found 
 class ClusterRouter:
     """Decides, per request, whether this node serves it or forwards it to the session's owner."""
 
-    def __init__(self, *, node: NodeIdentity, secret: bytes, store_file: str) -> None:
+    def __init__(self, *, node: NodeIdentity, secret: bytes, store_file: str, view: ClusterView | None = None) -> None:
         self.node = node
+        self.view = view
+        """The live nodes ``/node`` read last: a forward is given up when its owner leaves it."""
         self.secret = secret
         self.store_file = store_file
         self.replays = Replays()
@@ -195,8 +197,42 @@ class ClusterRouter:
                 if self.client is None:
                     self.client = new_client()
                 self.forwarded += 1
-                await forward(self.client, request, send, address, self.secret, self.node.node_id, owner)
+                await self._forward_while_live(request, send, address, owner)
                 return True
             case Unavailable(reason=reason, retry_after=after):
                 raise HttpError(503, reason, type="server_error", code="owner_unavailable", headers={"retry-after": str(max(1, math.ceil(after)))})
         return False
+
+    async def _forward_while_live(self, request: Request, send: Send, address: str, owner: str) -> None:
+        """Forward, and give up as soon as the owner stops beating: a paused node still accepts
+        connections (the kernel does) and would hold the request for ever."""
+        assert self.client is not None
+        lost = False
+
+        async def watch(scope: trio.CancelScope) -> None:
+            nonlocal lost
+            while True:
+                await trio.sleep(self.node.renew_every)
+                if self.view is not None and self.view.read_at and owner not in {n.node_id for n in self.view.nodes}:
+                    lost = True
+                    scope.cancel()
+                    return
+
+        failed: HttpError | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch, nursery.cancel_scope)
+            try:
+                await forward(self.client, request, send, address, self.secret, self.node.node_id, owner)
+            except HttpError as exc:  # raised past the nursery, not wrapped in an exception group
+                failed = exc
+            nursery.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        if lost:
+            raise HttpError(
+                503,
+                f"node {owner!r}, which owns this session, stopped beating while it answered; retry: the session is taken over",
+                type="server_error",
+                code="owner_lost",
+                headers={"retry-after": "1"},
+            )

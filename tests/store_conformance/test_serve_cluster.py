@@ -44,11 +44,11 @@ def lease_of(url: str, session_id: str) -> LeaseRecord | None:
         db.close()
 
 
-def node_home(tmp_path: Path, name: str, model_url: str, db_url: str, *, lease_ttl: float, secret: str | None = SECRET) -> Path:
+def node_home(tmp_path: Path, name: str, model_url: str, db_url: str, *, lease_ttl: float, secret: str | None = SECRET, model_key: str = "sk-test") -> Path:
     home = tmp_path / name
     home.mkdir()
     (home / "config.yaml").write_text(
-        f'model:\n  default: test-model\n  base_url: "{model_url}"\n  api_key: sk-test\n'
+        f'model:\n  default: test-model\n  base_url: "{model_url}"\n  api_key: {model_key}\n'
         f"cluster:\n  enabled: true\n  node_id: {name}\n  lease_ttl: {lease_ttl}\n"
         "approvals:\n  mode: off\n"
     )
