@@ -110,6 +110,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         """Seeded from the transcript at the first turn's end (None: not yet)."""
         self.fence: Fence | None = None
         """Cluster mode: this session's lease, carried by each of its writes (None: no lease)."""
+        self.lease_lost = False
+        """Cluster mode: the lease was refused or a write fenced; this incarnation is stopping."""
         self.lease_asked = 0.0
         """Cluster mode: this process's monotonic clock when the last acquire or renewal was sent."""
         self.lease_until = math.inf
@@ -217,7 +219,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         # An orderly stop (shutdown, passivation) settles the running turn first: its
         # cancelled results reach the store, which stops after the sessions.
         self.host.stop_turn("the server is shutting down")
-        if self.fence is not None and self.deps.node is not None:  # after those writes: the writer answers in order
+        if self.fence is not None and self.deps.node is not None and not self.lease_lost:  # after those writes: the writer answers in order
             self.store.tell(ReleaseLease(session_id=self.session_id, node_id=self.fence.node_id, epoch=self.fence.epoch))
 
     # -- cluster mode: the session's lease --------------------------------------------------
@@ -236,7 +238,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
                     self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
             case LeaseRefused(reason=reason):
                 self.lost_lease(reason)
-            case LeaseRenewDue() if self.fence is not None:
+            case LeaseRenewDue() if self.fence is not None and not self.lease_lost:
                 renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
                 self.lease_asked = time.monotonic()
                 self.store.tell(renew)
@@ -246,7 +248,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
     def lost_lease(self, why: str) -> None:
         """This node does not (or no longer) own the session: stop, without restart (a later message starts it again)."""
         log.warning("session %s: not owned by node %s: %s", self.session_id, self.deps.node.node_id if self.deps.node else "", why)
-        self.fence = None
+        self.lease_lost = True  # the fence stays: whatever this incarnation still writes is refused
         if self.host.state is None:  # turns asked before the load: their callers hear it now (503, retry)
             error = f"this node does not own session {self.session_id!r} ({why}); retry the request"
             for asked in self.host.stash:
@@ -281,8 +283,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         return f"turn_{uuid.uuid4().hex[:12]}"
 
     def tell_store(self, command: Write) -> None:
-        if self.fence is not None and hasattr(command, "fence"):
-            command = msgspec.structs.replace(command, fence=self.fence)
+        if self.deps.node is not None and hasattr(command, "fence"):  # cluster mode: no write without a lease
+            command = msgspec.structs.replace(command, fence=self.fence or Fence(node_id=self.deps.node.node_id, epoch=0))
         self.store.tell(command)
 
     def reopen_writes(self) -> None:

@@ -122,12 +122,7 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == f"{sid} after", reply.text
             return at - expiry[sid]
 
-        try:
-            delays = list(pool.map(follow_up, victims))
-        except AssertionError:
-            os.killpg(process["node-3"].pid, signal.SIGKILL)
-            print("NODE3", process["node-3"].communicate(timeout=30)[1][-6000:])
-            raise
+        delays = list(pool.map(follow_up, victims))
         acked.extend(f"{sid} m4" for sid in victims)
         print(
             f"taken over: {len(delays)} sessions answered {max(delays):.2f} s at most after their lease expired (median {sorted(delays)[len(delays) // 2]:.2f} s)"
@@ -140,10 +135,6 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
         eventually(lambda: True if {n["node_id"] for n in health(base["node-2"])["live_nodes"]} >= {"node-2", "node-3"} else None, "node-2 beats again")  # type: ignore[union-attr]
         for sid in (s for s in victims if owner[s] == "node-2"):
             reply, _ = post(client, base["node-2"], sid, f"{sid} m5", retry=True)
-            if reply.status_code != 200:
-                for r in server.requests:
-                    if r.session == sid:
-                        print("REQ", r.api_key, [(m.get("role"), str(m.get("content"))[:40], m.get("tool_call_id")) for m in r.body["messages"]][-3:])
             assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == f"{sid} five", reply.text
             acked.append(f"{sid} m5")
 
@@ -154,13 +145,8 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
                 calls.setdefault(request.session, []).append(request.api_key or "")
         for n in ("node-2", "node-3"):  # the survivors stop cleanly: their sessions end in order
             os.killpg(process[n].pid, signal.SIGTERM)
-            try:
-                process[n].communicate(timeout=DEADLINE)
-            except Exception:
-                os.killpg(process[n].pid, signal.SIGKILL)
-                out, err = process[n].communicate(timeout=30)
-                print("STUCK", n, out[-3000:], err[-3000:])
-                raise
+            _, stderr = process[n].communicate(timeout=DEADLINE)
+            assert "Traceback" not in stderr, stderr[-4000:]
             assert process[n].returncode == 0, n
 
     with StoreReader(url) as reader:
@@ -170,7 +156,10 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             stored_users.update(m.content or "" for m in messages if m.role == "user")
             ids = [c.id for m in messages for c in m.tool_calls or ()]
             results = Counter(m.tool_call_id for m in messages if m.role == "tool")
-            assert all(results[i] == 1 for i in ids) and sum(results.values()) == len(ids), (sid, [(m.role, (m.content or "")[:50], m.tool_call_id, m.timestamp) for m in messages])
+            assert all(results[i] == 1 for i in ids) and sum(results.values()) == len(ids), (
+                sid,
+                [(m.role, (m.content or "")[:50], m.tool_call_id) for m in messages],
+            )
             assert all(t.status != "running" for t in reader.load_turns(sid)), sid
             blocks = [k for j, k in enumerate(calls[sid]) if j == 0 or calls[sid][j - 1] != k]
             assert len(blocks) == len(set(blocks)), (sid, calls[sid])  # no reply from two nodes at once
