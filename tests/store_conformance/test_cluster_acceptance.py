@@ -3,7 +3,8 @@
 Three real ``hermes serve`` processes (a short lease ttl) share one Postgres database and the
 test model server; each node's model key is its own, so the model server tells which node made
 each call. Sessions of tool turns are spread through all three ports (a session's second turn
-goes through the next node's port and is forwarded to its owner). Then node-1's sessions and
+goes through the next node's port and is forwarded to its owner; a streamed turn and a
+session's messages too; a request with a forged node signature is refused). Then node-1's sessions and
 node-2's sessions are each mid-tool; node-1 is SIGKILLed and node-2 SIGSTOPped past its lease;
 node-3 gets every one of their sessions' next message (retrying 503s) and takes them over;
 node-2 is resumed and its stale sessions lose every write; its port then forwards to node-3.
@@ -26,6 +27,7 @@ import signal
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -46,6 +48,19 @@ NODES = ("node-1", "node-2", "node-3")
 
 def call(sid: str, tag: str, command: str) -> ToolCallsReply:
     return ToolCallsReply(calls=(ScriptedCall(id=f"{sid}-{tag}", name="terminal", arguments=json.dumps({"command": command})),))
+
+
+def launch_all(stack: contextlib.ExitStack, homes: list[Path]) -> list[tuple[Any, str]]:
+    """Start a ``hermes serve`` per home at once (each stopped, its group killed, when ``stack`` closes)."""
+    managers = [launched(home) for home in homes]
+
+    def enter(manager: Any) -> tuple[Any, str]:
+        entered: tuple[Any, str] = manager.__enter__()
+        stack.push(manager.__exit__)
+        return entered
+
+    with concurrent.futures.ThreadPoolExecutor(len(homes)) as pool:
+        return list(pool.map(enter, managers))
 
 
 def post(client: httpx.Client, base: str, sid: str, text: str, *, retry: bool = False) -> tuple[httpx.Response, float]:
@@ -70,7 +85,7 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
     with contextlib.ExitStack() as stack:
         server = stack.enter_context(ModelServer(seed=22))
         homes = [node_home(tmp_path, n, server.base_url, url, lease_ttl=TTL, model_key=f"sk-{n}") for n in NODES]
-        launched_nodes = [stack.enter_context(launched(home)) for home in homes]
+        launched_nodes = launch_all(stack, homes)
         process = {n: p for n, (p, _) in zip(NODES, launched_nodes, strict=True)}
         base = {n: b for n, (_, b) in zip(NODES, launched_nodes, strict=True)}
         for n in NODES:
@@ -93,6 +108,21 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
 
         for texts in pool.map(two_turns, range(len(sids)), sids):
             acked.extend(texts)
+
+        # Through a port that is not the owner's: a streamed turn, a session's messages; a forged node request refused.
+        server.script([TextReply(content="streamed from node-1")], session="s000")
+        headers = {"authorization": f"Bearer {KEY}", "x-hermes-session-id": "s000"}
+        body = {"messages": [{"role": "user", "content": "s000 streamed"}], "stream": True}
+        with client.stream("POST", f"{base['node-3']}/v1/chat/completions", json=body, headers=headers) as streamed:
+            assert streamed.status_code == 200 and streamed.headers["content-type"].startswith("text/event-stream")
+            lines = [line for line in streamed.iter_lines() if line.startswith("data: {")]
+        acked.append("s000 streamed")
+        deltas = [json.loads(line[6:]) for line in lines]
+        assert "".join(d["choices"][0]["delta"].get("content") or "" for d in deltas if d["choices"]) == "streamed from node-1"
+        messages = client.get(f"{base['node-2']}/v1/sessions/s000/messages", headers={"authorization": f"Bearer {KEY}"})
+        assert messages.status_code == 200 and [m["content"] for m in messages.json()["data"] if m["role"] == "user"] == ["s000 m1", "s000 m2", "s000 streamed"]
+        forged = client.get(f"{base['node-1']}/v1/sessions/s000", headers={"x-hermes-cluster-from": "node-2", "x-hermes-cluster-timestamp": str(time.time())})
+        assert forged.status_code == 401 and "HERMES_CLUSTER_SECRET" in forged.json()["error"]["message"]
 
         # 2. node-1's and node-2's sessions mid-tool; node-1 killed, node-2 paused.
         victims = [sid for sid in sids if owner[sid] in ("node-1", "node-2")]
