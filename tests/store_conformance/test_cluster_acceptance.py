@@ -31,6 +31,7 @@ from typing import Any
 
 import httpx
 
+from actors._groups import reap_orphan_groups
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.store import StoreReader
 from actors.store._backend import open_store_reader
@@ -127,7 +128,8 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
         # 2. node-1's and node-2's sessions mid-tool; node-1 killed, node-2 paused.
         victims = [sid for sid in sids if owner[sid] in ("node-1", "node-2")]
         for sid in victims:
-            slow = "sleep 30" if owner[sid] == "node-1" else "sleep 2"  # node-2's ends while it is paused
+            # node-1's outlives the test (its group is reaped below); node-2's ends about when it is paused.
+            slow = "sleep 300" if owner[sid] == "node-1" else f"sleep {2 + SESSIONS * 0.05:g}"
             server.script([call(sid, "k", slow), TextReply(content=f"{sid} after"), TextReply(content=f"{sid} five")], session=sid)
             run = client.post(f"{base[owner[sid]]}/v1/runs", json={"input": f"{sid} m3", "session_id": sid}, headers={"authorization": f"Bearer {KEY}"})
             assert run.status_code == 202, run.text
@@ -179,6 +181,8 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             assert "Traceback" not in stderr, stderr[-4000:]
             assert process[n].returncode == 0, n
 
+    left = reap_orphan_groups(homes[0] / "run" / "groups")  # the killed node's tools, as its next start would
+    assert left and all("sleep 300" in " ".join(group.argv) for group in left), left
     with StoreReader(url) as reader:
         stored_users: Counter[str] = Counter()
         for sid in sids:
