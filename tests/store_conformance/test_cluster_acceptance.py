@@ -45,6 +45,8 @@ SESSIONS = int(os.environ.get("HERMES_CLUSTER_SESSIONS", "24"))
 FULL_RUN = "HERMES_CLUSTER_SESSIONS" in os.environ
 TTL = 3.0
 NODES = ("node-1", "node-2", "node-3")
+WAIT = DEADLINE + 4 * TTL + SESSIONS * 0.1
+"""Seconds a request may take (with retries of 503), more with more sessions at once."""
 
 
 def call(sid: str, tag: str, command: str) -> ToolCallsReply:
@@ -66,7 +68,7 @@ def launch_all(stack: contextlib.ExitStack, homes: list[Path]) -> list[tuple[Any
 
 def post(client: httpx.Client, base: str, sid: str, text: str, *, retry: bool = False) -> tuple[httpx.Response, float]:
     """A chat turn; with ``retry``, 503s (owner not reachable yet, lease still live) are retried."""
-    end = time.monotonic() + DEADLINE + 4 * TTL
+    end = time.monotonic() + WAIT
     while True:
         reply = client.post(
             f"{base}/v1/chat/completions",
@@ -91,7 +93,7 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
         base = {n: b for n, (_, b) in zip(NODES, launched_nodes, strict=True)}
         for n in NODES:
             eventually(lambda n=n: True if len(health(base[n])["live_nodes"]) == 3 else None, f"{n} sees three live nodes")  # type: ignore[arg-type]
-        client = stack.enter_context(httpx.Client(timeout=DEADLINE + 4 * TTL))
+        client = stack.enter_context(httpx.Client(timeout=WAIT, limits=httpx.Limits(max_connections=128)))
         pool = stack.enter_context(concurrent.futures.ThreadPoolExecutor(8))
 
         # 1. Two tool turns per session: the first through its owner's port, the second through the next node's.
@@ -154,13 +156,12 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == f"{sid} after", reply.text
             return at - expiry[sid]
 
-        delays = list(pool.map(follow_up, victims))
+        with concurrent.futures.ThreadPoolExecutor(min(64, len(victims))) as burst:  # every victim's next message at once
+            delays = list(burst.map(follow_up, victims))
         acked.extend(f"{sid} m4" for sid in victims)
         print(
             f"taken over: {len(delays)} sessions answered {max(delays):.2f} s at most after their lease expired (median {sorted(delays)[len(delays) // 2]:.2f} s)"
         )
-        if FULL_RUN:
-            assert max(delays) < 5.0
 
         # 4. node-2 resumes: its stale sessions write nothing; its port forwards to the new owner.
         os.killpg(process["node-2"].pid, signal.SIGCONT)
@@ -201,3 +202,5 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
                 assert blocks[-1] == "sk-node-3", (sid, blocks)
     assert all(stored_users[text] == 1 for text in acked), [t for t in acked if stored_users[t] != 1]
     assert sum(stored_users.values()) == len(acked)  # nothing stored that was not acknowledged, nothing twice
+    if FULL_RUN:  # the issue's figure (a timing: checked only in the full run, on a quiet machine)
+        assert max(delays) < 5.0, sorted(delays)[-5:]
