@@ -141,7 +141,7 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             with StoreReader(url) as reader:
                 return True if all(any(c.id == f"{sid}-k" for m in reader.load_messages(sid) for c in m.tool_calls or ()) for sid in victims) else None
 
-        eventually(all_mid_tool, "every victim session mid-tool")
+        eventually(all_mid_tool, "every victim session mid-tool", deadline=WAIT)
         os.killpg(process["node-1"].pid, signal.SIGKILL)
         os.killpg(process["node-2"].pid, signal.SIGSTOP)
         db = open_store_reader(url)
