@@ -18,9 +18,11 @@ The router runs in the ASGI app before a request reaches its route:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -114,11 +116,34 @@ def session_key(request: Request, body: Mapping[str, Any] | None) -> tuple[str, 
     return None
 
 
-def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found | None:
+_readers = threading.local()
+"""Each worker thread's reader connection, kept between routed requests (a Postgres connection
+is a server process: opening one per request costs more than the request)."""
+
+
+def _reader(store_file: str) -> Any:
     from actors.store._backend import open_store_reader
+
+    held = getattr(_readers, "held", None)
+    if held is not None and held[0] == store_file:
+        return held[1]
+    db = open_store_reader(store_file)
+    _readers.held = (store_file, db)
+    return db
+
+
+def _drop_reader() -> None:
+    held = getattr(_readers, "held", None)
+    _readers.held = None
+    if held is not None:
+        with contextlib.suppress(Exception):
+            held[1].close()
+
+
+def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found | None:
     from actors.store._lease_rows import read_lease, read_nodes, store_now
 
-    db = open_store_reader(store_file)
+    db = _reader(store_file)
     try:
         session_id: str | None = value
         if kind == "run":
@@ -132,8 +157,9 @@ def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found 
         lease: LeaseRecord | None = read_lease(db, session_id)
         nodes: dict[str, NodeRecord] = {n.node_id: n for n in read_nodes(db)} if lease is not None and lease.node_id != me else {}
         return Found(session_id, locate(lease, nodes, me, store_now(db), ttl))
-    finally:
-        db.close()
+    except BaseException:
+        _drop_reader()  # a broken connection is not kept
+        raise
 
 
 class ClusterRouter:
