@@ -184,7 +184,7 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
                 calls.setdefault(request.session, []).append(request.api_key or "")
         for n in ("node-2", "node-3"):  # the survivors stop cleanly: their sessions end in order
             os.killpg(process[n].pid, signal.SIGTERM)
-            _, stderr = process[n].communicate(timeout=DEADLINE)
+            _, stderr = process[n].communicate(timeout=WAIT)
             assert "Traceback" not in stderr, stderr[-4000:]
             assert process[n].returncode == 0, n
 
