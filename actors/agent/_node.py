@@ -12,7 +12,13 @@ from __future__ import annotations
 import dataclasses
 import socket
 
+from actors import HermesError
+
 DEFAULT_LEASE_TTL = 30.0
+
+
+class LeaseLapsed(HermesError):
+    """A session's lease may have lapsed (this node was paused past it): it starts no model call."""
 
 
 @dataclasses.dataclass(frozen=True)

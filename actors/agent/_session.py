@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import functools
 import logging
+import math
 import time
 import uuid
 from typing import Any
@@ -33,6 +34,7 @@ from protocols._session import (
     ReviewFinished,
     SessionEvent,
     SessionInbox,
+    StartTurn,
     Subscribe,
     SwitchModel,
     ToolStarted,
@@ -55,9 +57,11 @@ from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._memory_turn import TurnMemory, with_memory, with_pre_compress
 from ._model import ModelSettings, call_model
+from ._node import LeaseLapsed
 from ._nudges import NudgeCounters, TurnFacts, admit_review, plan_after_turn, seeded
 from ._providers import Providers
 from ._review import ReviewOutcome, run_review
+from ._sanitize import INTERRUPTED_RESULT
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
 from ._session_host import HostConfig, SessionHost, Write
@@ -106,6 +110,14 @@ class SessionActor(Actor[SessionInbox | Timer]):
         """Seeded from the transcript at the first turn's end (None: not yet)."""
         self.fence: Fence | None = None
         """Cluster mode: this session's lease, carried by each of its writes (None: no lease)."""
+        self.lease_lost = False
+        """Cluster mode: the lease was refused or a write fenced; this incarnation is stopping."""
+        self.lease_asked = 0.0
+        """Cluster mode: this process's monotonic clock when the last acquire or renewal was sent."""
+        self.lease_until = math.inf
+        """Cluster mode: the lease is surely held until then (monotonic): the store granted it no
+        earlier than it was asked. Past it (this process was paused, its renewals stalled), no
+        model call starts: the session may be another node's by now (``LeaseLapsed``)."""
         self.turn_facts: dict[str, tuple[bool, set[str]]] = {}
         """Running turn -> (opened by a user message, tools it called), for the nudges."""
 
@@ -129,7 +141,19 @@ class SessionActor(Actor[SessionInbox | Timer]):
         if node is None:
             self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
         else:  # cluster mode: own the session before reading it; the grant (after its commit) starts the load
-            self.store.tell(AcquireLease(session_id=self.session_id, node_id=node.node_id, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref))
+            # A takeover too: a holder that stopped beating loses the lease, and what it (or a
+            # dead process of this node) left open is settled before this incarnation loads.
+            acquire = AcquireLease(
+                session_id=self.session_id,
+                node_id=node.node_id,
+                ttl=node.lease_ttl,
+                dead_after=node.lease_ttl,
+                settle=INTERRUPTED_RESULT,
+                token="lease",
+                reply_to=self.actor_ref,
+            )
+            self.lease_asked = time.monotonic()
+            self.store.tell(acquire)
 
     def receive(self, message: SessionInbox | Timer) -> Any:
         if self.deps.hooks is not None and isinstance(message, SwitchModel | UndoTurn | CompressContext):
@@ -138,7 +162,10 @@ class SessionActor(Actor[SessionInbox | Timer]):
             case LeaseGranted() | LeaseRefused() | LeaseRenewDue():
                 self.on_lease(message)
             case StoreFailed(fenced=Fence()) if self.deps.node is not None:
-                self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
+                try:
+                    self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
+                except StoreDiverged:
+                    pass  # no reload: the session is another node's now
                 self.lost_lease(f"a write was refused: {message.error}")
             case Subscribe(subscriber=subscriber, after_seq=after_seq, observer=observer):
                 return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
@@ -192,7 +219,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         # An orderly stop (shutdown, passivation) settles the running turn first: its
         # cancelled results reach the store, which stops after the sessions.
         self.host.stop_turn("the server is shutting down")
-        if self.fence is not None and self.deps.node is not None:  # after those writes: the writer answers in order
+        if self.fence is not None and self.deps.node is not None and not self.lease_lost:  # after those writes: the writer answers in order
             self.store.tell(ReleaseLease(session_id=self.session_id, node_id=self.fence.node_id, epoch=self.fence.epoch))
 
     # -- cluster mode: the session's lease --------------------------------------------------
@@ -203,6 +230,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             return
         match message:
             case LeaseGranted(epoch=epoch):
+                self.lease_until = self.lease_asked + node.lease_ttl
                 first = self.fence is None
                 self.fence = Fence(node_id=node.node_id, epoch=epoch)
                 self.send_after(node.renew_every, LeaseRenewDue())
@@ -210,8 +238,9 @@ class SessionActor(Actor[SessionInbox | Timer]):
                     self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
             case LeaseRefused(reason=reason):
                 self.lost_lease(reason)
-            case LeaseRenewDue() if self.fence is not None:
+            case LeaseRenewDue() if self.fence is not None and not self.lease_lost:
                 renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
+                self.lease_asked = time.monotonic()
                 self.store.tell(renew)
             case LeaseRenewDue():
                 pass
@@ -219,7 +248,16 @@ class SessionActor(Actor[SessionInbox | Timer]):
     def lost_lease(self, why: str) -> None:
         """This node does not (or no longer) own the session: stop, without restart (a later message starts it again)."""
         log.warning("session %s: not owned by node %s: %s", self.session_id, self.deps.node.node_id if self.deps.node else "", why)
-        self.fence = None
+        self.lease_lost = True  # the fence stays: whatever this incarnation still writes is refused
+        if self.host.state is None:  # turns asked before the load: their callers hear it now (503, retry)
+            error = f"this node does not own session {self.session_id!r} ({why}); retry the request"
+            for asked in self.host.stash:
+                if isinstance(asked, StartTurn | CompressContext) and asked.turn_id:
+                    self.hub.publish(TurnFailed(turn_id=asked.turn_id, error=error, kind="not_owner"))
+            self.host.stash.clear()
+        elif not self.host.alive and self.host.state.turn is not None:  # a refused write ended this incarnation: no Cancel will run
+            error = f"this node lost session {self.session_id!r} to another node mid-turn ({why}); nothing more of this turn is stored"
+            self.hub.publish(TurnFailed(turn_id=self.host.state.turn.turn_id, error=error, kind="not_owner"))
         self.stop()
 
     def settings(self) -> ModelSettings:
@@ -245,8 +283,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         return f"turn_{uuid.uuid4().hex[:12]}"
 
     def tell_store(self, command: Write) -> None:
-        if self.fence is not None and hasattr(command, "fence"):
-            command = msgspec.structs.replace(command, fence=self.fence)
+        if self.deps.node is not None and hasattr(command, "fence"):  # cluster mode: no write without a lease
+            command = msgspec.structs.replace(command, fence=self.fence or Fence(node_id=self.deps.node.node_id, epoch=0))
         self.store.tell(command)
 
     def reopen_writes(self) -> None:
@@ -260,6 +298,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         settings = self.providers.settings(effect.provider, model, key.api_key)
 
         async def request(sent: Any) -> Any:
+            if time.monotonic() > self.lease_until:
+                raise LeaseLapsed(f"session {self.session_id}: this node's lease may have lapsed (its renewals stalled); no model call is made")
             return await call_model(
                 self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
             )

@@ -60,7 +60,7 @@ def settle_store(store_file: str | Path, deps: SessionDeps) -> SessionDeps:
     the writer, starting next, meets the same problem and reports it its own way.
     """
     try:
-        report = settle_interrupted(store_file, result_text=INTERRUPTED_RESULT)
+        report = settle_interrupted(store_file, result_text=INTERRUPTED_RESULT, node_id=deps.node.node_id if deps.node is not None else None)
     except StoreError as exc:
         log.warning("could not settle the turns a stopped process left open: %s", exc)
         return deps

@@ -96,6 +96,14 @@ def run_serve(
     except ListenError as exc:
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
         return 2
+    try:  # cluster mode: the shared secret, the address other nodes forward to, the heartbeat
+        from ._cluster import cluster_setup
+
+        cluster = cluster_setup(loaded.config, {**read_dotenv(home / ".env"), **env}, deps.node, store, host, listener.port)
+    except ConfigError as exc:
+        listener.close()
+        print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
+        return 2
     if section.access_log:
         logging.getLogger("hermes.access").setLevel(logging.INFO)
     try:  # the gateway's adapters (platforms: in config.yaml, tokens in .env)
@@ -135,9 +143,10 @@ def run_serve(
         hook_statistics=hooks.statistics if hooks is not None else None,
         health_sections={
             "memory": deps.memory.health.statuses,
-            "cluster": functools.partial(cluster_health, deps.node),
+            "cluster": cluster.view.health if cluster is not None else functools.partial(cluster_health, deps.node),
             **({"mcp": mcp.catalog.statuses} if mcp is not None else {}),
         },
+        cluster=cluster.router if cluster is not None else None,
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     extra = (ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), *((mcp.tree,) if mcp is not None else ()))
@@ -149,7 +158,7 @@ def run_serve(
     scheduler = _scheduler_spec(home, store, loaded.config, deps, gateway.senders)
     platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
     hooks_tree = (hooks_spec(),) if hooks is not None else ()
-    extra = (*hooks_tree, platforms, scheduler, *((mcp.tree,) if mcp is not None else ()))
+    extra = (*hooks_tree, *((cluster.spec,) if cluster is not None else ()), platforms, scheduler, *((mcp.tree,) if mcp is not None else ()))
     with SignalStop("hermes serve", reload=True) as stop:
         try:
             runtime = build_agent_runtime(store, deps, extra=extra, platforms=platform_deps, announce=lambda line: print(f"hermes serve: {line}", flush=True))

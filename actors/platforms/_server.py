@@ -31,6 +31,8 @@ from ._routes import ROUTES
 if TYPE_CHECKING:
     from actors.agent import ModelClients, ModelSettings
 
+    from ._cluster import ClusterRouter
+
 log = logging.getLogger(__name__)
 
 ApiServerInbox = Literal["port", "drain", "active"] | WaitFinished
@@ -67,6 +69,8 @@ class ServerSettings:
     """The hooks' counters for /health/detailed (``actors.hooks.Hooks.statistics``); None: no hooks."""
     health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
     """More keys of /health/detailed, each a reader called per request (``mcp``: the MCP servers)."""
+    cluster: ClusterRouter | None = None
+    """Cluster mode: the router that forwards requests for sessions other nodes own."""
 
 
 async def _serve(app: App, fd: int) -> None:
@@ -114,6 +118,7 @@ class ApiServer(Actor[ApiServerInbox]):
             clients=settings.clients,
             hook_statistics=settings.hook_statistics,
             health_sections=settings.health_sections,
+            cluster=settings.cluster,
         )
         self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
         log.info("API server listening on %s:%d", self.settings.host, self.port)
