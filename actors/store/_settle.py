@@ -25,6 +25,11 @@ with no running turn costs one index probe for its ``turns`` rows and one for it
 
 Invariant: it runs before the store writer opens the file, so it is the file's only writer.
 Two runtimes on one file would settle each other's live turns: one process owns a store.
+The exception is a cluster node (``node_id``: a ``hermes serve --workers`` worker, or a node
+sharing a Postgres store): it spares every session whose lease is live and held by another
+node (that node's turns are live) and settles the rest, its own dead predecessor's included
+(a restarted worker keeps its node id). The lease rows are read in the same transaction as
+the turns: a turn is written running only after its session's lease committed.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from protocols._transcript import ChatMessage, ToolCall
 
 from ._backend import Connection, is_database_url, open_store_writer
 from ._errors import StoreError
+from ._lease_rows import store_now
 from ._rows import decode_tool_calls
 from ._writes import append_messages
 
@@ -72,7 +78,15 @@ class SettleReport:
     """How long it took, opening the file included."""
 
 
-def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: float | None = None, busy_timeout: float = 2.0) -> SettleReport:
+def settle_interrupted(
+    path: str | os.PathLike[str],
+    *,
+    result_text: str,
+    now: float | None = None,
+    busy_timeout: float = 2.0,
+    node_id: str | None = None,
+    end_leases: bool = False,
+) -> SettleReport:
     """Fail the turns a dead process left running and answer their unanswered tool calls.
 
     Call it once, before the store writer opens ``path``. A missing file is left missing
@@ -83,6 +97,11 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
         result_text: the content of each result given to an unanswered call.
         now: the Unix time written as the turns' end and the results' timestamp (default: now).
         busy_timeout: seconds to wait for a lock another connection holds.
+        node_id: settling as this cluster node: sessions whose live lease another node holds
+            are left alone (None: every session is settled, as one process owning the store).
+        end_leases: the caller is the only process serving the store (a ``--workers`` parent
+            before its workers start): every lease ends now, its epoch kept, so no session
+            waits for a dead process's lease to lapse.
 
     Raises:
         StoreError: the file is not a store this build opens (``SchemaVersionError``), or
@@ -101,7 +120,10 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
     try:
         db.execute("BEGIN IMMEDIATE")
         try:
-            sessions = _settle(db, result_text, when)
+            spared = _held_elsewhere(db, node_id, when if now is not None else store_now(db)) if node_id is not None else frozenset()
+            sessions = _settle(db, result_text, when, spared)
+            if end_leases:
+                db.execute("UPDATE leases SET expires_at = ? WHERE expires_at > ?", (when, when))
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -115,13 +137,23 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
     return SettleReport(sessions, time.perf_counter() - began)
 
 
-def _settle(db: Connection, text: str, now: float) -> dict[str, Interrupted]:
+def _held_elsewhere(db: Connection, node_id: str, now: float) -> frozenset[str]:
+    """Sessions whose lease is live and held by a node other than ``node_id``."""
+    rows = db.execute("SELECT session_id FROM leases WHERE node_id NOT IN ('', ?) AND expires_at > ?", (node_id, now))
+    return frozenset(str(row[0]) for row in rows)
+
+
+def _settle(db: Connection, text: str, now: float, spared: frozenset[str] = frozenset()) -> dict[str, Interrupted]:
     running: dict[str, list[str]] = {}
     for session_id, turn_id in db.execute("SELECT session_id, turn_id FROM turns WHERE status = 'running' ORDER BY session_id, started_at"):
-        running.setdefault(session_id, []).append(turn_id)
-    if running:
+        if session_id not in spared:
+            running.setdefault(session_id, []).append(turn_id)
+    if running and not spared:
         db.execute("UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE status = 'running'", (INTERRUPTED, now))
-    legacy = [str(row[0]) for row in db.execute(_LEGACY)]
+    elif running:
+        for session_id in running:
+            db.execute("UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE status = 'running' AND session_id = ?", (INTERRUPTED, now, session_id))
+    legacy = [str(row[0]) for row in db.execute(_LEGACY) if str(row[0]) not in spared]
     report: dict[str, Interrupted] = {}
     for session_id, turn_ids in running.items():
         report[session_id] = Interrupted(turn_ids=tuple(turn_ids), settled_calls=_answer(db, session_id, text, now))
