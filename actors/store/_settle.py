@@ -85,7 +85,6 @@ def settle_interrupted(
     now: float | None = None,
     busy_timeout: float = 2.0,
     node_id: str | None = None,
-    end_leases: bool = False,
 ) -> SettleReport:
     """Fail the turns a dead process left running and answer their unanswered tool calls.
 
@@ -99,9 +98,6 @@ def settle_interrupted(
         busy_timeout: seconds to wait for a lock another connection holds.
         node_id: settling as this cluster node: sessions whose live lease another node holds
             are left alone (None: every session is settled, as one process owning the store).
-        end_leases: the caller is the only process serving the store (a ``--workers`` parent
-            before its workers start): every lease ends now, its epoch kept, so no session
-            waits for a dead process's lease to lapse.
 
     Raises:
         StoreError: the file is not a store this build opens (``SchemaVersionError``), or
@@ -122,8 +118,6 @@ def settle_interrupted(
         try:
             spared = _held_elsewhere(db, node_id, when if now is not None else store_now(db)) if node_id is not None else frozenset()
             sessions = _settle(db, result_text, when, spared)
-            if end_leases:
-                db.execute("UPDATE leases SET expires_at = ? WHERE expires_at > ?", (when, when))
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -135,6 +129,33 @@ def settle_interrupted(
     finally:
         db.close()
     return SettleReport(sessions, time.perf_counter() - began)
+
+
+def end_leases(path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> int:
+    """End every live session lease of the store file ``path`` (epochs kept); how many.
+
+    Only for the process that holds the file's claim before any node of it runs (a
+    ``hermes serve --workers`` parent): every holder is then dead, and a session would
+    otherwise wait for its dead holder's lease to lapse. A missing file: 0.
+
+    Raises:
+        StoreError: the file cannot be opened or written; nothing was changed.
+    """
+    name = os.fspath(path)
+    if not os.path.exists(name):
+        return 0
+    try:
+        db = open_store_writer(name, busy_timeout=busy_timeout)
+    except apsw.Error as exc:
+        raise StoreError(f"could not open {name!r} to end the leases a stopped process left: {_describe(exc)}") from exc
+    try:
+        now = store_now(db)
+        db.execute("UPDATE leases SET expires_at = ? WHERE expires_at > ? AND node_id <> ''", (now, now))
+        return db.changes()
+    except apsw.Error as exc:
+        raise StoreError(f"could not end the leases a stopped process left in {name!r}: {_describe(exc)}") from exc
+    finally:
+        db.close()
 
 
 def _held_elsewhere(db: Connection, node_id: str, now: float) -> frozenset[str]:
