@@ -108,7 +108,9 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1, or api_server.host in config.yaml)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8642, or api_server.port); 0 picks a free one")
     serve.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
-    serve.add_argument("--workers", type=int, default=None, metavar="N", help="N worker processes on the one port, sharing the store (default 1, or api_server.workers)")
+    serve.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="N worker processes on the one port, sharing the store (default 1, or api_server.workers)"
+    )
     serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
     serve.add_argument("--yolo", action="store_true", help="run dangerous commands without asking (the hardline blocklist still applies)")
     serve.add_argument(

@@ -342,6 +342,11 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
             stack.push_async_callback(pool.aclose)
             endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1", "chat/completions")
             clients: list[Any] = [(pool, endpoint)] * c
+        elif level.client == "h11-each":  # --workers: one connection per user, so its session stays with one worker
+            endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1", "chat/completions")
+            clients = [(Pool(lambda: tls), endpoint) for _ in range(c)]
+            for each, _ in clients:
+                stack.push_async_callback(each.aclose)
         else:
             clients = [
                 await stack.enter_async_context(
@@ -354,7 +359,7 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
         sdk = openai.AsyncOpenAI(base_url=model_url, api_key="bench-key", max_retries=0, timeout=TURN_TIMEOUT)
         stack.push_async_callback(sdk.close)
         sides: dict[str, tuple[Side, Any, list[Any], list[str], list[list[dict[str, Any]]]]] = {
-            "stack": (level.stack, stack_turn_h11 if level.client == "h11" else stack_turn, clients, stack_names, stack_histories),
+            "stack": (level.stack, stack_turn_h11 if level.client.startswith("h11") else stack_turn, clients, stack_names, stack_histories),
             "base": (level.base, baseline_turn, [sdk] * c, base_names, base_histories),
         }
         for name in ("stack", "base"):
@@ -423,6 +428,11 @@ def main() -> int:
     parser.add_argument("--server-backlog", type=int, help="diagnostic: patch hypercorn's Config.backlog (100) in the server process")
     parser.add_argument("--profile-reactor", metavar="PREFIX", help="diagnostic: cProfile the server's reactor thread, stats to PREFIX-c<C>.prof")
     parser.add_argument("--sut", nargs=2, metavar=("DIR", "MODEL_URL"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--workers",
+        type=lambda text: [int(x) for x in text.split(",")],
+        help="the workers axis instead: real 'hermes serve --workers N' for each N (e.g. 1,2,4) at C = 100 and 1,000 (or --levels)",
+    )
     options = parser.parse_args()
     if options.model_server:
         return model_main()
@@ -431,6 +441,10 @@ def main() -> int:
         return sut_main(workdir, model_url, options.server_backlog, options.profile_reactor)
 
     raise_nofile()
+    if options.workers:
+        from _server_workers import workers_main
+
+        return workers_main(options.workers, options.levels or [100, 1000], json_output=options.json, quick=options.quick, drive=drive_level)
     # (turns per client per round, rounds) by concurrency level
     plan = {10: (2, 2), 100: (1, 2)} if options.quick else {1: (10, 2), 10: (5, 4), 100: (2, 3), 1000: (1, 3)}
     levels = options.levels or list(plan)

@@ -105,7 +105,9 @@ def run_serve(
     try:  # the gateway's adapters (platforms: in config.yaml, tokens in .env)
         from .gateway import load_gateway
 
-        gateway = load_gateway(role.gateway_config(loaded.config) if role is not None else loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs, hooks=hooks)
+        gateway = load_gateway(
+            role.gateway_config(loaded.config) if role is not None else loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs, hooks=hooks
+        )
     except ConfigError as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2

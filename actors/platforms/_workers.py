@@ -70,7 +70,7 @@ _LISTENING = re.compile(r"listening on (http://\S+)/v1")
 def restart_delay(quick_deaths: int) -> float:
     """Seconds before a dead worker starts again, after ``quick_deaths`` deaths in a row that
     each came within ``STABLE`` seconds of its start (the one just seen included)."""
-    return min(FIRST_DELAY * 2 ** max(quick_deaths - 1, 0), MAX_DELAY)
+    return min(FIRST_DELAY * 2.0 ** max(quick_deaths - 1, 0), MAX_DELAY)
 
 
 def describe_exit(code: int) -> str:
@@ -91,7 +91,9 @@ def configured_workers(env: Mapping[str, str], home: Path | None) -> int:
         return 1
 
 
-def run_serve_command(*, workers: int | None, host: str | None, port: int | None, home: Path | None, drain_timeout: float, yolo: bool, accept_hooks: bool) -> int:
+def run_serve_command(
+    *, workers: int | None, host: str | None, port: int | None, home: Path | None, drain_timeout: float, yolo: bool, accept_hooks: bool
+) -> int:
     """``hermes serve``: one process (``_serve.run_serve``), or a parent of ``--workers`` / ``api_server.workers``."""
     from ._serve import run_serve
 
@@ -106,7 +108,15 @@ def run_serve_command(*, workers: int | None, host: str | None, port: int | None
 
 
 def run_workers(
-    count: int, *, host: str | None, port: int | None, home: Path | None, drain_timeout: float, env: Mapping[str, str], yolo: bool = False, accept_hooks: bool = False
+    count: int,
+    *,
+    host: str | None,
+    port: int | None,
+    home: Path | None,
+    drain_timeout: float,
+    env: Mapping[str, str],
+    yolo: bool = False,
+    accept_hooks: bool = False,
 ) -> int:
     env = dict(env)
     home = home or hermes_home(env)
@@ -300,7 +310,9 @@ class WorkerPool:
         worker.quick_deaths = worker.quick_deaths + 1 if lived < STABLE else 1
         delay = restart_delay(worker.quick_deaths)
         worker.restart_at = time.monotonic() + delay
-        self._say(sys.stderr, f"hermes serve: worker w{worker.index} (pid {pid}) died ({describe_exit(code)}) after {lived:.1f} s; restarting it in {delay:g} s")
+        self._say(
+            sys.stderr, f"hermes serve: worker w{worker.index} (pid {pid}) died ({describe_exit(code)}) after {lived:.1f} s; restarting it in {delay:g} s"
+        )
         return None
 
     # -- workers ------------------------------------------------------------------------------

@@ -43,6 +43,7 @@ WORKERS_HOLDER = "hermes serve --workers"
 class StoreServedByWorkers(StoreError):
     """The store is claimed by a ``hermes serve --workers`` parent: no other runtime may serve it."""
 
+
 _OWNER_LOCK = 0x4865726D6573 + 1
 """The advisory lock key that says which live process serves a Postgres store."""
 
@@ -90,12 +91,12 @@ def claim_store(store_file: str | os.PathLike[str], holder: str = "") -> StoreCl
         StoreError: a Postgres store that cannot be reached (or psycopg missing).
     """
     if isinstance(store_file, str) and is_database_url(store_file):
-        holder = connect(store_file)
-        row = holder.execute("SELECT pg_try_advisory_lock(?)", (_OWNER_LOCK,)).fetchone()
+        connection = connect(store_file)
+        row = connection.execute("SELECT pg_try_advisory_lock(?)", (_OWNER_LOCK,)).fetchone()
         if not (row and row[0]):
-            holder.close()
+            connection.close()
             return None
-        return StoreClaim(None, holder)
+        return StoreClaim(None, connection)
     path = Path(f"{os.fspath(store_file)}.owner")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _HELD_LOCK:

@@ -173,7 +173,9 @@ def _settle(db: Connection, text: str, now: float, spared: frozenset[str] = froz
         db.execute("UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE status = 'running'", (INTERRUPTED, now))
     elif running:
         for session_id in running:
-            db.execute("UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE status = 'running' AND session_id = ?", (INTERRUPTED, now, session_id))
+            db.execute(
+                "UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE status = 'running' AND session_id = ?", (INTERRUPTED, now, session_id)
+            )
     legacy = [str(row[0]) for row in db.execute(_LEGACY) if str(row[0]) not in spared]
     report: dict[str, Interrupted] = {}
     for session_id, turn_ids in running.items():

@@ -305,7 +305,9 @@ def test_settling_as_a_node_spares_the_sessions_another_nodes_live_lease_holds(s
         assert isinstance(node.acquire(session, ttl=ttl), LeaseGranted)
         assert isinstance(node.ask(CreateSession(session_id=session, source="api", fence=node.fence(1), token="c", reply_to=node.replies)), SessionCreated)
         calls = (ToolCall(id=f"{session}-c", name="terminal", arguments="{}"),)
-        opened = node.append(session, user("go"), ChatMessage(role="assistant", tool_calls=calls), epoch=1, turn=TurnMark(turn_id=f"{session}-t", event="started"))
+        opened = node.append(
+            session, user("go"), ChatMessage(role="assistant", tool_calls=calls), epoch=1, turn=TurnMark(turn_id=f"{session}-t", event="started")
+        )
         assert isinstance(opened, MessagesPersisted)
 
     report = settle_interrupted(location, result_text="unknown outcome", now=T0 + 10, node_id="host-w1")
