@@ -54,7 +54,7 @@ def model_main() -> int:
         ToolCallsReply(calls=(ScriptedCall(name="noop", arguments="{}"),), latency=MODEL_LATENCY),
         TextReply(content=TEXT, latency=MODEL_LATENCY),
     ]
-    TODO_CALL = ToolCallsReply(calls=(ScriptedCall(name="todo", arguments='{"action": "list"}'),), latency=MODEL_LATENCY)  # noqa: N806
+    TODO_CALL = ToolCallsReply(calls=(ScriptedCall(name="todo", arguments='{"action": "list"}'),), latency=MODEL_LATENCY)
     server = ModelServer(seed=0).start()
     gc.collect()
     gc.freeze()  # test infrastructure: its collections must not stall the model's answers

@@ -138,7 +138,9 @@ def run_one(workers: int, c: int, plan: tuple[int, int], model: Child, model_url
             level.model_requests[name] = {"requests": stats["requests"], "connections": stats["connections"]}
     finally:
         level.stopped_cleanly = served.close()
-        level.server_errors_logged = [line for line in (root / "serve.log").read_text(errors="replace").splitlines() if " ERROR " in line or "Traceback" in line]
+        level.server_errors_logged = [
+            line for line in (root / "serve.log").read_text(errors="replace").splitlines() if " ERROR " in line or "Traceback" in line
+        ]
         level.seconds = time.perf_counter() - started
     row = level_row(level)
     row["workers"] = workers

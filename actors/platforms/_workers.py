@@ -123,7 +123,7 @@ def run_workers(
     try:
         loaded = load_config(home, env)
         worker_role(env)  # a stray variable is said here, not by N workers
-        _, created = load_or_create_key(home, env)  # once, before the workers read it
+        key, created = load_or_create_key(home, env)  # once, before the workers read it
         store = store_location(home, {**read_dotenv(loaded.dotenv), **env}, loaded.config.database.url)
     except (ConfigError, KeyError_, StoreError) as exc:
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
@@ -142,7 +142,7 @@ def run_workers(
         print(f"hermes serve: {store} is in use by {other}: stop it first (--workers needs the store to itself)", file=sys.stderr, flush=True)
         return 2
     try:
-        return _serve_with_claim(count, store, claim, host, port, home, drain_timeout, env, created, yolo=yolo, accept_hooks=accept_hooks)
+        return _serve_with_claim(count, store, claim, host, port, home, drain_timeout, env, key if created else "", yolo=yolo, accept_hooks=accept_hooks)
     finally:
         if claim is not None:
             claim.close()
@@ -157,7 +157,7 @@ def _serve_with_claim(
     home: Path,
     drain_timeout: float,
     env: dict[str, str],
-    created: bool,
+    created: str,
     *,
     yolo: bool,
     accept_hooks: bool,
@@ -218,7 +218,8 @@ class WorkerPool:
 
     # -- the loop -----------------------------------------------------------------------------
 
-    def run(self, *, url: str, created: bool) -> int:
+    def run(self, *, url: str, created: str) -> int:
+        """Until the workers stopped; ``created``: the API key made for this home (empty: none)."""
         previous = {sig: signal.signal(sig, self._signalled) for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGCHLD)}
         try:
             return self._loop(url, created)
@@ -231,7 +232,7 @@ class WorkerPool:
             for entry in reap_orphan_groups(self.home / "run" / "groups"):
                 self._say(sys.stdout, f"hermes serve: stopped a command a killed worker had left running: {' '.join(entry.argv)}")
 
-    def _loop(self, url: str, created: bool) -> int:
+    def _loop(self, url: str, created: str) -> int:
         for worker in self.workers:
             self._start(worker)
         ready_by = time.monotonic() + READY_DEADLINE
@@ -248,6 +249,9 @@ class WorkerPool:
                     if not stopping:
                         stopping = signal.Signals(value).name
                         stop_by = time.monotonic() + self.drain_timeout + STOP_GRACE
+                        for worker in self.workers:
+                            if worker.process is None:  # dead, waiting for its restart: it stays stopped
+                                worker.restart_at, worker.exit_code = None, 0
                         self._say(sys.stdout, f"hermes serve: {stopping}: stopping {len(self.workers)} workers (each drains up to {self.drain_timeout:g} s)")
                     self._signal_all(value)  # a second one stops them at once, as it does one hermes serve
                 elif kind == "signal" and value == signal.SIGHUP:
@@ -276,7 +280,7 @@ class WorkerPool:
                 self._flush_held()
                 return 1
 
-    def _ready(self, worker: Worker, url: str, created: bool) -> None:
+    def _ready(self, worker: Worker, url: str, created: str) -> None:
         worker.ready = True
         if self.open:
             self._say(sys.stdout, f"hermes serve: worker w{worker.index} restarted (pid {worker.pid})")
@@ -286,7 +290,7 @@ class WorkerPool:
         pids = ", ".join(str(w.pid) for w in self.workers)
         lines = [f"hermes serve {_version()}: listening on {url} ({len(self.workers)} workers, pids {pids})"]
         if created:
-            lines.append(f"A new API key was made and saved in {self.home / '.env'} (API_SERVER_KEY)")
+            lines.append(f"A new API key was made and saved in {self.home / '.env'} (API_SERVER_KEY):\n  {created}")
         lines.append(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops every worker)")
         with self.output:
             for line in lines:

@@ -18,9 +18,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 
+from actors.agent import ConfigError
 from actors.chaos import ModelServer
-from actors.platforms._workers import describe_exit, restart_delay
+from actors.config import load_config
+from actors.platforms._workers import configured_workers, describe_exit, restart_delay
 from actors.store import StoreReader
 from tests.conftest import DEADLINE
 from tests.platforms.serve_process import CLEARED, HERMES
@@ -190,3 +193,12 @@ def test_restart_backoff_doubles_for_quick_deaths_up_to_its_cap() -> None:
     assert [restart_delay(n) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 4.0]
     assert restart_delay(20) == 30.0
     assert describe_exit(-signal.SIGKILL) == "killed by SIGKILL" and describe_exit(3) == "exit status 3"
+
+
+def test_api_server_workers_in_config_yaml_is_read_and_a_bad_value_is_left_to_hermes_serve_to_explain(tmp_path: Path) -> None:
+    (tmp_path / "config.yaml").write_text("api_server:\n  workers: 3\n")
+    assert configured_workers({}, tmp_path) == 3
+    (tmp_path / "config.yaml").write_text("api_server:\n  workers: 0\n")
+    assert configured_workers({}, tmp_path) == 1  # hermes serve itself then reports the invalid value
+    with pytest.raises(ConfigError, match="workers"):
+        load_config(tmp_path, {})
