@@ -23,6 +23,7 @@ import pytest
 from actors.agent import ConfigError
 from actors.chaos import ModelServer
 from actors.config import load_config
+from actors.platforms._worker_role import WORKER_ENV, worker_role
 from actors.platforms._workers import configured_workers, describe_exit, restart_delay
 from actors.store import StoreReader
 from tests.conftest import DEADLINE
@@ -202,3 +203,13 @@ def test_api_server_workers_in_config_yaml_is_read_and_a_bad_value_is_left_to_he
     assert configured_workers({}, tmp_path) == 1  # hermes serve itself then reports the invalid value
     with pytest.raises(ConfigError, match="workers"):
         load_config(tmp_path, {})
+
+
+def test_a_worker_variable_hermes_serve_did_not_set_is_a_clear_configuration_error() -> None:
+    assert worker_role({}) is None
+    role = worker_role({WORKER_ENV: "1:2:7"})
+    assert role is not None and (role.index, role.count, role.parent_fd, role.primary) == (1, 2, 7, False)
+    with pytest.raises(ConfigError, match="is not <index>:<count>:<fd>.*unset it"):
+        worker_role({WORKER_ENV: "yes"})
+    with pytest.raises(ConfigError, match="index 2 is not below the count 2"):
+        worker_role({WORKER_ENV: "2:2:7"})
