@@ -8,7 +8,11 @@ tool of its own) and the baseline's to call ``noop`` as in the default run. Clie
 figures are the default run's (``drive_level``), except that each simulated user keeps its own
 keep-alive connection (``h11-each``): its session stays with the worker its connection reached
 (a request for a session another worker holds is refused with 409 until forwarding is built),
-so the client keeps an idle connection 70 s (the server keeps it 75 s) instead of its usual 5 s.
+so the client keeps an idle connection 70 s (the server keeps it 75 s) instead of its usual 5 s;
+when its connection was closed anyway (a round of the other side longer than that on a loaded
+machine) and the new one reached another worker, the refused turn is sent again on a new
+connection (``sticky_turn``): each such resend is counted (``turns_moved``), and its wall time
+includes the refusals.
 The server's CPU is the parent's and every worker's; its per-thread split and reactor lag are
 not read (no control channel). The host's load average (1 min) is recorded around each level:
 the machine is shared.
@@ -116,7 +120,9 @@ def model_process(workdir: Path) -> Iterator[tuple[Child, str]]:
         model.close()
 
 
-def run_one(workers: int, c: int, plan: tuple[int, int], model: Child, model_url: str, tmp: Path, drive: Callable[..., Any]) -> dict[str, Any]:
+def run_one(
+    workers: int, c: int, plan: tuple[int, int], model: Child, model_url: str, tmp: Path, drive: Callable[..., Any], moves: Callable[[], int]
+) -> dict[str, Any]:
     turns, rounds = plan
     level = Level(c, turns, rounds, Side("stack"), Side("baseline"), client="h11-each")
     per_session = 1 + rounds * turns
@@ -125,7 +131,7 @@ def run_one(workers: int, c: int, plan: tuple[int, int], model: Child, model_url
         assert reply == "ok", reply
     root = tmp / f"w{workers}-c{c}"
     root.mkdir()
-    load_before = os.getloadavg()[0]
+    load_before, moved = os.getloadavg()[0], moves()
     started = time.perf_counter()
     served = Served(workers, make_home(root, model_url), root / "serve.log")
     try:
@@ -144,11 +150,12 @@ def run_one(workers: int, c: int, plan: tuple[int, int], model: Child, model_url
         level.seconds = time.perf_counter() - started
     row = level_row(level)
     row["workers"] = workers
+    row["turns_moved"] = moves() - moved
     row["load_avg_1m"] = {"before": round(load_before, 2), "after": round(os.getloadavg()[0], 2)}
     return row
 
 
-def workers_main(workers_list: list[int], levels: list[int], *, json_output: bool, quick: bool, drive: Callable[..., Any]) -> int:
+def workers_main(workers_list: list[int], levels: list[int], *, json_output: bool, quick: bool, drive: Callable[..., Any], moves: Callable[[], int]) -> int:
     import actors.agent._http1 as http1
 
     # The client keeps an idle connection as long as the server does (75 s), not its default
@@ -166,7 +173,7 @@ def workers_main(workers_list: list[int], levels: list[int], *, json_output: boo
     with tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp, model_process(Path(tmp)) as (model, model_url):
         for c in levels:
             for workers in workers_list:
-                row = run_one(workers, c, plan.get(c, (1, 2)), model, model_url, Path(tmp), drive)
+                row = run_one(workers, c, plan.get(c, (1, 2)), model, model_url, Path(tmp), drive, moves)
                 rows.append(row)
                 failed = failed or bool(row["stack"]["errors"] or row["baseline"]["errors"])
                 if json_output:
@@ -183,6 +190,7 @@ def workers_main(workers_list: list[int], levels: list[int], *, json_output: boo
             "throughput_ratio": r.get("throughput_ratio"),
             "added_p99_ms": r["stack"]["added_p99_ms"],
             "errors": r["stack"]["errors"],
+            "turns_moved": r["turns_moved"],
             "load_avg_1m": r["load_avg_1m"],
         }
         for r in rows
@@ -190,10 +198,10 @@ def workers_main(workers_list: list[int], levels: list[int], *, json_output: boo
     if json_output:
         print_json([{"bench": "server --workers", "summary": summary}])
     else:
-        print(f"\n{'C':>5} {'workers':>7} {'turns/s':>8} {'baseline':>8} {'ratio':>6} {'added p99 ms':>12} {'err':>4}  load 1m")
+        print(f"\n{'C':>5} {'workers':>7} {'turns/s':>8} {'baseline':>8} {'ratio':>6} {'added p99 ms':>12} {'err':>4} {'moved':>5}  load 1m")
         for s in summary:
             print(
                 f"{s['concurrency']:>5} {s['workers']:>7} {s['turns_per_s'] or 0:>8.1f} {s['baseline_turns_per_s'] or 0:>8.1f} "
-                f"{s['throughput_ratio'] or 0:>6.2f} {s['added_p99_ms'] or 0:>12.1f} {s['errors']:>4}  {s['load_avg_1m']['before']} -> {s['load_avg_1m']['after']}"
+                f"{s['throughput_ratio'] or 0:>6.2f} {s['added_p99_ms'] or 0:>12.1f} {s['errors']:>4} {s['turns_moved']:>5}  {s['load_avg_1m']['before']} -> {s['load_avg_1m']['after']}"
             )
     return 1 if failed else 0

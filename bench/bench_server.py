@@ -186,6 +186,34 @@ async def stack_turn_h11(conn: tuple[Pool, Endpoint], session: str, history: lis
     return problem
 
 
+class Sticky:
+    """``--workers``: one user's own connection (a pool of one), replaced when the worker it
+    reached refuses the session (409 / ``session_owned_elsewhere``: another worker holds it)."""
+
+    moves = 0
+    """Turns sent again on a new connection, over all users (forwarding is not built yet)."""
+
+    def __init__(self, endpoint: Endpoint, tls: ssl.SSLContext) -> None:
+        self.endpoint, self.tls = endpoint, tls
+        self.pool = Pool(lambda: tls)
+
+
+async def sticky_turn(user: Sticky, session: str, history: list[dict[str, Any]]) -> str | None:
+    """``stack_turn_h11`` on the user's connection; refused by a worker that does not hold the
+    session, the same turn goes on a new connection (the kernel picks the worker), 20 times at most."""
+    kept = len(history)
+    problem: str | None = "not sent"
+    for _ in range(20):
+        problem = await stack_turn_h11((user.pool, user.endpoint), session, history)
+        if problem is None or not ("409" in problem or "session_owned_elsewhere" in problem):
+            return problem
+        del history[kept:]
+        await user.pool.aclose()
+        user.pool = Pool(lambda: user.tls)
+        Sticky.moves += 1
+    return problem
+
+
 async def baseline_turn(sdk: openai.AsyncOpenAI, session: str, history: list[dict[str, Any]]) -> str | None:
     """The same turn as an agent loop on the bare SDK: tool-call round, tool, text round."""
     history.append(user_message(history))
@@ -344,9 +372,9 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
             clients: list[Any] = [(pool, endpoint)] * c
         elif level.client == "h11-each":  # --workers: one connection per user, so its session stays with one worker
             endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1", "chat/completions")
-            clients = [(Pool(lambda: tls), endpoint) for _ in range(c)]
-            for each, _ in clients:
-                stack.push_async_callback(each.aclose)
+            clients = [Sticky(endpoint, tls) for _ in range(c)]
+            for each in clients:
+                stack.push_async_callback(lambda user=each: user.pool.aclose())
         else:
             clients = [
                 await stack.enter_async_context(
@@ -359,7 +387,7 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
         sdk = openai.AsyncOpenAI(base_url=model_url, api_key="bench-key", max_retries=0, timeout=TURN_TIMEOUT)
         stack.push_async_callback(sdk.close)
         sides: dict[str, tuple[Side, Any, list[Any], list[str], list[list[dict[str, Any]]]]] = {
-            "stack": (level.stack, stack_turn_h11 if level.client.startswith("h11") else stack_turn, clients, stack_names, stack_histories),
+            "stack": (level.stack, {"h11": stack_turn_h11, "h11-each": sticky_turn}.get(level.client, stack_turn), clients, stack_names, stack_histories),
             "base": (level.base, baseline_turn, [sdk] * c, base_names, base_histories),
         }
         for name in ("stack", "base"):
@@ -444,7 +472,9 @@ def main() -> int:
     if options.workers:
         from _server_workers import workers_main
 
-        return workers_main(options.workers, options.levels or [100, 1000], json_output=options.json, quick=options.quick, drive=drive_level)
+        return workers_main(
+            options.workers, options.levels or [100, 1000], json_output=options.json, quick=options.quick, drive=drive_level, moves=lambda: Sticky.moves
+        )
     # (turns per client per round, rounds) by concurrency level
     plan = {10: (2, 2), 100: (1, 2)} if options.quick else {1: (10, 2), 10: (5, 4), 100: (2, 3), 1000: (1, 3)}
     levels = options.levels or list(plan)
