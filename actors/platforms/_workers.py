@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import importlib.metadata
 import os
 import queue
 import re
@@ -45,6 +44,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from actors._groups import reap_orphan_groups
+from actors._version import package_version
 from actors.agent import ConfigError, hermes_home
 from actors.config import load_config
 from actors.config._env import read_dotenv
@@ -288,7 +288,7 @@ class WorkerPool:
         if not all(w.ready for w in self.workers):
             return
         pids = ", ".join(str(w.pid) for w in self.workers)
-        lines = [f"hermes serve {_version()}: listening on {url} ({len(self.workers)} workers, pids {pids})"]
+        lines = [f"hermes serve {package_version()}: listening on {url} ({len(self.workers)} workers, pids {pids})"]
         if created:
             lines.append(f"A new API key was made and saved in {self.home / '.env'} (API_SERVER_KEY):\n  {created}")
         lines.append(f"Try: curl -H 'Authorization: Bearer <key>' {url}/models   (Ctrl+C or SIGTERM stops every worker)")
@@ -384,10 +384,3 @@ class WorkerPool:
 def _kill_group(pgid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, signal.SIGKILL)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("hermes-actors")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
