@@ -41,6 +41,7 @@ from protocols._session import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnRejected,
     TurnStarted,
     UndoTurn,
     Unsubscribe,
@@ -237,6 +238,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 if first:  # every write told before the grant is committed: load now
                     self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
             case LeaseRefused(reason=reason):
+                self.refuse_waiting(message)
                 self.lost_lease(reason)
             case LeaseRenewDue() if self.fence is not None and not self.lease_lost:
                 renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
@@ -244,6 +246,16 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.store.tell(renew)
             case LeaseRenewDue():
                 pass
+
+    def refuse_waiting(self, refused: LeaseRefused) -> None:
+        """Each turn waiting for this session's load is refused, naming the node that holds it
+        (until a request is forwarded to its owner, its caller asks again later)."""
+        ttl = self.deps.node.lease_ttl if self.deps.node is not None else 1.0
+        wait = max(1.0, min(refused.expires_at - time.time(), ttl))  # a file store's clock is this machine's
+        reason = f"session {self.session_id} is being answered by node {refused.owner or 'another node'}; send it again in {wait:.0f} s"
+        for message in self.host.stash:
+            if isinstance(message, StartTurn) and message.turn_id:
+                self.publish(TurnRejected(turn_id=message.turn_id, reason=reason, owner=refused.owner, retry_after=wait))
 
     def lost_lease(self, why: str) -> None:
         """This node does not (or no longer) own the session: stop, without restart (a later message starts it again)."""

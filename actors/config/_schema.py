@@ -54,6 +54,8 @@ class ApiServerSection(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrent: Annotated[int, msgspec.Meta(gt=0)] = 10_000
     access_log: bool = False
     tool_progress: bool = False
+    workers: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    """``hermes serve`` processes on the one port (``--workers``); 1: one process, no cluster node."""
 
 
 class AgentSection(msgspec.Struct, frozen=True, kw_only=True):

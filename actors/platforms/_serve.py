@@ -28,6 +28,7 @@ from actors.config import HermesConfig, load_config
 from actors.config._env import read_dotenv
 from actors.hooks import build_hooks, hooks_spec
 from actors.store import HermesImportError
+from actors.store._owner import StoreServedByWorkers
 from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
@@ -35,6 +36,7 @@ from ._listen import Listener, ListenError, open_listener
 from ._reload import Running, reloaded
 from ._runtime_deps import Platform, configured_deps, gateway_deps
 from ._server import API_SERVER_PATH, ApiServer, ServerSettings
+from ._worker_role import worker_role
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +84,8 @@ def run_serve(
         hooks, hook_lines = build_hooks(home, loaded.config.hooks, env=env, accept=accept_hooks, auto_accept=loaded.config.hooks_auto_accept)
         deps = configured_deps(home, env, loaded, API_PLATFORM, yolo=yolo, hubs=hubs, clients=clients, hooks=hooks)
         key, created = load_or_create_key(home, env)
+        if (role := worker_role(env)) is not None:  # one of 'hermes serve --workers N' (_workers.py)
+            deps = role.apply(deps, loaded.config)
     except (ConfigError, KeyError_) as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
@@ -92,7 +96,7 @@ def run_serve(
     host = host or section.host
     port = port if port is not None else section.port
     try:  # before anything starts: a taken port is one line, not a supervisor giving up
-        listener = Listener(open_listener(host, port))
+        listener = role.listener(host, port) if role is not None else Listener(open_listener(host, port))
     except ListenError as exc:
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
         return 2
@@ -109,7 +113,9 @@ def run_serve(
     try:  # the gateway's adapters (platforms: in config.yaml, tokens in .env)
         from .gateway import load_gateway
 
-        gateway = load_gateway(loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs, hooks=hooks)
+        gateway = load_gateway(
+            role.gateway_config(loaded.config) if role is not None else loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs, hooks=hooks
+        )
     except ConfigError as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
@@ -155,18 +161,20 @@ def run_serve(
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo, gateway=platform_deps)
-    scheduler = _scheduler_spec(home, store, loaded.config, deps, gateway.senders)
+    scheduler = (_scheduler_spec(home, store, loaded.config, deps, gateway.senders),) if role is None or role.primary else ()
     platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
     hooks_tree = (hooks_spec(),) if hooks is not None else ()
-    extra = (*hooks_tree, *((cluster.spec,) if cluster is not None else ()), platforms, scheduler, *((mcp.tree,) if mcp is not None else ()))
+    extra = (*hooks_tree, *((cluster.spec,) if cluster is not None else ()), platforms, *scheduler, *((mcp.tree,) if mcp is not None else ()))
     with SignalStop("hermes serve", reload=True) as stop:
         try:
             runtime = build_agent_runtime(store, deps, extra=extra, platforms=platform_deps, announce=lambda line: print(f"hermes serve: {line}", flush=True))
-        except HermesImportError as exc:
+        except (HermesImportError, StoreServedByWorkers) as exc:
             listener.close()
             print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
             return 2
         stop.follow(runtime)
+        if role is not None:
+            role.watch_parent()
         try:
             runtime.start()
             if hooks is not None:

@@ -98,7 +98,8 @@ class ApiServer(Actor[ApiServerInbox]):
         settings = self.settings
         listener = settings.listener.take() if settings.listener is not None else None
         if listener is None:
-            listener = open_listener(settings.host, settings.listener.port if settings.listener is not None else settings.port)
+            again = settings.listener
+            listener = open_listener(settings.host, again.port if again is not None else settings.port, reuse_port=again is not None and again.reuse_port)
         self.port = listener.getsockname()[1]
         self.api = ApiContext(
             registry=context.registry,

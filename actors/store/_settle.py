@@ -26,7 +26,8 @@ with no running turn costs one index probe for its ``turns`` rows and one for it
 Invariant: it runs before the store writer opens the file, so it is the file's only writer.
 Two runtimes on one file would settle each other's live turns: one process owns a store.
 In cluster mode (``node_id``) several nodes share the store: a session another node holds
-live is left alone, and each node's session actors settle their own session as they acquire
+live is left alone (its own dead predecessor's are settled: a restarted ``--workers`` worker
+keeps its node id), and each node's session actors settle their own session as they acquire
 its lease (``settle_session``, from ``AcquireLease.settle``), the takeover of a dead node's.
 """
 
@@ -109,7 +110,7 @@ def settle_interrupted(
     try:
         db.execute("BEGIN IMMEDIATE")
         try:
-            sessions = _settle(db, result_text, when, node_id)
+            sessions = _settle(db, result_text, when, node_id, leases_at=now)
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -123,12 +124,16 @@ def settle_interrupted(
     return SettleReport(sessions, time.perf_counter() - began)
 
 
-def _settle(db: Connection, text: str, now: float, node_id: str | None = None) -> dict[str, Interrupted]:
+def _settle(db: Connection, text: str, now: float, node_id: str | None = None, *, leases_at: float | None = None) -> dict[str, Interrupted]:
+    """``leases_at``: the instant leases are judged at (None: the store's clock)."""
     running: dict[str, list[str]] = {}
     for session_id, turn_id in db.execute("SELECT session_id, turn_id FROM turns WHERE status = 'running' ORDER BY session_id, started_at"):
         running.setdefault(session_id, []).append(turn_id)
     if node_id is not None:  # cluster mode: only what no other node holds live
-        running = {sid: ids for sid, ids in running.items() if not _held_elsewhere(db, sid, node_id)}
+        from ._lease_rows import store_now  # imports this module
+
+        at = store_now(db) if leases_at is None else leases_at
+        running = {sid: ids for sid, ids in running.items() if not _held_elsewhere(db, sid, node_id, at)}
         for session_id in running:
             db.execute(
                 "UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running'", (INTERRUPTED, now, session_id)
@@ -146,14 +151,43 @@ def _settle(db: Connection, text: str, now: float, node_id: str | None = None) -
     return report
 
 
-def _held_elsewhere(db: Connection, session_id: str, node_id: str) -> bool:
+def end_leases(path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> int:
+    """End every live session lease of the store file ``path`` (epochs kept); how many.
+
+    Only for the process that holds the file's claim before any node of it runs (a
+    ``hermes serve --workers`` parent): every holder is then dead, and a session would
+    otherwise wait for its dead holder's lease to lapse. A missing file: 0.
+
+    Raises:
+        StoreError: the file cannot be opened or written; nothing was changed.
+    """
+    from ._lease_rows import store_now  # imports this module
+
+    name = os.fspath(path)
+    if not os.path.exists(name):
+        return 0
+    try:
+        db = open_store_writer(name, busy_timeout=busy_timeout)
+    except apsw.Error as exc:
+        raise StoreError(f"could not open {name!r} to end the leases a stopped process left: {_describe(exc)}") from exc
+    try:
+        now = store_now(db)
+        db.execute("UPDATE leases SET expires_at = ? WHERE expires_at > ? AND node_id <> ''", (now, now))
+        return db.changes()
+    except apsw.Error as exc:
+        raise StoreError(f"could not end the leases a stopped process left in {name!r}: {_describe(exc)}") from exc
+    finally:
+        db.close()
+
+
+def _held_elsewhere(db: Connection, session_id: str, node_id: str, now: float) -> bool:
     """True when another node holds the session's lease live; else its lease row stays locked
     (Postgres) until the commit. SQLite's ``BEGIN IMMEDIATE`` already excludes every writer."""
-    from ._lease_rows import read_lease, store_now  # imports this module
+    from ._lease_rows import read_lease  # imports this module
 
     db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) VALUES (?, '', 0, 0) ON CONFLICT DO NOTHING", (session_id,))
     lease = read_lease(db, session_id, lock="FOR UPDATE")
-    return lease is not None and lease.node_id != node_id and lease.expires_at > store_now(db)
+    return lease is not None and lease.node_id != node_id and lease.expires_at > now
 
 
 def settle_session(db: Connection, session_id: str, text: str, now: float) -> Interrupted | None:
