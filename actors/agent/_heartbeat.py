@@ -54,6 +54,7 @@ class ClusterView:
         return {
             "node_id": self.node.node_id,
             "lease_ttl": self.node.lease_ttl,
+            **({"worker": True} if self.node.worker else {}),
             "address": self.address,
             "last_heartbeat": self.last_beat,
             "error": self.error,

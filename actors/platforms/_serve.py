@@ -36,7 +36,7 @@ from ._listen import Listener, ListenError, open_listener
 from ._reload import Running, reloaded
 from ._runtime_deps import Platform, configured_deps, gateway_deps
 from ._server import API_SERVER_PATH, ApiServer, ServerSettings
-from ._worker_role import worker_role
+from ._worker_role import PRIVATE_HOST, worker_role
 
 log = logging.getLogger(__name__)
 
@@ -97,15 +97,19 @@ def run_serve(
     port = port if port is not None else section.port
     try:  # before anything starts: a taken port is one line, not a supervisor giving up
         listener = role.listener(host, port) if role is not None else Listener(open_listener(host, port))
+        private = role.private_listener() if role is not None else None
     except ListenError as exc:
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
         return 2
     try:  # cluster mode: the shared secret, the address other nodes forward to, the heartbeat
         from ._cluster import cluster_setup
 
-        cluster = cluster_setup(loaded.config, {**read_dotenv(home / ".env"), **env}, deps.node, store, host, listener.port)
+        reached = (PRIVATE_HOST, private.port) if private is not None else (host, listener.port)
+        cluster = cluster_setup(loaded.config, {**read_dotenv(home / ".env"), **env}, deps.node, store, *reached)
     except ConfigError as exc:
         listener.close()
+        if private is not None:
+            private.close()
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
         return 2
     if section.access_log:
@@ -146,6 +150,7 @@ def run_serve(
         upstream=model,
         clients=clients,
         listener=listener,
+        private=private,
         hook_statistics=hooks.statistics if hooks is not None else None,
         health_sections={
             "memory": deps.memory.health.statuses,

@@ -27,6 +27,7 @@ from protocols import WaitFinished
 from ._app import ApiContext, App
 from ._listen import Listener, open_listener
 from ._routes import ROUTES
+from ._worker_role import PRIVATE_HOST
 
 if TYPE_CHECKING:
     from actors.agent import ModelClients, ModelSettings
@@ -65,6 +66,9 @@ class ServerSettings:
     """The model HTTP clients that plain completions use (the sessions' pool)."""
     listener: Listener | None = None
     """A socket bound before the runtime started, for the first incarnation."""
+    private: Listener | None = None
+    """A ``--workers`` worker's own loopback socket, served too (siblings forward to it); a
+    restarted server binds its port again."""
     hook_statistics: Callable[[], dict[str, Any]] | None = None
     """The hooks' counters for /health/detailed (``actors.hooks.Hooks.statistics``); None: no hooks."""
     health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
@@ -73,9 +77,9 @@ class ServerSettings:
     """Cluster mode: the router that forwards requests for sessions other nodes own."""
 
 
-async def _serve(app: App, fd: int) -> None:
+async def _serve(app: App, fd: int, *more: int) -> None:
     config = hypercorn.config.Config()
-    config.bind = [f"fd://{fd}"]  # hypercorn owns the listening socket from here on
+    config.bind = [f"fd://{n}" for n in (fd, *more)]  # hypercorn owns the listening sockets from here on
     config.backlog = 1024  # hypercorn listens again with its own backlog (default 100: resets at C=1,000)
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # ours: one handler (the CLI's), not a second one of its own
@@ -101,6 +105,10 @@ class ApiServer(Actor[ApiServerInbox]):
             again = settings.listener
             listener = open_listener(settings.host, again.port if again is not None else settings.port, reuse_port=again is not None and again.reuse_port)
         self.port = listener.getsockname()[1]
+        more = []
+        if settings.private is not None:
+            private = settings.private.take() or open_listener(PRIVATE_HOST, settings.private.port)
+            more.append(private.detach())
         self.api = ApiContext(
             registry=context.registry,
             reactor=context.reactor,
@@ -121,7 +129,7 @@ class ApiServer(Actor[ApiServerInbox]):
             health_sections=settings.health_sections,
             cluster=settings.cluster,
         )
-        self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
+        self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), *more, tag="server", timeout=math.inf)
         log.info("API server listening on %s:%d", self.settings.host, self.port)
 
     def receive(self, message: ApiServerInbox) -> Any:

@@ -9,6 +9,10 @@ set to ``<index>:<count>:<fd>`` in its environment. A worker then:
   parent's claim of the store and claims nothing itself (``NodeIdentity.worker``);
 - listens with ``SO_REUSEPORT`` on the port the parent reserved: the kernel spreads new
   connections over the workers; a keep-alive connection stays with the worker that took it;
+- also listens on a loopback port of its own, which it advertises as its cluster address
+  (unless ``cluster.advertise_address`` says otherwise): a sibling forwards a request for a
+  session this worker holds there, signed with ``HERMES_CLUSTER_SECRET`` (the parent makes one
+  for the run when none is configured);
 - runs the chat-platform adapters and the scheduler only when it is worker 0 (one Telegram
   poller, one clock for the jobs);
 - stops (SIGTERM to itself: it drains) when its parent dies: ``<fd>`` is the read end of a pipe
@@ -35,6 +39,7 @@ from actors.config import HermesConfig
 from ._listen import Listener, open_listener
 
 WORKER_ENV = "HERMES_SERVE_WORKER"
+PRIVATE_HOST = "127.0.0.1"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,6 +69,11 @@ class WorkerRole:
     def listener(self, host: str, port: int) -> Listener:
         """This worker's socket on the parent's port (``SO_REUSEPORT``). Raises ListenError."""
         return Listener(open_listener(host, port, reuse_port=True), reuse_port=True)
+
+    def private_listener(self) -> Listener:
+        """A socket of this worker alone, on loopback: its siblings forward a session's requests to
+        it (the shared port would hand them to any worker). Raises ListenError."""
+        return Listener(open_listener(PRIVATE_HOST, 0))
 
     def watch_parent(self) -> None:
         """Stop this process (SIGTERM: it drains) once the parent's pipe reads end-of-file."""

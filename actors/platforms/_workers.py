@@ -34,6 +34,7 @@ import dataclasses
 import os
 import queue
 import re
+import secrets
 import signal
 import subprocess
 import sys
@@ -53,6 +54,7 @@ from actors.store._location import store_location
 from actors.store._owner import WORKERS_HOLDER, StoreClaim, claim_holder, claim_store
 from actors.store._settle import end_leases
 
+from ._cluster import SECRET_VARIABLE
 from ._keys import KeyError_, load_or_create_key
 from ._listen import ListenError, open_listener
 from ._worker_role import WORKER_ENV, worker_role
@@ -125,6 +127,8 @@ def run_workers(
         worker_role(env)  # a stray variable is said here, not by N workers
         key, created = load_or_create_key(home, env)  # once, before the workers read it
         store = store_location(home, {**read_dotenv(loaded.dotenv), **env}, loaded.config.database.url)
+        if not {**read_dotenv(loaded.dotenv), **env}.get(SECRET_VARIABLE):  # the workers sign the requests they forward to each other
+            env[SECRET_VARIABLE] = secrets.token_hex(32)  # none configured: one for this run, known to its workers only
     except (ConfigError, KeyError_, StoreError) as exc:
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
         return 2
