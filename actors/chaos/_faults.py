@@ -9,6 +9,8 @@ stream's decision number); a run with a mask skips exactly the faults it names.
 
 from __future__ import annotations
 
+import _random
+import hashlib
 import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -242,6 +244,17 @@ def load_plan(source: str | Path) -> FaultPlan:
 # -- dice ---------------------------------------------------------------------------------------
 
 
+def _seeded(text: str) -> random.Random:
+    """``random.Random(text)``: the same state (``Random.seed``'s version 2 for a str: the text and
+    its SHA-512 as one int), without the Python-level checks of ``Random.seed`` (a run opens a
+    stream per concern, and a sweep thousands of runs)."""
+    rng = random.Random.__new__(random.Random)
+    raw = text.encode()
+    _random.Random.seed(rng, int.from_bytes(raw + hashlib.sha512(raw).digest()))
+    rng.gauss_next = None  # type: ignore[attr-defined]
+    return rng
+
+
 class _Stream:
     """One named stream of a run's decisions."""
 
@@ -275,7 +288,7 @@ class Dice:
         """Ids of the faults injected so far, in order."""
 
     def _open(self, name: str) -> _Stream:
-        entry = self._draws[name] = _Stream(random.Random(f"{self.seed}/{name}"))
+        entry = self._draws[name] = _Stream(_seeded(f"{self.seed}/{name}"))
         return entry
 
     def stream(self, name: str) -> random.Random:

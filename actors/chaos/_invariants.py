@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -185,12 +186,24 @@ class Invariants:
         """Events seen, by kind (``turns``, ``completed``, ``failed``, ``cancelled``, ``restarts``, ...)."""
         self.pool = PoolChecks(self.violate, self.counts, lease_bound)
         """The credential pool's rules (``_pool_checks``)."""
-        self.compression = CompressionChecks(self.violate, self.counts)
+
+    # The rules of features a plan may leave off are made when first used (a sweep makes a
+    # checker per seed, and most plans use one or none of them).
+
+    @functools.cached_property
+    def compression(self) -> CompressionChecks:
         """Context compression's rules (``_compress_checks``)."""
-        self.reviews = ReviewChecks(self.violate, self.counts)
+        return CompressionChecks(self.violate, self.counts)
+
+    @functools.cached_property
+    def reviews(self) -> ReviewChecks:
         """Background reviews' rules (``_review_checks``)."""
-        self.memory = MemoryChecks(self.violate, self.counts)
+        return ReviewChecks(self.violate, self.counts)
+
+    @functools.cached_property
+    def memory(self) -> MemoryChecks:
         """Memory providers' rules (``_memory_checks``)."""
+        return MemoryChecks(self.violate, self.counts)
 
     # -- reporting ---------------------------------------------------------------------------------
 
@@ -505,8 +518,11 @@ class Invariants:
         for path, due in self._exit_due.items():
             self.violate("two_live_actors", _session_of(path), f"{path} incarnation {due} never reported its exit", now)
         self.pool.finish(now)
-        self.reviews.finish(now)
-        self.memory.finish(now)
+        made = self.__dict__  # rules never used have nothing to finish
+        if "reviews" in made:
+            self.reviews.finish(now)
+        if "memory" in made:
+            self.memory.finish(now)
         return self.violations
 
 

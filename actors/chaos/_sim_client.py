@@ -9,7 +9,7 @@ that never shows its end after the turn deadline plus ten seconds.
 
 from __future__ import annotations
 
-import dataclasses
+from typing import NamedTuple
 
 from protocols._session import TERMINAL_EVENTS, BusyPolicy, CancelTurn, SessionEvent, StartTurn, TurnRejected
 
@@ -20,9 +20,9 @@ _TURN_ENDS = (TurnRejected, *TERMINAL_EVENTS)
 """What the client waits for before it sends the next message."""
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class MessageSpec:
-    """One user message a simulated client sends."""
+class MessageSpec(NamedTuple):
+    """One user message a simulated client sends (a named tuple: a seed draws a few, and a frozen
+    dataclass costs a ``object.__setattr__`` per field to make)."""
 
     turn_id: str
     text: str
