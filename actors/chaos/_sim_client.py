@@ -16,8 +16,9 @@ from protocols._session import TERMINAL_EVENTS, BusyPolicy, CancelTurn, SessionE
 from ._sim_session import SimSession
 from ._sim_world import World
 
-_TURN_ENDS = (TurnRejected, *TERMINAL_EVENTS)
-"""What the client waits for before it sends the next message."""
+_TURN_ENDS = frozenset((TurnRejected, *TERMINAL_EVENTS))
+"""What the client waits for before it sends the next message (events are final structs: looked up
+by exact type, cheaper than ``isinstance`` against each)."""
 
 
 class MessageSpec(NamedTuple):
@@ -93,7 +94,7 @@ class SimClient:
                 self.fallbacks[i + 1] = world.at(world.now + wait, self.send, i + 1)
 
     def on_event(self, event: SessionEvent) -> None:
-        if not isinstance(event, _TURN_ENDS):
+        if type(event) not in _TURN_ENDS:
             return
         i = self.index.get(event.turn_id)
         if i is None or i + 1 >= len(self.specs) or self.sent[i + 1]:

@@ -252,7 +252,7 @@ class SimSession(SimSupervised):
             world.reviews.observe(self, event)
         if world.memory is not None and (type(event) is TurnStarted or (type(event) is TurnCompleted and event.text)):
             world.memory.told("turn_start" if type(event) is TurnStarted else "sync")  # as SessionActor.publish tells them
-        if isinstance(event, UserMessageSaved):
+        if type(event) is UserMessageSaved:
             checker.user_message_durable(self.session_id, event.turn_id, world.store.user_texts.get(self.session_id, ()), world.now)
         if self.client is not None:
             self.client.on_event(event)
