@@ -81,7 +81,7 @@ class SimSupervised:
 
     def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
         world, crashes = self.world, self.world.plan.crashes
-        if self.crashes < crashes.max_per_session and world.dice.fault("crash", "session", crashes.session):
+        if crashes.session > 0 and self.crashes < crashes.max_per_session and world.dice.fault("crash", "session", crashes.session):
             if from_address:
                 self.mailbox.appendleft(message)  # InjectCrash was ahead of it: the next incarnation gets it
             self.crash("InjectedCrash: chaos")
