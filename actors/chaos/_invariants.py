@@ -46,7 +46,7 @@ import collections
 import dataclasses
 import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, Escalated
@@ -440,12 +440,21 @@ class Invariants:
         if added or len(fixed) != len(transcript):
             self.violate("idle_unpaired", session_id, f"an idle session has {added} unanswered call(s)", now)
 
-    def durable_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float, *, originals: Sequence[ChatMessage] | None = None) -> None:
+    def durable_transcript(
+        self,
+        session_id: str,
+        messages: Sequence[ChatMessage],
+        now: float,
+        *,
+        originals: Sequence[ChatMessage] | None = None,
+        users: Mapping[str, int] | None = None,
+    ) -> None:
         """The stored transcript at rest: calls paired with results, acknowledged messages once each.
 
         ``messages`` is what a load reads (the newest segment); ``originals`` (when compressions
         copied messages into new segments) every message stored once, which user messages are
-        counted in.
+        counted in. ``users``: those counts by text, when the caller keeps them as it stores
+        (the simulated store does): then they are not counted again here.
         """
         fixed, added = sanitize(messages)
         if added or len(fixed) != len(messages):
@@ -453,10 +462,11 @@ class Invariants:
             self.violate(
                 "durable_unpaired", session_id, f"the stored transcript has {added} call(s) without a result and {stray} stray or repeated result(s)", now
             )
-        users = collections.Counter(m.content for m in (messages if originals is None else originals) if m.role == "user")
+        if users is None:
+            users = collections.Counter(m.content for m in (messages if originals is None else originals) if m.role == "user" and m.content is not None)
         for turn_id, text in self.book(session_id).acked.items():
-            if users[text] != 1:
-                self.violate("user_message_count", session_id, f"the acknowledged message of turn {turn_id} is stored {users[text]} times", now)
+            if users.get(text, 0) != 1:
+                self.violate("user_message_count", session_id, f"the acknowledged message of turn {turn_id} is stored {users.get(text, 0)} times", now)
 
     # -- supervision ------------------------------------------------------------------------------------
 
