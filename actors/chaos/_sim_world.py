@@ -148,18 +148,19 @@ class World:
 
     def run(self, max_steps: int) -> bool:
         """Run until nothing is left to happen; False if ``max_steps`` ran out first."""
-        heap = self._heap
+        heap, cancelled, pop = self._heap, self._cancelled, heapq.heappop
         checker = self.checker
+        steps = self.steps
         while heap:
-            if self.steps >= max_steps:
+            if steps >= max_steps:
                 return False
-            when, _, order, action, args = heapq.heappop(heap)
-            if order in self._cancelled:
-                self._cancelled.discard(order)
+            when, _, order, action, args = pop(heap)
+            if order in cancelled:
+                cancelled.discard(order)
                 continue
             self.now = when
-            self.steps += 1
-            checker.step = self.steps
+            steps += 1
+            self.steps = checker.step = steps
             action(*args)
             checker.advance(when)
         return True
