@@ -411,7 +411,10 @@ class _Step:
             finish_reason=reply.finish_reason,
         )
         reply_token = Token(step="reply", turn_id=turn.turn_id, n=turn.iteration)
-        reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
+        if turn.reasoning and reply.reasoning:
+            reasoning: str | None = f"{turn.reasoning}\n\n{reply.reasoning}"
+        else:
+            reasoning = turn.reasoning or reply.reasoning or None
         usage, turn = (
             turn.unsaved or None,
             msgspec.structs.replace(turn, calls=calls, answered=(), reasoning=reasoning, partial="", continuations=0, unsaved=TokenUsage()),

@@ -240,16 +240,25 @@ class SessionHost:
             if type(message) is AckCheck:
                 self.check_acks()
                 return True
+            if type(message) is TurnTimer:
+                self.handles.pop(message.token, None)
+                self.feed(TimerFired(token=message.token, now=self.port.now()))
+                return True
+            if type(message) is CancelTurn:
+                self.feed(Cancel(reason=message.reason, turn_id=message.turn_id, now=self.port.now()))
+                return True
         if type(message) in _WRITE_REPLY_TYPES:
             self.acknowledged(message.token)  # type: ignore[union-attr]
+        if type(message) is Loaded:
+            self.on_loaded(message)
+            return True
+        if type(message) is SessionCreated and type(message.token) is Token and message.token.step == "create":
+            self.durable = True
+            waiting, self.waiting_ready = self.waiting_ready, []
+            for reply_to in waiting:
+                reply_to.tell(SessionReady(session_id=self.session_id, created=True))
+            return True
         match message:
-            case Loaded():
-                self.on_loaded(message)
-            case SessionCreated(token=Token(step="create")):
-                self.durable = True
-                waiting, self.waiting_ready = self.waiting_ready, []
-                for reply_to in waiting:
-                    reply_to.tell(SessionReady(session_id=self.session_id, created=True))
             case _ if state is None:
                 self.stash.append(message)
             case StartTurn():
@@ -415,8 +424,8 @@ class SessionHost:
     def on_loaded(self, loaded: Loaded) -> None:
         port, sid = self.port, self.session_id
         if not loaded.exists:
-            title = next((m.title for m in self.stash if isinstance(m, EnsureSession) and m.title), None)
-            branched = next((m.branched_from for m in self.stash if isinstance(m, StartTurn) and m.branched_from), None)
+            title = next((m.title for m in self.stash if type(m) is EnsureSession and m.title), None)
+            branched = next((m.branched_from for m in self.stash if type(m) is StartTurn and m.branched_from), None)
             create = CreateSession(
                 session_id=sid,
                 source=self.config.source,
