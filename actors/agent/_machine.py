@@ -178,6 +178,8 @@ def step(state: SessionState, event: MachineInput, config: MachineConfig) -> tup
 
 
 class _Step:
+    __slots__ = ("config", "effects", "state")
+
     def __init__(self, state: SessionState, config: MachineConfig) -> None:
         self.state = state
         self.config = config
