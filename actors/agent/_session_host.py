@@ -106,6 +106,7 @@ INTERRUPTED_FAILED = (
 )
 WRITE_REPLIES = (MessagesPersisted, StoreFailed, SessionCreated, TurnRemoved, SessionTotalsUpdated)
 """The store's answers to a session's writes (each carries the write's token)."""
+_WRITE_REPLY_TYPES = frozenset(WRITE_REPLIES)
 Write = CreateSession | AppendMessages | UpdateSessionTotals | RemoveLastTurn
 
 
@@ -217,11 +218,14 @@ class SessionHost:
     def receive(self, message: SessionInbox | Timer | Loaded) -> bool:
         """Handle ``message``; False if it is not a session message (the host's own business)."""
         state = self.state
-        if state is not None:  # the two messages of nearly every step, without the match below
-            if isinstance(message, WaitFinished):
+        if state is not None:
+            # The messages of nearly every step, by exact type (messages are final structs,
+            # never subclassed): each class pattern of the match below costs an ``isinstance``
+            # through msgspec's metaclass.
+            if type(message) is WaitFinished:
                 self.on_wait(message)
                 return True
-            if isinstance(message, MessagesPersisted):
+            if type(message) is MessagesPersisted:
                 token = message.token
                 self.acknowledged(token)
                 if type(token) is Token and awaited(state, token):  # any other commit changes nothing in the machine
@@ -230,34 +234,35 @@ class SessionHost:
             if type(message) is KeyLeased:  # every model call's lease
                 self.on_leased(message)
                 return True
-        if isinstance(message, WRITE_REPLIES):
-            self.acknowledged(message.token)
+            if type(message) is StartTurn:
+                self.start_turn(state, message)
+                return True
+            if type(message) is AckCheck:
+                self.check_acks()
+                return True
+            if type(message) is TurnTimer:
+                self.handles.pop(message.token, None)
+                self.feed(TimerFired(token=message.token, now=self.port.now()))
+                return True
+            if type(message) is CancelTurn:
+                self.feed(Cancel(reason=message.reason, turn_id=message.turn_id, now=self.port.now()))
+                return True
+        if type(message) in _WRITE_REPLY_TYPES:
+            self.acknowledged(message.token)  # type: ignore[union-attr]
+        if type(message) is Loaded:
+            self.on_loaded(message)
+            return True
+        if type(message) is SessionCreated and type(message.token) is Token and message.token.step == "create":
+            self.durable = True
+            waiting, self.waiting_ready = self.waiting_ready, []
+            for reply_to in waiting:
+                reply_to.tell(SessionReady(session_id=self.session_id, created=True))
+            return True
         match message:
-            case Loaded():
-                self.on_loaded(message)
-            case SessionCreated(token=Token(step="create")):
-                self.durable = True
-                waiting, self.waiting_ready = self.waiting_ready, []
-                for reply_to in waiting:
-                    reply_to.tell(SessionReady(session_id=self.session_id, created=True))
             case _ if state is None:
                 self.stash.append(message)
-            case StartTurn(turn_id=turn_id, history=history):
-                if history and not state.transcript and state.turn is None:
-                    self.seed(seed_transcript(history, frozenset(m.tool_call_id or "" for m in message.tool_results)))
-                turn_id = turn_id or self.port.new_turn_id()
-                m = message
-                opening = UserInput(
-                    turn_id=turn_id,
-                    text=m.text,
-                    policy=m.policy,
-                    instructions=m.instructions,
-                    tool_results=m.tool_results,
-                    options=m.options,
-                    images=m.images,
-                    now=self.port.now(),
-                )
-                self.feed(opening)
+            case StartTurn():
+                self.start_turn(state, message)
             case CompressContext(focus=focus, turn_id=turn_id, policy=policy):
                 self.feed(UserInput(turn_id=turn_id or self.port.new_turn_id(), text=focus, policy=policy, compress=True, now=self.port.now()))
             case CancelTurn(reason=reason, turn_id=turn_id):
@@ -294,6 +299,21 @@ class SessionHost:
             case _:
                 return False
         return True
+
+    def start_turn(self, state: SessionState, m: StartTurn) -> None:
+        if m.history and not state.transcript and state.turn is None:
+            self.seed(seed_transcript(m.history, frozenset(r.tool_call_id or "" for r in m.tool_results)))
+        opening = UserInput(
+            turn_id=m.turn_id or self.port.new_turn_id(),
+            text=m.text,
+            policy=m.policy,
+            instructions=m.instructions,
+            tool_results=m.tool_results,
+            options=m.options,
+            images=m.images,
+            now=self.port.now(),
+        )
+        self.feed(opening)
 
     # -- writes and their acknowledgements -------------------------------------------------------
 
@@ -404,8 +424,8 @@ class SessionHost:
     def on_loaded(self, loaded: Loaded) -> None:
         port, sid = self.port, self.session_id
         if not loaded.exists:
-            title = next((m.title for m in self.stash if isinstance(m, EnsureSession) and m.title), None)
-            branched = next((m.branched_from for m in self.stash if isinstance(m, StartTurn) and m.branched_from), None)
+            title = next((m.title for m in self.stash if type(m) is EnsureSession and m.title), None)
+            branched = next((m.branched_from for m in self.stash if type(m) is StartTurn and m.branched_from), None)
             create = CreateSession(
                 session_id=sid,
                 source=self.config.source,
@@ -482,34 +502,41 @@ class SessionHost:
 
     def execute(self, effect: MachineEffect) -> None:
         port = self.port
-        match effect:
-            case Emit(event=event):
-                port.publish(event)
-            case Persist(token=token, messages=messages, turn=mark, segment=segment, usage=usage):
-                self.append(token, messages, mark, segment, usage)
-            case CallModel(token=token):
-                # Every call runs on a key leased from its provider's pool (on_leased).
-                lease_id = f"{self.session_id}/{self.lease_base}/{token}"
-                self.leases[lease_id] = effect
-                self.leasing[token] = lease_id
-                port.lease(self.provider_name(effect.provider), LeaseKey(lease_id=lease_id, session_id=self.session_id, reply_to=port.me))
-            case RunTool(call_id=call_id):
-                assert self.state is not None and self.state.turn is not None
-                self.track(port.start_tool(effect, self.state.turn.turn_id), call_id)
-            case CancelModel(token=key) | CancelTool(call_id=key) | CancelTimer(token=key):
-                if isinstance(key, Token):
-                    waiting = self.leasing.pop(key, None)
-                    if waiting is not None:  # its key is on the way: it is given back when it comes (on_leased)
-                        del self.leases[waiting]
-                    used = self.keys.pop(key, None)
-                    if used is not None:  # a cancelled call is not its key's fault
-                        port.report(used[0], ReportKey(lease_id=used[1], key_id=used[2], ok=True))
-                pending = self.handles.pop(key, None)
-                if pending is not None:
-                    port.cancel(pending)
-                    self.waits.pop(pending.wait_id, None)
-            case StartTimer(token=token, delay=delay):
-                self.handles[token] = port.after(delay, TurnTimer(token=token))
+        # By exact type, as in ``receive`` (effects are final structs).
+        if type(effect) is Emit:
+            port.publish(effect.event)
+        elif type(effect) is Persist:
+            self.append(effect.token, effect.messages, effect.turn, effect.segment, effect.usage)
+        elif type(effect) is CallModel:
+            # Every call runs on a key leased from its provider's pool (on_leased).
+            token = effect.token
+            lease_id = f"{self.session_id}/{self.lease_base}/{token}"
+            self.leases[lease_id] = effect
+            self.leasing[token] = lease_id
+            port.lease(self.provider_name(effect.provider), LeaseKey(lease_id=lease_id, session_id=self.session_id, reply_to=port.me))
+        elif type(effect) is RunTool:
+            assert self.state is not None and self.state.turn is not None
+            self.track(port.start_tool(effect, self.state.turn.turn_id), effect.call_id)
+        elif type(effect) is CancelModel or type(effect) is CancelTimer:
+            self.cancel_wait(effect.token)
+        elif type(effect) is CancelTool:
+            self.cancel_wait(effect.call_id)
+        elif type(effect) is StartTimer:
+            self.handles[effect.token] = port.after(effect.delay, TurnTimer(token=effect.token))
+
+    def cancel_wait(self, key: Token | str) -> None:
+        port = self.port
+        if type(key) is Token:
+            waiting = self.leasing.pop(key, None)
+            if waiting is not None:  # its key is on the way: it is given back when it comes (on_leased)
+                del self.leases[waiting]
+            used = self.keys.pop(key, None)
+            if used is not None:  # a cancelled call is not its key's fault
+                port.report(used[0], ReportKey(lease_id=used[1], key_id=used[2], ok=True))
+        pending = self.handles.pop(key, None)
+        if pending is not None:
+            port.cancel(pending)
+            self.waits.pop(pending.wait_id, None)
 
     def track(self, handle: Handle, key: Token | str) -> None:
         self.waits[handle.wait_id] = key

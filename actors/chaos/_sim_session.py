@@ -252,7 +252,7 @@ class SimSession(SimSupervised):
             world.reviews.observe(self, event)
         if world.memory is not None and (type(event) is TurnStarted or (type(event) is TurnCompleted and event.text)):
             world.memory.told("turn_start" if type(event) is TurnStarted else "sync")  # as SessionActor.publish tells them
-        if isinstance(event, UserMessageSaved):
+        if type(event) is UserMessageSaved:
             checker.user_message_durable(self.session_id, event.turn_id, world.store.user_texts.get(self.session_id, ()), world.now)
         if self.client is not None:
             self.client.on_event(event)
@@ -277,12 +277,12 @@ class SimSession(SimSupervised):
         super().tell(message)
 
     def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
-        reviews = self.world.reviews
-        if reviews is not None and from_address and type(message) is StartTurn:
-            self.world.checker.reviews.turn_received(self.session_id, message.turn_id, self.world.now)
-        if self.world.memory is not None and type(message) is WaitFinished and message.tag == "model":
-            self.world.checker.memory.model_outcome(self.session_id, message, self.world.now)
-        super().handle(incarnation, message, from_address=from_address)
+        world = self.world
+        if world.reviews is not None and from_address and type(message) is StartTurn:
+            world.checker.reviews.turn_received(self.session_id, message.turn_id, world.now)
+        if world.memory is not None and type(message) is WaitFinished and message.tag == "model":
+            world.checker.memory.model_outcome(self.session_id, message, world.now)
+        SimSupervised.handle(self, incarnation, message, from_address=from_address)
 
     def idle(self, generation: int, state: SessionState) -> None:
         world = self.world
