@@ -162,6 +162,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         match message:
             case LeaseGranted() | LeaseRefused() | LeaseRenewDue():
                 self.on_lease(message)
+            case StoreFailed(token="lease") if self.deps.node is not None:
+                self.lease_failed(message)
             case StoreFailed(fenced=Fence()) if self.deps.node is not None:
                 try:
                     self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
@@ -241,11 +243,28 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.refuse_waiting(message)
                 self.lost_lease(reason)
             case LeaseRenewDue() if self.fence is not None and not self.lease_lost:
-                renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
+                renew = RenewLease(
+                    session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref
+                )
                 self.lease_asked = time.monotonic()
                 self.store.tell(renew)
             case LeaseRenewDue():
                 pass
+
+    def lease_failed(self, failed: StoreFailed) -> None:
+        """The store could not answer an acquire or a renewal (its lock timeout: a stopped node's
+        open transaction holds the lease row; or a broken connection). Neither granted nor refused:
+        an acquire fails the turns waiting for the load at once (503, retry) and this incarnation
+        stops, so no request waits on a lease that may never come; a renewal is sent again soon
+        (while it fails, ``lease_until`` stops model calls and the fence refuses late writes)."""
+        node = self.deps.node
+        if node is None or self.lease_lost:
+            return
+        if self.fence is None:
+            self.lost_lease(f"the store did not answer its lease request: {failed.error}")
+            return
+        log.warning("session %s: renewing its lease failed, trying again: %s", self.session_id, failed.error)
+        self.send_after(node.renew_every / 4, LeaseRenewDue())
 
     def refuse_waiting(self, refused: LeaseRefused) -> None:
         """Each turn waiting for this session's load is refused, naming the node that holds it
