@@ -282,9 +282,11 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.lease_lost = True  # the fence stays: whatever this incarnation still writes is refused
         if self.host.state is None:  # turns asked before the load: their callers hear it now (503, retry)
             error = f"this node does not own session {self.session_id!r} ({why}); retry the request"
-            for asked in self.host.stash:
-                if isinstance(asked, StartTurn | CompressContext) and asked.turn_id:
-                    self.hub.publish(TurnFailed(turn_id=asked.turn_id, error=error, kind="not_owner"))
+            asked_ids = [m.turn_id for m in self.host.stash if isinstance(m, StartTurn | CompressContext) and m.turn_id]
+            # So do the turns a crashed incarnation left open (a write it lost when the store's
+            # connection broke): the recovery that would answer them runs at a load, and none comes.
+            for turn_id in dict.fromkeys([*(t for t, _ in self.open_turns.snapshot()), *asked_ids]):
+                self.hub.publish(TurnFailed(turn_id=turn_id, error=error, kind="not_owner"))
             self.host.stash.clear()
         elif not self.host.alive and self.host.state.turn is not None:  # a refused write ended this incarnation: no Cancel will run
             error = f"this node lost session {self.session_id!r} to another node mid-turn ({why}); nothing more of this turn is stored"
