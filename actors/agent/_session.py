@@ -162,6 +162,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         match message:
             case LeaseGranted() | LeaseRefused() | LeaseRenewDue():
                 self.on_lease(message)
+            case StoreFailed(token="lease") if self.deps.node is not None:
+                self.lease_failed(message)
             case StoreFailed(fenced=Fence()) if self.deps.node is not None:
                 try:
                     self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
@@ -241,11 +243,28 @@ class SessionActor(Actor[SessionInbox | Timer]):
                 self.refuse_waiting(message)
                 self.lost_lease(reason)
             case LeaseRenewDue() if self.fence is not None and not self.lease_lost:
-                renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
+                renew = RenewLease(
+                    session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref
+                )
                 self.lease_asked = time.monotonic()
                 self.store.tell(renew)
             case LeaseRenewDue():
                 pass
+
+    def lease_failed(self, failed: StoreFailed) -> None:
+        """The store could not answer an acquire or a renewal (its lock timeout: a stopped node's
+        open transaction holds the lease row; or a broken connection). Neither granted nor refused:
+        an acquire fails the turns waiting for the load at once (503, retry) and this incarnation
+        stops, so no request waits on a lease that may never come; a renewal is sent again soon
+        (while it fails, ``lease_until`` stops model calls and the fence refuses late writes)."""
+        node = self.deps.node
+        if node is None or self.lease_lost:
+            return
+        if self.fence is None:
+            self.lost_lease(f"the store did not answer its lease request: {failed.error}")
+            return
+        log.warning("session %s: renewing its lease failed, trying again: %s", self.session_id, failed.error)
+        self.send_after(node.renew_every / 4, LeaseRenewDue())
 
     def refuse_waiting(self, refused: LeaseRefused) -> None:
         """Each turn waiting for this session's load is refused, naming the node that holds it
@@ -263,9 +282,11 @@ class SessionActor(Actor[SessionInbox | Timer]):
         self.lease_lost = True  # the fence stays: whatever this incarnation still writes is refused
         if self.host.state is None:  # turns asked before the load: their callers hear it now (503, retry)
             error = f"this node does not own session {self.session_id!r} ({why}); retry the request"
-            for asked in self.host.stash:
-                if isinstance(asked, StartTurn | CompressContext) and asked.turn_id:
-                    self.hub.publish(TurnFailed(turn_id=asked.turn_id, error=error, kind="not_owner"))
+            asked_ids = [m.turn_id for m in self.host.stash if isinstance(m, StartTurn | CompressContext) and m.turn_id]
+            # So do the turns a crashed incarnation left open (a write it lost when the store's
+            # connection broke): the recovery that would answer them runs at a load, and none comes.
+            for turn_id in dict.fromkeys([*(t for t, _ in self.open_turns.snapshot()), *asked_ids]):
+                self.hub.publish(TurnFailed(turn_id=turn_id, error=error, kind="not_owner"))
             self.host.stash.clear()
         elif not self.host.alive and self.host.state.turn is not None:  # a refused write ended this incarnation: no Cancel will run
             error = f"this node lost session {self.session_id!r} to another node mid-turn ({why}); nothing more of this turn is stored"
