@@ -28,7 +28,9 @@ from protocols._memory import ProviderNotice
 from protocols._session import (
     TERMINAL_EVENTS,
     AnswerClarification,
+    CancelTurn,
     CompressContext,
+    EnsureSession,
     RefreshSettings,
     ResolveApproval,
     ReviewFinished,
@@ -157,6 +159,13 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.store.tell(acquire)
 
     def receive(self, message: SessionInbox | Timer) -> Any:
+        if not self.host.alive and isinstance(message, StartTurn | CompressContext | CancelTurn | EnsureSession | SwitchModel | UndoTurn):
+            # This incarnation passivates (or reloads): it takes no new work. Told again, the
+            # command lands behind its stop and the next incarnation takes it (the address hands
+            # an exited incarnation's unread messages on; a passivated session holding messages
+            # is started again).
+            self._context().address.tell(message)
+            return None
         if self.deps.hooks is not None and isinstance(message, SwitchModel | UndoTurn | CompressContext):
             self.command_hook(message)
         match message:
