@@ -257,7 +257,10 @@ def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_t
     marker = f"41.{os.getpid()}9"
     up = tmp_path / "up"
     os.mkfifo(up)
-    command = json.dumps({"command": f"echo up > {up}; sleep {marker}"})
+    # "up" once the host has recorded the command's group in its ledger (the record is named by the
+    # group id, bash's $$): the host prints "running" after it, so the kill never lands between the
+    # spawn and the record.
+    command = json.dumps({"command": f"until [ -e {tmp_path / 'groups'}/$$ ]; do sleep 0.01; done; echo up > {up}; sleep {marker}"})
     model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=command),))], session="hard")
     host = subprocess.Popen(
         [sys.executable, "-m", "tests.agent.crash_host", str(store), model_server.base_url, str(up)],
