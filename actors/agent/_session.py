@@ -67,7 +67,8 @@ from ._review import ReviewOutcome, run_review
 from ._sanitize import INTERRUPTED_RESULT
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
-from ._session_host import HostConfig, SessionHost, Write
+from ._session_host import SessionHost
+from ._session_port import HostConfig, Write
 from ._session_timers import IdleTimer, LeaseRenewDue, Timer
 from ._tools import ToolContext, Workspace
 

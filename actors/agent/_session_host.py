@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
@@ -28,7 +28,6 @@ from protocols._session import (
     EnsureSession,
     ModelSwitched,
     RefreshSettings,
-    SessionEvent,
     SessionInbox,
     SessionReady,
     SessionRecovered,
@@ -61,7 +60,6 @@ from ._machine import (
     CancelTimer,
     CancelTool,
     Emit,
-    MachineConfig,
     MachineEffect,
     MachineInput,
     ModelFailed,
@@ -77,11 +75,9 @@ from ._machine import (
     UserInput,
     step,
 )
-from ._recovery import OpenTurns, plan_recovery
-from ._sanitize import sanitize
+from ._recovery import plan_recovery
 from ._session_core import (
     Loaded,
-    Sanitizer,
     awaited,
     key_report,
     may_passivate,
@@ -93,7 +89,7 @@ from ._session_core import (
     seed_transcript,
     undo_cut,
 )
-from ._session_deps import RecoveryPolicy
+from ._session_port import WRITE_REPLY_TYPES, Handle, HostConfig, SessionPort, Write
 from ._session_timers import REFRESH_RETRY, AckCheck, IdleTimer, Timer, TurnTimer
 
 RESTART_FAILED = (
@@ -104,64 +100,6 @@ INTERRUPTED_FAILED = (
     "the server stopped while this turn was running; unfinished tools were not re-run "
     "(their results say the outcome is unknown: check before running them again); send the message again to continue"
 )
-WRITE_REPLIES = (MessagesPersisted, StoreFailed, SessionCreated, TurnRemoved, SessionTotalsUpdated)
-"""The store's answers to a session's writes (each carries the write's token)."""
-_WRITE_REPLY_TYPES = frozenset(WRITE_REPLIES)
-Write = CreateSession | AppendMessages | UpdateSessionTotals | RemoveLastTurn
-
-
-class Handle(Protocol):
-    @property
-    def wait_id(self) -> int: ...
-
-
-class SessionPort(Protocol):
-    """What a host gives the interpreter: the I/O, nothing else."""
-
-    open_turns: OpenTurns
-    """The session's hub's record of open turns (outlives an incarnation within a process)."""
-
-    @property
-    def me(self) -> Any:
-        """Where the store's replies go (the ``reply_to`` of every write)."""
-
-    def now(self) -> float: ...
-    def wall(self) -> float: ...
-    def new_turn_id(self) -> str: ...
-    def tell_store(self, command: Write) -> None: ...
-    def reopen_writes(self) -> None: ...
-    def lease(self, provider: str, request: LeaseKey) -> None:
-        """Ask ``provider``'s credential pool for a key (it answers the session ``KeyLeased`` or ``NoKeyAvailable``)."""
-
-    def report(self, provider: str, outcome: ReportKey) -> None:
-        """Tell ``provider``'s pool how a leased key did (fire and forget)."""
-
-    def start_model(self, effect: CallModel, model: str, key: KeyLeased) -> Handle: ...
-    def start_tool(self, effect: RunTool, turn_id: str) -> Handle: ...
-    def after(self, delay: float, message: Timer) -> Handle: ...
-    def cancel(self, handle: Any) -> None:
-        """Cancel a wait or timer this port started (its own handle type)."""
-
-    def publish(self, event: SessionEvent) -> None: ...
-    def reload(self, why: str) -> None:
-        """Restart from the store (memory and store disagree); the host handles nothing more."""
-
-    def passivate(self) -> None: ...
-    def idle(self, generation: int, state: SessionState) -> None:
-        """The session has no turn: arm the idle timer for ``generation`` (``IdleTimer``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class HostConfig:
-    session_id: str
-    model: str
-    machine: MachineConfig = MachineConfig()
-    source: str = "api"
-    recovery: RecoveryPolicy = "fail"
-    ack_timeout: float = 30.0
-    parent_session_id: str | None = None
-    sanitizer: Sanitizer = sanitize
-    """What a loaded transcript goes through (the simulator plants a bug by replacing it)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -247,7 +185,7 @@ class SessionHost:
             if type(message) is CancelTurn:
                 self.feed(Cancel(reason=message.reason, turn_id=message.turn_id, now=self.port.now()))
                 return True
-        if type(message) in _WRITE_REPLY_TYPES:
+        if type(message) in WRITE_REPLY_TYPES:
             self.acknowledged(message.token)  # type: ignore[union-attr]
         if type(message) is Loaded:
             self.on_loaded(message)

@@ -25,7 +25,8 @@ from ..agent._machine import CallModel, Emit, MachineConfig, MachineEffect, Pers
 from ..agent._recovery import OpenTurns
 from ..agent._sanitize import sanitize
 from ..agent._session_core import Loaded, Sanitizer
-from ..agent._session_host import HostConfig, SessionHost, Write
+from ..agent._session_host import SessionHost
+from ..agent._session_port import HostConfig, Write
 from ..agent._session_timers import IdleTimer
 from ..agent._turn_state import Compressing, PersistingSegment
 from ._sim_memory import MemoryBug

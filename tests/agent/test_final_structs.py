@@ -8,7 +8,7 @@ from typing import get_args
 
 from actors.agent._machine import MachineEffect, MachineInput, Phase
 from actors.agent._session_core import Loaded
-from actors.agent._session_host import WRITE_REPLIES
+from actors.agent._session_port import WRITE_REPLIES
 from actors.agent._session_timers import Timer
 from protocols import ChildExited, ChildRestarted, ChildStarted, Escalated, KeyLeased, WaitFinished
 from protocols._session import SessionEvent, SessionInbox
