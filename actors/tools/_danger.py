@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable
 from typing import Literal
 
+from ._danger_network import socket_redirects
 from ._danger_rules import PREFIXES, RULES
 from ._danger_scan import Analysis
 from ._danger_text import display_command, hidden_character, ifs_spelling, normalize_command, strip_ansi
@@ -124,7 +125,7 @@ def check_command(
     if hermes_home is None:
         hermes_home = os.environ.get("HERMES_HOME") or os.path.join(user_home, ".hermes")
     agent_home = os.path.expanduser(os.fspath(hermes_home))
-    analysis = Analysis(home=user_home, hermes_home=agent_home, cwd=start, rules=RULES, prefixes=PREFIXES)
+    analysis = Analysis(home=user_home, hermes_home=agent_home, cwd=start, rules=RULES, prefixes=PREFIXES, sockets=socket_redirects)
     if len(command) > MAX_COMMAND_CHARS:
         analysis.warn("unreviewable", f"the command is too long to check ({len(command):,} characters)")
     else:

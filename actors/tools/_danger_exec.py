@@ -15,6 +15,7 @@ from __future__ import annotations
 import posixpath
 import re
 
+from ._danger_network import code_opens_shell
 from ._danger_paths import sensitive_file
 from ._danger_scan import Analysis, Ctx, Rule, abbreviates, head_name, long_options, mentions, positionals
 from ._danger_shell import Command, Word
@@ -219,6 +220,7 @@ def _interpreter(ctx: Ctx) -> None:
             runs_fetched(ctx.analysis, code, f"{ctx.name} {option}")
             _code_writes(ctx, code.text)
             _code_runs(ctx, code.text)
+            code_opens_shell(ctx.analysis, ctx.name, code.text)
             if ctx.name in ("perl", "ruby") and any(re.match(r"-[A-Za-z]*i", w.text) for w in args[:after] if not w.text.startswith("--")):
                 ctx.analysis.writes(positionals(args[after:]), f"{ctx.name} -i")
         return
@@ -228,6 +230,29 @@ def _interpreter(ctx: Ctx) -> None:
             ctx.analysis.runs_file(plain[0], ctx.name)
         return
     _stdin_script(ctx, literal=False)
+
+
+AWKS = frozenset({"awk", "gawk", "mawk", "nawk"})
+_AWK_STRING = r'"((?:[^"\\]|\\.)*)"'
+_AWK_SHELL = re.compile(rf"\bsystem\s*\(\s*{_AWK_STRING}\s*\)|{_AWK_STRING}\s*\|\s*getline|\|&?\s*{_AWK_STRING}")
+"""awk hands a string to ``sh -c`` in ``system("...")``, ``"cmd" | getline`` and ``print | "cmd"``."""
+_AWK_WITH_ARG = frozenset({"-F", "-v", "-f", "--field-separator", "--assign", "--file", "-i", "--include", "-l", "--load", "-E", "--exec"})
+
+
+def _awk(ctx: Ctx) -> None:
+    """The program (the first operand, unless ``-f`` gives a file): its shell strings judged as commands."""
+    if any(w.text in ("-f", "--file", "-E", "--exec") or w.text.startswith(("--file=", "--exec=")) for w in ctx.args):
+        return
+    plain = positionals(ctx.args, _AWK_WITH_ARG)
+    if not plain:
+        return
+    program = plain[0]
+    if program.dynamic:
+        ctx.analysis.warn("dynamic-shell", f'runs a program built at run time ({ctx.name} "$...")')
+        return
+    for found in _AWK_SHELL.finditer(program.text):
+        text = next(g for g in found.groups() if g is not None)
+        ctx.analysis.text(text.replace('\\"', '"'), ctx.depth + 1)
 
 
 def _eval(ctx: Ctx) -> None:
@@ -348,6 +373,7 @@ EXEC_RULES: dict[str, Rule] = {
     "ssh": _ssh,
     "alias": _alias,
     "script": _script,
+    **{name: _awk for name in AWKS},
     "curl": _curl,
     "wget": _wget,
 }

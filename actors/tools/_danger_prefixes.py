@@ -7,6 +7,7 @@ of its own: a password read from stdin (``-S``) or an askpass program (``-A``).
 
 from __future__ import annotations
 
+from ._danger_cloud import container_deletes
 from ._danger_kill import runtime_container
 from ._danger_scan import Ctx, Prefix, abbreviates, command_name, long_options, short_flags
 from ._danger_shell import Word
@@ -165,6 +166,7 @@ def _container(ctx: Ctx, words: list[Word], index: int) -> int | None:
         if j < len(words) and words[j].text in ("run", "create") and ctx.name in ("docker", "podman", "nerdctl"):
             _host_access(ctx, words[j + 1 :])
         runtime_container(ctx, words[j:])
+        container_deletes(ctx, words[j:])
         return None
     j = skip_options(words, j, _EXEC_WITH_ARG)
     if ctx.name == "kubectl":

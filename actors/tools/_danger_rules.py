@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import re
 
-from ._danger_exec import EXEC_RULES
+from ._danger_cloud import CLOUD_RULES
+from ._danger_exec import EXEC_RULES, SHELLS
 from ._danger_git import git
 from ._danger_kill import KILL_RULES, systemd_runtime
+from ._danger_network import NETWORK_RULES, SENDERS, shell_into
 from ._danger_paths import hardline_target, is_device, is_raw_disk, is_system
 from ._danger_prefixes import DELETERS, PREFIXES
 from ._danger_scan import ASSIGNMENT, Analysis, Ctx, Rule, command_name, long_options, positionals, short_flags
@@ -388,6 +390,14 @@ def _cd(ctx: Ctx) -> None:
     ctx.analysis.cwd = paths[0] if paths and len(paths) == 1 else None
 
 
+def _both(first: Rule, second: Rule) -> Rule:
+    def rule(ctx: Ctx) -> None:
+        first(ctx)
+        second(ctx)
+
+    return rule
+
+
 RULES: dict[str, Rule] = {
     "rm": _rm,
     "find": _find,
@@ -439,4 +449,8 @@ RULES: dict[str, Rule] = {
     **EXEC_RULES,
     **SQL_RULES,
     **WINDOWS_RULES,
+    **NETWORK_RULES,
+    **CLOUD_RULES,
 }
+for _name, _extra in [*SENDERS.items(), *((shell, shell_into) for shell in SHELLS)]:
+    RULES[_name] = _both(RULES[_name], _extra)

@@ -128,17 +128,30 @@ class Ctx:
 Rule = Callable[[Ctx], None]
 Prefix = Callable[[Ctx, list[Word], int], int | None]
 """Given the words and the prefix's index: the index of the command it runs, or None."""
+SocketCheck = Callable[["Analysis", Command, list[Word]], None]
+_SOCKET_PATH = re.compile(r"^/dev/(?:tcp|udp)/[^/]+/\d+$")
 
 
 class Analysis:
     """Findings about one command, and the state needed to read it."""
 
-    def __init__(self, *, home: str, hermes_home: str, cwd: str | None, rules: dict[str, Rule], prefixes: dict[str, Prefix]) -> None:
+    def __init__(
+        self,
+        *,
+        home: str,
+        hermes_home: str,
+        cwd: str | None,
+        rules: dict[str, Rule],
+        prefixes: dict[str, Prefix],
+        sockets: SocketCheck | None = None,
+    ) -> None:
         self.home = normpath(home) or "/"
         self.user = self.home.rsplit("/", 1)[-1]
         self.hermes_home = normpath(hermes_home) or "/"
         self.rules = rules
         self.prefixes = prefixes
+        self.sockets = sockets
+        """Judges a command with redirects to ``/dev/tcp``/``/dev/udp`` (``_danger_network``)."""
         self.blocked: dict[str, str] = {}
         self.dangerous: dict[str, str] = {}
         self.segments: list[str] = []
@@ -301,13 +314,18 @@ class Analysis:
         for word in command.words:
             for sub in word.subs:
                 self.subshell(sub, depth)
+        sockets: list[Word] = []
         for redirect in command.redirects:
             for sub in redirect.target.subs:
                 self.subshell(sub, depth)
             target = self.expand(redirect.target)
-            if redirect.op in OUTPUT_OPS and not (redirect.op == ">&" and (target.text.isdigit() or target.text == "-")):
+            if _SOCKET_PATH.match(target.text):
+                sockets.append(target)  # a connection, not a file
+            elif redirect.op in OUTPUT_OPS and not (redirect.op == ">&" and (target.text.isdigit() or target.text == "-")):
                 self.writes([target], f"redirect {redirect.op}")
                 self.created_file(target)
+        if sockets and self.sockets is not None:
+            self.sockets(self, command, sockets)
         for sub in command.subs:
             self.subshell(sub, depth)
         if command.words:
