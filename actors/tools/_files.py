@@ -1,4 +1,5 @@
-"""``read_file`` and ``write_file``: numbered text with paging, and atomic writes behind a denylist.
+"""``read_file`` and ``write_file``: numbered text with paging (secret values hidden, as in terminal
+output), and atomic writes behind a denylist.
 
 Both run their disk work in a worker thread (``trio.to_thread.run_sync``): the handlers are
 coroutines in the reactor thread, which must never block.
@@ -20,6 +21,7 @@ from actors.agent import ToolContext, ToolOutput, ToolTraits
 
 from ._paths import display, missing_hint, resolve, write_refusal
 from ._registry import tool
+from ._terminal_output import redact
 from ._textfile import SAMPLE_BYTES, binary_reason
 
 DEFAULT_LINES = 500
@@ -97,7 +99,7 @@ def _read(path: Path, shown: str, offset: int, limit: int) -> ToolOutput:
         notes.append(f"[showing lines {offset:,}-{last:,}{of}{why}; continue with offset={last + 1}]")
     if cut:
         notes.append(f"[{cut} line(s) longer than {MAX_LINE_CHARS:,} characters were cut; search_files or the terminal shows them whole]")
-    return ToolOutput(content="\n".join(shown_lines + notes))
+    return ToolOutput(content=redact("\n".join(shown_lines + notes)))
 
 
 def _window(reader: io.TextIOWrapper, offset: int, limit: int) -> tuple[list[str], int, int, bool]:
@@ -128,7 +130,8 @@ def _window(reader: io.TextIOWrapper, offset: int, limit: int) -> tuple[list[str
     description=(
         "Read a text file, with line numbers ('     7|text'). Pages through long files: offset is the first line, "
         f"limit the number of lines (default {DEFAULT_LINES}, at most {MAX_LINES:,}); a note says how to continue. "
-        "Binary files are refused. Use this instead of cat/head/tail in the terminal."
+        "Binary files are refused. Secret values (API keys, tokens, private keys) show as [REDACTED]. "
+        "Use this instead of cat/head/tail in the terminal."
     ),
     traits=ToolTraits(read_only=True, path_argument="path"),
 )

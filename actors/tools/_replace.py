@@ -53,6 +53,11 @@ def _not_found(text: Text, old: str, strategies: Sequence[str]) -> PatchRefused:
     tried = ", ".join(strategies)
     message = f"old_string was not found in the file (tried: {tried})." + similar_hint(text, old)
     message += "\nRead the file again (read_file) and copy old_string from it exactly, including indentation."
+    if "[REDACTED" in old:
+        message += (
+            "\nold_string contains [REDACTED]: the file tools hide secret values when they show a file, so that text is not "
+            "in the file. Choose an old_string without the secret, or rewrite the whole line with write_file."
+        )
     return PatchRefused(message)
 
 

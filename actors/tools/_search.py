@@ -30,6 +30,7 @@ from . import _search_rg as rg
 from ._paths import display, missing_hint, resolve
 from ._registry import tool
 from ._search_walk import SKIP_NAMES, ContentQuery, Found, SearchFailed, list_files, search_content
+from ._terminal_output import redact
 from ._textfile import SAMPLE_BYTES, binary_reason
 
 DEFAULT_LIMIT = 100
@@ -180,7 +181,7 @@ def _content_result(found: Found, args: SearchArgs, cwd: Path, shown_root: str, 
         summary += f"; output capped at {MAX_OUTPUT_CHARS:,} characters after {shown} matches"
     if found.more:
         summary += f"; stopped at limit={limit}, there are more: narrow the pattern, path or file_glob, or raise limit (at most {MAX_LIMIT:,})"
-    return ToolOutput(content="\n".join(lines + [summary + "]"]))
+    return ToolOutput(content=redact("\n".join(lines + [summary + "]"])))
 
 
 def _files_result(found: Found, args: SearchArgs, cwd: Path, shown_root: str, limit: int) -> ToolOutput:

@@ -230,3 +230,19 @@ def test_system_account_files_are_refused_by_any_spelling(tmp_path: Path) -> Non
     assert write_refusal(Path("/etc/hostname.bak"), home) is None
     assert write_refusal(tmp_path / "project" / "ssh_notes.md", home) is None
     assert write_refusal(home / "config.yaml", home) is None
+
+
+# -- secrets in what the file tools show -------------------------------------------------------------
+
+
+async def test_read_file_and_search_hide_secret_values_as_terminal_output_does_and_patch_explains_the_mask(call: ToolContext, tmp_path: Path) -> None:
+    key = "sk-proj-" + "Q7f2" * 12
+    (tmp_path / ".env").write_text(f"OPENAI_API_KEY={key}\nDEBUG=true\n")
+    shown = await run("read_file", {"path": ".env"}, call)
+    assert key not in shown.content and "[REDACTED]" in shown.content and "     2|DEBUG=true" in shown.content
+    found = await run("search_files", {"pattern": "OPENAI", "target": "content"}, call)
+    assert found.ok and key not in found.content and "OPENAI_API_KEY=" in found.content
+    masked_line = shown.content.splitlines()[0].split("|", 1)[1]
+    refused = await run("patch", {"path": ".env", "old_string": masked_line, "new_string": "OPENAI_API_KEY=new"}, call)
+    assert not refused.ok and "hide secret values" in refused.content
+    assert (tmp_path / ".env").read_text().startswith(f"OPENAI_API_KEY={key}\n")  # nothing written
