@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from actors.agent._model import ModelSettings
 from actors.agent._pricing import Price
 from actors.agent._session_events_core import command_hook_call, last_user_text, priced, provider_notices, turn_hook_calls
@@ -55,7 +57,7 @@ def test_each_hooked_command_calls_its_command_hook_with_its_argument() -> None:
 
 
 def test_memory_providers_hear_a_turn_start_and_an_answered_turn_once_loaded() -> None:
-    where = {"session_id": "s1", "model": "m1", "platform": "api", "tool_count": 4}
+    where: dict[str, Any] = {"session_id": "s1", "model": "m1", "platform": "api", "tool_count": 4}
     [start] = provider_notices(TurnStarted(turn_id="t1", text="hi"), None, **where)
     assert start.op == "turn_start" and start.arguments["tool_count"] == 4
     [sync] = provider_notices(TurnCompleted(turn_id="t1", text="answer"), TRANSCRIPT, **where)
