@@ -5,7 +5,9 @@
 entries, events go to the invariant checker and the client), and the part of its
 supervisor (crash, restart within the session supervisor's intensity, passivation and
 rehydration on demand) with the supervision events the kernel publishes, in its order.
-Every session decision is made by the same ``SessionHost`` the session actor runs.
+Every session decision is made by the same ``SessionHost`` the session actor runs. What its
+effects do in the world is in ``_sim_effects``, its load in ``_sim_load``, the bugs a test
+plants in it in ``_sim_bugs``.
 
 The person at the other end is :class:`~._sim_client.SimClient`.
 """
