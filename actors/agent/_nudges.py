@@ -14,8 +14,11 @@ have no nudges (``NudgeSettings.OFF``).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import ClassVar, Literal
+
+from protocols import ChatMessage
+from protocols._session import TurnCancelled, TurnCompleted, TurnFailed
 
 MEMORY_TOOL = "memory"
 SKILL_TOOL = "skill_manage"
@@ -123,3 +126,21 @@ def admit_review(plan: ReviewPlan | None, running: int) -> ReviewPlan | None:
     """One review per session at a time: a review due while ``running`` ones run is dropped (its
     counters were reset all the same), so reviews never pile up behind a slow or hung one."""
     return plan if plan is not None and running == 0 else None
+
+
+def opens_user_turn(text: str) -> bool:
+    """Whether a turn that starts with ``text`` counts as a user turn (``/compress`` and a client's tool results do not)."""
+    return bool(text) and not text.startswith("/compress")
+
+
+def turn_facts(ended: TurnCompleted | TurnFailed | TurnCancelled, user_turn: bool, used: Collection[str]) -> TurnFacts:
+    """A turn's facts from its terminal event, whether it opened as a user turn, and the tools it called."""
+    answered = isinstance(ended, TurnCompleted) and bool(ended.text) and not ended.tool_calls
+    iterations = ended.iterations if isinstance(ended, TurnCompleted) else 0
+    return TurnFacts(user_turn=user_turn, iterations=iterations, tools_used=frozenset(used), answered=answered)
+
+
+def earlier_user_turns(transcript: Sequence[ChatMessage], user_turn: bool) -> int:
+    """The user turns stored before the turn that just ended (its own message is in ``transcript``
+    when it was a user turn): what a new incarnation seeds its counters with (``seeded``)."""
+    return max(0, sum(1 for m in transcript if m.role == "user") - (1 if user_turn else 0))

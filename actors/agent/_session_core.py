@@ -3,19 +3,21 @@
 The turn machine (``_machine.step``) decides everything inside a turn. What a session
 decides around it lives here: what a loaded transcript becomes, what a client's history
 seeds, whether a refused write is handled in place, when an unanswered write is overdue,
-whether an idle session may passivate, what undo takes back, and which machine input a
-finished wait is. No I/O, no clock: the interpreter (``_session_host.SessionHost``) calls
+whether an idle session may passivate, what undo takes back, which machine input a
+finished wait is, which layers wrap a model call, and whether a command waits for the next
+incarnation. No I/O, no clock: the interpreter (``_session_host.SessionHost``) calls
 these and executes what they say, in the session actor and in the simulator alike.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, get_args
+from typing import Any, Literal, TypeVar, get_args
 
 import msgspec
 
 from protocols import ChatMessage, ReportKey, Token
+from protocols._session import CancelTurn, CompressContext, EnsureSession, StartTurn, SwitchModel, UndoTurn
 
 from ._machine import CallModel, Committing, ModelFailed, ModelReplied, PersistingUser, SessionState, ToolDone
 from ._model import ModelFailure, ModelReply
@@ -48,6 +50,15 @@ def restore(session_id: str, loaded: Loaded, sanitizer: Sanitizer = sanitize) ->
     synthetic = tuple(m for m in transcript if m not in loaded.messages) if settled else ()
     state = SessionState(session_id=session_id, system_prompt=loaded.prompt, transcript=transcript, recent_turns=loaded.known_turns)
     return state, synthetic, settled
+
+
+Settled = TypeVar("Settled")
+
+
+def told_once(interrupted: Settled | None, seen: bool) -> Settled | None:
+    """What settling the store at start found in a session, for its first load in this process
+    only (``seen``: its hub has announced turns, so it was told; the hub outlives incarnations)."""
+    return interrupted if not seen else None
 
 
 def seed_transcript(history: tuple[ChatMessage, ...], answered: frozenset[str]) -> tuple[ChatMessage, ...]:
@@ -123,6 +134,31 @@ def offered_tools(server: list[dict[str, Any]], call: CallModel) -> list[dict[st
         return server
     kept = [t for t in server if t.get("function", {}).get("name") not in options.client_tool_names]
     return kept + [t.schema for t in options.client_tools]
+
+
+MemoryLayer = Literal["recall", "pre_compress"]
+
+
+def model_call_layers(step: str, *, provider: bool, hooks: bool) -> tuple[MemoryLayer | None, bool]:
+    """What wraps a model call of ``step``: a memory provider's recall for a turn's call or its
+    pre-compress texts for a summary (None: no provider), and whether plugin hooks go around it
+    (a turn's calls only)."""
+    memory: MemoryLayer | None = None
+    if provider and step == "model":
+        memory = "recall"
+    elif provider and step == "compress":
+        memory = "pre_compress"
+    return memory, hooks and step == "model"
+
+
+NEW_WORK = (StartTurn, CompressContext, CancelTurn, EnsureSession, SwitchModel, UndoTurn)
+"""The commands that ask a session for new work."""
+
+
+def for_next_incarnation(alive: bool, message: object) -> bool:
+    """Whether a message waits for the session's next incarnation: a stopping one (passivating,
+    reloading) takes no new work; told again, the command lands behind its stop."""
+    return not alive and isinstance(message, NEW_WORK)
 
 
 def model_problem(model: str) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Protocol
 
+from actors import HermesError
 from protocols import KeyLeased, LeaseKey, ReportKey
 from protocols._session import SessionEvent
 from protocols._store import (
@@ -28,13 +29,18 @@ from ._machine import CallModel, MachineConfig, RunTool, SessionState
 from ._recovery import OpenTurns
 from ._sanitize import sanitize
 from ._session_core import Sanitizer
-from ._session_deps import RecoveryPolicy
+from ._session_deps import RecoveryPolicy, SessionDeps
 from ._session_timers import Timer
 
 WRITE_REPLIES = (MessagesPersisted, StoreFailed, SessionCreated, TurnRemoved, SessionTotalsUpdated)
 """The store's answers to a session's writes (each carries the write's token)."""
 WRITE_REPLY_TYPES = frozenset(WRITE_REPLIES)
 Write = CreateSession | AppendMessages | UpdateSessionTotals | RemoveLastTurn
+
+
+class StoreDiverged(HermesError):
+    """A write of this session was refused or lost, so its memory no longer matches the store
+    (``SessionPort.reload`` raises it in the session actor: its supervisor restarts it from the store)."""
 
 
 class Handle(Protocol):
@@ -89,3 +95,16 @@ class HostConfig:
     parent_session_id: str | None = None
     sanitizer: Sanitizer = sanitize
     """What a loaded transcript goes through (the simulator plants a bug by replacing it)."""
+
+    @classmethod
+    def of(cls, deps: SessionDeps, session_id: str, parent_session_id: str | None = None) -> HostConfig:
+        """A session actor's interpreter configuration, from the runtime's deps (a delegated child names its parent)."""
+        return cls(
+            session_id=session_id,
+            model=deps.model.model,
+            machine=deps.config,
+            source=deps.source,
+            recovery=deps.recovery,
+            ack_timeout=deps.store_ack_timeout,
+            parent_session_id=parent_session_id,
+        )

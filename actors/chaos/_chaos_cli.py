@@ -36,7 +36,7 @@ from protocols._faults import FaultPlan
 from .._errors import UsageError
 from ._faults import PRESETS, dump_plan, load_plan
 from ._sim import SimOptions, SweepResult, format_result, replay, shrink, summary, sweep
-from ._sim_session import PlantedBug
+from ._sim_bugs import PlantedBug
 
 BUGS: tuple[str, ...] = tuple(name for literal in typing.get_args(PlantedBug) for name in typing.get_args(literal))
 """Every bug ``--bug`` can plant (the session's and the credential pool's)."""

@@ -31,11 +31,12 @@ from ..agent._machine import MachineConfig
 from ..agent._plan import ToolTraits
 from ._faults import default_plan
 from ._invariants import Violation
+from ._sim_bugs import PlantedBug
 from ._sim_client import SimClient
 from ._sim_memory import MemoryBug, SimProvider
 from ._sim_process import schedule_process_death
 from ._sim_review import ReviewBug, SimReviews
-from ._sim_session import PlantedBug, SimSession
+from ._sim_session import SimSession
 from ._sim_world import TOOL_SCHEMAS, World
 
 TRAITS = {

@@ -1,6 +1,6 @@
 """Background reviews in the simulator: when a session forks one, how it ends, what it may not do.
 
-A session's events are counted as ``SessionActor.count_for_nudges`` counts them, and the
+A session's events are counted as ``SessionEvents.count_for_nudges`` counts them, and the
 decision is the runtime's own: :func:`~actors.agent._nudges.plan_after_turn` at the plan's
 intervals (``ReviewFaults``), then :func:`~actors.agent._nudges.admit_review` (one review per
 session at a time); counters are seeded per incarnation with :func:`~actors.agent._nudges.seeded`
@@ -18,10 +18,22 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Literal
 
-from protocols import ChatMessage, ReviewFinished, SessionEvent, StartTurn, ToolStarted, TurnCompleted, TurnStarted
+from protocols import ChatMessage, ReviewFinished, SessionEvent, StartTurn, ToolStarted, TurnStarted
 from protocols._session import TERMINAL_EVENTS
 
-from ..agent._nudges import MEMORY_TOOL, SKILL_TOOL, NudgeCounters, NudgeSettings, ReviewKind, TurnFacts, admit_review, plan_after_turn, seeded
+from ..agent._nudges import (
+    MEMORY_TOOL,
+    SKILL_TOOL,
+    NudgeCounters,
+    NudgeSettings,
+    ReviewKind,
+    admit_review,
+    earlier_user_turns,
+    opens_user_turn,
+    plan_after_turn,
+    seeded,
+    turn_facts,
+)
 from ..agent._review_prompts import review_prompt
 from ._sim_world import TOOL_NAMES
 
@@ -68,7 +80,7 @@ class SimReviews:
         """One event the session published (its nudge counting, as the session actor's)."""
         sid = session.session_id
         if isinstance(event, TurnStarted):
-            self.facts[sid, event.turn_id] = (bool(event.text) and not event.text.startswith("/compress"), set())
+            self.facts[sid, event.turn_id] = (opens_user_turn(event.text), set())
         elif isinstance(event, ToolStarted) and (sid, event.turn_id) in self.facts:
             self.facts[sid, event.turn_id][1].add(event.name)
         elif isinstance(event, TERMINAL_EVENTS) and (sid, event.turn_id) in self.facts:
@@ -77,17 +89,12 @@ class SimReviews:
             state = incarnation.host.state if incarnation is not None else None
             if incarnation is None or state is None:
                 return
-            answered = isinstance(event, TurnCompleted) and bool(event.text) and not event.tool_calls
-            facts = TurnFacts(
-                user_turn=user_turn, iterations=event.iterations if isinstance(event, TurnCompleted) else 0, tools_used=frozenset(used), answered=answered
-            )
             known = self.counters.get(sid)
             if known is None or known[0] is not incarnation:  # a new actor seeds its counters from the transcript
-                earlier = sum(1 for m in state.transcript if m.role == "user") - (1 if user_turn else 0)
-                counters = seeded(max(0, earlier), self.settings)
+                counters = seeded(earlier_user_turns(state.transcript, user_turn), self.settings)
             else:
                 counters = known[1]
-            counters, due = plan_after_turn(counters, facts, self.settings, AVAILABLE)
+            counters, due = plan_after_turn(counters, turn_facts(event, user_turn, used), self.settings, AVAILABLE)
             self.counters[sid] = (incarnation, counters)
             mine = self.running.setdefault(sid, [])
             plan = due if self.bug == "review_overlap" else admit_review(due, len(mine))

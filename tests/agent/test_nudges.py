@@ -2,7 +2,19 @@
 
 from __future__ import annotations
 
-from actors.agent._nudges import NudgeCounters, NudgeSettings, ReviewPlan, TurnFacts, plan_after_turn, seeded
+from actors.agent._nudges import (
+    NudgeCounters,
+    NudgeSettings,
+    ReviewPlan,
+    TurnFacts,
+    earlier_user_turns,
+    opens_user_turn,
+    plan_after_turn,
+    seeded,
+    turn_facts,
+)
+from protocols import ChatMessage, ToolCall
+from protocols._session import TurnCompleted, TurnFailed
 
 TOOLS = frozenset({"memory", "skill_manage", "skill_view", "skills_list", "terminal"})
 
@@ -68,3 +80,22 @@ def test_a_reloaded_session_keeps_its_place_in_the_period() -> None:
     assert (counters.user_turns, counters.turns_since_memory) == (7, 3)
     _, plan = plan_after_turn(counters, turn(), settings, TOOLS)
     assert plan is not None and plan.kind == "memory"
+
+
+def test_a_turn_counts_as_a_user_turn_unless_it_compresses_or_carries_only_tool_results() -> None:
+    assert opens_user_turn("hello") and not opens_user_turn("/compress now") and not opens_user_turn("")
+
+
+def test_a_turn_facts_come_from_its_terminal_event() -> None:
+    answered = turn_facts(TurnCompleted(turn_id="t", text="done", iterations=3), True, {"memory"})
+    assert answered == TurnFacts(user_turn=True, iterations=3, tools_used=frozenset({"memory"}), answered=True)
+    paused = turn_facts(TurnCompleted(turn_id="t", text="x", tool_calls=(ToolCall(id="c", name="f", arguments="{}"),)), True, set())
+    assert not paused.answered
+    failed = turn_facts(TurnFailed(turn_id="t", error="boom"), False, set())
+    assert failed == TurnFacts(user_turn=False, iterations=0, tools_used=frozenset(), answered=False)
+
+
+def test_a_new_incarnation_seeds_with_the_user_turns_before_the_one_that_ended() -> None:
+    transcript = tuple(ChatMessage(role=role, content="x") for role in ("user", "assistant", "user", "assistant"))
+    assert earlier_user_turns(transcript, True) == 1 and earlier_user_turns(transcript, False) == 2
+    assert earlier_user_turns((), True) == 0

@@ -19,7 +19,7 @@ from actors.agent._compress import SUMMARY_PREFIX
 from actors.chaos._faults import calm_plan, long_plan
 from actors.chaos._invariants import Invariants
 from actors.chaos._sim import SimOptions, SweepResult, machine_config, replay, sweep
-from actors.chaos._sim_session import PlantedBug
+from actors.chaos._sim_bugs import PlantedBug
 from actors.chaos._sim_world import World
 from protocols import ChatMessage, Token
 from protocols._faults import FaultPlan, StoreFaults

@@ -19,7 +19,7 @@ from actors._errors import UsageError
 from actors.chaos._faults import Dice, calm_plan, keys_plan, parse_plan
 from actors.chaos._invariants import Invariants
 from actors.chaos._sim import SimOptions, SweepResult, replay, simulate, sweep
-from actors.chaos._sim_session import PlantedBug
+from actors.chaos._sim_bugs import PlantedBug
 from actors.chaos._sim_world import World
 from actors.credentials._pool_core import KeyState, settled_lease_ids
 from protocols import KeyLeased, LeaseKey, NoKeyAvailable, ReportKey
