@@ -7,11 +7,14 @@ An adapter executes the gateway's decisions; it decides nothing itself:
   skip, rewrite, allow) and decided: each message is checked (:func:`decide_access`, pairing as
   a wait on the shared book), slash commands (``_chat_commands``) answer or ask the session, a
   burst of a chat's messages is held and joined (``_burst``, a timer), a stale session is
-  replaced (``_resets``) and the busy policy (:class:`Chats`) changes the chats; the seen log and the chats are saved together
-  (:class:`StateFile`, a reactor wait) and only then are the decided effects run;
+  replaced (``_resets``) and the busy policy (:class:`Chats`) changes the chats; a new turn's
+  ``StartTurn`` is told at once (an :class:`Early` effect, ``_effects.py``), the seen log and the
+  chats are saved together (:class:`StateFile`, a reactor wait) and only then are the other
+  decided effects run (and, for a poller, the batch confirmed to the platform);
 - a turn is one wait (:func:`follow_turn`) that ends with the turn's end event;
-- a final reply is saved in the outbox first, then sent as one wait (the subclass's
-  ``deliver``) that retries by :func:`retry_delay`, then taken out of the outbox;
+- a final reply goes into the outbox and is sent at once as one wait (the subclass's
+  ``deliver``) that retries by :func:`retry_delay`, while the outbox is saved (with the chat's
+  end); it is taken out of the file once sent (``mark_sent``);
 - a restarted adapter sends what its outbox holds and re-attaches to every saved chat's turn
   (``follow_turn`` with the store), so a crash mid-turn still ends in exactly one reply.
 
@@ -64,6 +67,7 @@ from ._chunks import Measure, chunk_text
 from ._dedup import SeenLog
 from ._dispatch_hook import HOOK, screen
 from ._edit_stream import StreamSettings
+from ._effects import Early, Effect, split
 from ._pairing import new_code, request_code, update_book
 from ._resets import ChatSession, ResetPolicy, chat_key_of
 from ._session_key import key_of
@@ -71,9 +75,6 @@ from ._state_file import Durable, Outgoing, StateFile, restore
 from ._waits import Prepare, Stream, follow_turn
 
 log = logging.getLogger(__name__)
-
-Effect = Callable[[], None]
-"""An effect decided before a save and run after it."""
 
 AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequested | PlatformMessage | StreamOpened | Literal["port"]
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
@@ -154,6 +155,9 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         """Turn id -> set (in the reactor) once its stream's message id is on disk: no edit goes
         out before, so a crash after an edit always finds the message to finish."""
         self.version = 0
+        self.newest: Durable | None = None
+        """The newest state decided (maybe not saved yet): a sent reply's ``mark_sent`` writes it
+        if no save did yet, so the chat's end is on disk once its reply is confirmed."""
         self.state: AdapterState = "starting"
         self.detail = ""
         self.counts = dict.fromkeys(("received", "answered", "duplicates", "refused", "send_retries"), 0)
@@ -315,7 +319,9 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
 
     def commit(self, effects: list[Effect], *, inbound: bool = False) -> None:
         """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s
-        outcome); ``inbound``: the save of a received batch (``persisted`` follows)."""
+        outcome), their leading :class:`Early` ones at once; ``inbound``: the save of a received
+        batch (``persisted`` follows)."""
+        early, effects = split(effects)
         self.version += 1
         held = tuple(m for burst in self.bursts.values() for m in burst.messages)
         durable = Durable(
@@ -327,6 +333,9 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
             sessions=dict(self.sessions),
             held=held,
         )
+        self.newest = durable
+        for effect in early:  # the fast path: safe before the save (``_effects.py``)
+            effect()
         self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
 
     async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
@@ -443,8 +452,10 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         (in ``session_id``, else the chat's key), as one wait."""
         start = StartTurn(text=message.text, turn_id=turn_id, policy="interrupt" if interrupt else "queue", instructions=self.instructions(message))
         registry = self._context().registry
-        store = self.home / "state.db" if resume else None
         stream, prepare = self.streamer(message, turn_id), self.preparer(message)
+        told = not resume and prepare is None
+        if told:  # the fast path: told now, from this thread; the wait follows it from the hub's first kept event
+            self.tell_session(session_id or key_of(message), start)
         self.start_wait(
             follow_turn,
             registry,
@@ -454,9 +465,10 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
             start,
             self.address.tell,
             TURN_DEADLINE,
-            store,
+            self.home / "state.db",  # every turn: a redelivered message's turn may have run already (``_effects.py``)
             stream,
             prepare,
+            told,
             tag="turn",
             timeout=math.inf,
         )
@@ -505,7 +517,12 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         for action in actions:
             if isinstance(action, Reply) and action.turn_id:
                 self.outbox[action.turn_id] = Outgoing(turn_id=action.turn_id, message=action.message, text=action.text)
-        self.commit([lambda: self.execute(actions)])  # the outbox and the chats on disk before the reply goes
+        replies = [a for a in actions if isinstance(a, Reply)]
+        rest = [a for a in actions if not isinstance(a, Reply)]
+        # The reply goes at once, while the outbox and the chat's end are saved; the chat's next
+        # turn starts only after that save, so a restart in between re-attaches to this turn as
+        # the session's last one and finds its answer in the store (``_effects.py``).
+        self.commit([Early(lambda: self.execute(replies)), lambda: self.execute(rest)])
 
     async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None) -> tuple[str, int, str]:
         """``(final, retries, why it was given up or "")``: the outcome always names the reply."""
@@ -516,7 +533,7 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
                 retries = await self.deliver(message, pieces, markup)
             if final and final != "-":
                 with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
-                    await self.state_file.mark_sent(final)
+                    await self.state_file.mark_sent(final, self.newest)
             return final, retries, ""
         except trio.TooSlowError:
             return final, 0, f"not sent within {DELIVERY_DEADLINE:g} s"

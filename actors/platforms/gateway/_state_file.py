@@ -9,10 +9,14 @@ needs to answer every message exactly once.
 - ``sessions``: each chat's session generation and last message time (``_resets``);
 - ``held``: messages of a burst not yet sent to the agent (``_burst``; a restart sends them at once).
 
-They are written together (one atomic write), *before* the effects they decide: a message
-is marked seen in the same write that records the turn it starts, so a restart either sees
-neither (the platform delivers it again) or both (the restarted adapter re-attaches to the turn
-and sends its answer). Writes are serialised; an older version never replaces a newer one.
+They are written together (one atomic write), *before* the effects they decide, except two
+(``_effects.py``): a message is marked seen in the same write that records the turn it starts,
+so a restart either sees neither (the platform delivers it again; the session knows the turn id
+if its ``StartTurn``, told before the write, reached it, and the restarted adapter follows that
+turn) or both (the restarted adapter re-attaches to the turn and sends its answer); a final
+reply is sent while the write that records it and its chat's end is made, and once the platform
+took it, that write (or a newer one) is made before the reply leaves the outbox. Writes are
+serialised; an older version never replaces a newer one.
 """
 
 from __future__ import annotations
@@ -60,19 +64,20 @@ def _message(data: Any) -> PlatformMessage:
 
 
 def encode(state: Durable) -> bytes:
-    builtins = msgspec.to_builtins
+    """The file's JSON (msgspec encodes the messages as they are: ~10x faster than ``json``)."""
     data = {
         "offset": state.seen.offset,
-        "seen": list(state.seen.ids),
-        "chats": [
-            {"running": c.running, "message": builtins(c.message), "queue": [builtins(m) for m in c.queue], "session_id": c.session_id} for c in state.chats
-        ],
-        "outbox": [{"turn_id": o.turn_id, "message": builtins(o.message), "text": o.text} for o in state.outbox],
-        "streams": [list(pair) for pair in state.streams],
-        "sessions": {key: [s.generation, s.last_at] for key, s in state.sessions.items()},
-        "held": [builtins(m) for m in state.held],
+        "seen": state.seen.ids,
+        "chats": [{"running": c.running, "message": c.message, "queue": c.queue, "session_id": c.session_id} for c in state.chats],
+        "outbox": [{"turn_id": o.turn_id, "message": o.message, "text": o.text} for o in state.outbox],
+        "streams": state.streams,
+        "sessions": {key: (s.generation, s.last_at) for key, s in state.sessions.items()},
+        "held": state.held,
     }
-    return json.dumps(data).encode()
+    return _ENCODER.encode(data)
+
+
+_ENCODER = msgspec.json.Encoder()
 
 
 def decode(text: str) -> Durable:
@@ -130,11 +135,16 @@ class StateFile:
                 self._written = state.version
         return state
 
-    async def mark_sent(self, turn_id: str) -> None:
-        """The reply of ``turn_id`` reached the platform: take it out of the file now."""
+    async def mark_sent(self, turn_id: str, newest: Durable | None = None) -> None:
+        """The reply of ``turn_id`` reached the platform: take it out of the file now. ``newest``:
+        the adapter's newest state, decided when (or after) the reply was: written now (without
+        the reply) if no save wrote it yet, as the reply went before its chat's end was saved."""
         async with self._lock:
             self._sent.add(turn_id)
-            if any(o.turn_id == turn_id for o in self._last.outbox):
+            if newest is not None and newest.version > self._written:
+                await self._write(self._without_sent(newest))
+                self._written = newest.version
+            elif any(o.turn_id == turn_id for o in self._last.outbox):
                 await self._write(self._without_sent(self._last))
 
     def _without_sent(self, state: Durable) -> Durable:
@@ -144,5 +154,9 @@ class StateFile:
         return dataclasses.replace(state, outbox=outbox, streams=tuple(p for p in state.streams if p[0] not in self._sent))
 
     async def _write(self, state: Durable) -> None:
-        await trio.to_thread.run_sync(write_atomic, self.path, encode(state))
+        await trio.to_thread.run_sync(_encode_and_write, self.path, state)  # both off the reactor
         self._last = state
+
+
+def _encode_and_write(path: Path, state: Durable) -> None:
+    write_atomic(path, encode(state))
