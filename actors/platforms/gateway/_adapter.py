@@ -517,8 +517,8 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         for action in actions:
             if isinstance(action, Reply) and action.turn_id:
                 self.outbox[action.turn_id] = Outgoing(turn_id=action.turn_id, message=action.message, text=action.text)
-        replies = [a for a in actions if isinstance(a, Reply)]
-        rest = [a for a in actions if not isinstance(a, Reply)]
+        replies: list[Action] = [a for a in actions if isinstance(a, Reply)]
+        rest: list[Action] = [a for a in actions if not isinstance(a, Reply)]
         # The reply goes at once, while the outbox and the chat's end are saved; the chat's next
         # turn starts only after that save, so a restart in between re-attaches to this turn as
         # the session's last one and finds its answer in the store (``_effects.py``).

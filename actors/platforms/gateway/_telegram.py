@@ -26,11 +26,12 @@ import trio
 from actors._errors import ReactorStopped
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
-from ._adapter import Effect, GatewayAdapter, approval_text
+from ._adapter import GatewayAdapter, approval_text
 from ._chat_files import Attachment, prepare_turn, read_attachment
 from ._chunks import utf16_units
 from ._dedup import SeenLog
 from ._edit_stream import FinalExtras, final_pieces
+from ._effects import Effect
 from ._markdown_v2 import to_markdown_v2
 from ._retry import CallFailed, retry_delay
 from ._state_file import Outgoing
