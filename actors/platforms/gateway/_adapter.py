@@ -310,6 +310,9 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
                 log.info("gateway %s: message %s skipped by %s%s", self.platform, item.message_id, HOOK, f" ({detail})" if detail else "")
                 continue
             effects.extend(self.handle(msgspec.structs.replace(item, text=detail) if action == "rewrite" else item))
+        early, effects = split(effects)
+        for effect in early:  # the fast path first: the turns' StartTurn (``_effects.py``)
+            effect()
         previous = self.seen
         self.seen = previous.add(keys, offset=offset)
         if self.seen is previous and not effects:
@@ -333,7 +336,7 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
             sessions=dict(self.sessions),
             held=held,
         )
-        self.newest = durable
+        self.newest = durable  # before the early effects: a reply they send writes it if the save did not yet
         for effect in early:  # the fast path: safe before the save (``_effects.py``)
             effect()
         self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)

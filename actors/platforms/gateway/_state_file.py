@@ -115,6 +115,8 @@ class StateFile:
         self._written = -1
         self._last = Durable()
         self._sent: set[str] = set()
+        self._pending: Durable | None = None
+        """The newest state given to :meth:`save`."""
 
     def load(self) -> Durable:
         try:
@@ -127,12 +129,17 @@ class StateFile:
         return self._last
 
     async def save(self, state: Durable) -> Durable:
+        """Write ``state``, or a newer state saved meanwhile (saves queued behind a write are
+        written as one: each state holds all that came before it)."""
+        if self._pending is None or state.version > self._pending.version:
+            self._pending = state
         async with self._lock:
-            if state.version > self._written:
-                owed = {o.turn_id for o in state.outbox}
+            newest = self._pending
+            if newest is not None and newest.version > self._written:
+                owed = {o.turn_id for o in newest.outbox}
                 self._sent &= owed  # the actor dropped the others itself
-                await self._write(self._without_sent(state))
-                self._written = state.version
+                await self._write(self._without_sent(newest))
+                self._written = newest.version
         return state
 
     async def mark_sent(self, turn_id: str, newest: Durable | None = None) -> None:
@@ -141,6 +148,8 @@ class StateFile:
         the reply) if no save wrote it yet, as the reply went before its chat's end was saved."""
         async with self._lock:
             self._sent.add(turn_id)
+            if self._pending is not None and (newest is None or self._pending.version > newest.version):
+                newest = self._pending
             if newest is not None and newest.version > self._written:
                 await self._write(self._without_sent(newest))
                 self._written = newest.version
