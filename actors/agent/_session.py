@@ -27,12 +27,15 @@ from protocols._memory import ProviderNotice
 from protocols._session import (
     TERMINAL_EVENTS,
     AnswerClarification,
+    CancelTurn,
     CompressContext,
+    EnsureSession,
     RefreshSettings,
     ResolveApproval,
     ReviewFinished,
     SessionEvent,
     SessionInbox,
+    StartTurn,
     Subscribe,
     SwitchModel,
     ToolStarted,
@@ -132,6 +135,13 @@ class SessionActor(Actor[SessionInbox | Timer]):
             self.store.tell(AcquireLease(session_id=self.session_id, node_id=node.node_id, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref))
 
     def receive(self, message: SessionInbox | Timer) -> Any:
+        if not self.host.alive and isinstance(message, StartTurn | CompressContext | CancelTurn | EnsureSession | SwitchModel | UndoTurn):
+            # This incarnation passivates (or reloads): it takes no new work. Told again, the
+            # command lands behind its stop and the next incarnation takes it (the address hands
+            # an exited incarnation's unread messages on; a passivated session holding messages
+            # is started again).
+            self._context().address.tell(message)
+            return None
         if self.deps.hooks is not None and isinstance(message, SwitchModel | UndoTurn | CompressContext):
             self.command_hook(message)
         match message:
