@@ -11,11 +11,12 @@ times when the session publishes ``TurnStarted`` and ``TurnCompleted`` (in the p
   stay, their hubs, the gateway's seen log; the chats' sessions are idle then).
 - ``inbound`` (S samples, one message at a time, round robin over the N chats): from the moment
   the Bot API server hands the update out (its ``getUpdates`` answer) to ``TurnStarted`` of the
-  chat's session: the HTTP answer, parsing, dedup, the state file written (atomic, fsync), the
-  ``StartTurn`` and the session taking it. Baseline (same run): ``StartTurn`` told straight to a
+  chat's session: the HTTP answer, parsing, dedup, the decision, the ``StartTurn`` and the
+  session taking it (the state file is written beside it, not before: ``_effects.py``). Baseline (same run): ``StartTurn`` told straight to a
   session of the same chats, as idle as the samples' (as the API server tells it) to ``TurnStarted``.
 - ``outbound``: from ``TurnCompleted`` to the ``sendMessage`` request reaching the Bot API
-  server: the hub hop, the outbox written, MarkdownV2, the HTTP call. Baseline: a plain thread
+  server: the hub hop, the adapter's decision, MarkdownV2, the HTTP call (the outbox is
+  written beside it). Baseline: a plain thread
   woken by ``TurnCompleted`` that POSTs the same ``sendMessage`` with httpx.
 
 The difference of the medians is the gateway's own cost; the ratio is against the baseline.
