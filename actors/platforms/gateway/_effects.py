@@ -10,7 +10,9 @@ rest on the save:
 - a turn's final reply: a crash before the save re-attaches to the turn (still the chat's
   running turn on disk) and sends its answer from the store; a crash after the platform took the
   reply and before the save sends it once more (the same one-write window as a crash between
-  the send and ``mark_sent``).
+  the send and ``mark_sent``). ``mark_sent`` writes the adapter's newest state, so a confirmed
+  reply always has its chat's end (and its message's seen id) on disk after that write; a turn
+  so fast that its reply went before its message's own save landed is in the same window.
 """
 
 from __future__ import annotations
