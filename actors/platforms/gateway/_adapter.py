@@ -24,9 +24,11 @@ reply) and may override ``limit`` / ``measure`` (chunking).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -36,6 +38,7 @@ import msgspec
 import trio
 
 from actors import Actor
+from actors._errors import ReactorStopped
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
 from actors.platforms._slash_commands import lookup, parse
@@ -86,6 +89,9 @@ TURN_DEADLINE = 3600.0
 """Seconds the gateway follows one turn (the session's own deadline ends it sooner)."""
 DELIVERY_DEADLINE = 900.0
 """Seconds one reply is retried before it is given up (logged)."""
+STOP_DEADLINE = 3.0
+"""Seconds a graceful stop waits for the replies in flight and the last save (under the
+supervisor's 5 s for a worker's stop)."""
 
 
 def approval_text(request: ApprovalRequested) -> str:
@@ -189,6 +195,34 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         send = self.scheduled_sender()
         if self.senders is not None and send is not None:
             self.senders[self.platform] = send
+
+    def stopping(self) -> None:
+        """A graceful stop (not a crash): the incarnation's waits end now, but a final reply
+        whose send is in flight finishes it (its call is shielded) and is marked sent; then the
+        adapter's last state is written. Both within :data:`STOP_DEADLINE`, before the
+        incarnation ends, so the next one (a restart, a new ``hermes serve``) neither answers a
+        sent reply again nor misses what this one decided."""
+        if self.context is None:
+            return
+        done = threading.Event()
+        try:
+            self.reactor.cancel_owner(self.actor_urn)  # polls, retry sleeps, followed turns: now
+            self.reactor.call_soon(trio.lowlevel.spawn_system_task, self._settle, self.durable(), done.set)
+        except ReactorStopped:
+            return  # the reactor is gone (its waits with it): nothing is in flight
+        if not done.wait(STOP_DEADLINE + 1.0):
+            log.warning("gateway %s: the state was not settled within %g s at stop", self.platform, STOP_DEADLINE)
+
+    async def _settle(self, state: Durable, done: Callable[[], None]) -> None:
+        try:
+            with trio.CancelScope(deadline=trio.current_time() + STOP_DEADLINE, shield=True) as scope:
+                await self.state_file.settle(state)
+            if scope.cancelled_caught:
+                log.warning("gateway %s: a reply's send or the last save did not end within %g s of the stop", self.platform, STOP_DEADLINE)
+        except Exception:  # a system task must not raise
+            log.exception("gateway %s: the last save at stop failed", self.platform)
+        finally:
+            done()
 
     def terminated(self, kind: Any) -> None:
         if self.senders is not None:  # any exit: a crashed adapter's platform is "not running" until it restarts
@@ -325,9 +359,17 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         outcome), their leading :class:`Early` ones at once; ``inbound``: the save of a received
         batch (``persisted`` follows)."""
         early, effects = split(effects)
+        durable = self.durable()
+        self.newest = durable  # before the early effects: a reply they send writes it if the save did not yet
+        for effect in early:  # the fast path: safe before the save (``_effects.py``)
+            effect()
+        self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
+
+    def durable(self) -> Durable:
+        """The adapter's state now, as the next version to save."""
         self.version += 1
         held = tuple(m for burst in self.bursts.values() for m in burst.messages)
-        durable = Durable(
+        return Durable(
             seen=self.seen,
             chats=tuple(self.chats.chats.values()),
             outbox=tuple(self.outbox.values()),
@@ -336,10 +378,6 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
             sessions=dict(self.sessions),
             held=held,
         )
-        self.newest = durable  # before the early effects: a reply they send writes it if the save did not yet
-        for effect in early:  # the fast path: safe before the save (``_effects.py``)
-            effect()
-        self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
 
     async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
         return await self.state_file.save(durable), effects, inbound
@@ -531,12 +569,14 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         """``(final, retries, why it was given up or "")``: the outcome always names the reply."""
         import trio
 
+        owed = final and final != "-"
         try:
-            with trio.fail_after(DELIVERY_DEADLINE):
-                retries = await self.deliver(message, pieces, markup)
-            if final and final != "-":
-                with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
-                    await self.state_file.mark_sent(final, self.newest)
+            async with self.state_file.sending() if owed else contextlib.nullcontext():  # a graceful stop waits for it
+                with trio.fail_after(DELIVERY_DEADLINE):
+                    retries = await self.deliver(message, pieces, markup)
+                if owed:
+                    with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
+                        await self.state_file.mark_sent(final, self.newest)
             return final, retries, ""
         except trio.TooSlowError:
             return final, 0, f"not sent within {DELIVERY_DEADLINE:g} s"

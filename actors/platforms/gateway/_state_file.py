@@ -17,12 +17,18 @@ turn) or both (the restarted adapter re-attaches to the turn and sends its answe
 reply is sent while the write that records it and its chat's end is made, and once the platform
 took it, that write (or a newer one) is made before the reply leaves the outbox. Writes are
 serialised; an older version never replaces a newer one.
+
+A graceful stop (:meth:`StateFile.settle`) waits for the final replies whose send is in flight
+(:meth:`StateFile.sending`: the platform may have taken them; ``mark_sent`` follows), then
+writes the adapter's last state: what was decided is on disk before the incarnation ends.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +123,9 @@ class StateFile:
         self._sent: set[str] = set()
         self._pending: Durable | None = None
         """The newest state given to :meth:`save`."""
+        self._sending = 0
+        self._idle = trio.Event()
+        self._idle.set()
 
     def load(self) -> Durable:
         try:
@@ -155,6 +164,27 @@ class StateFile:
                 self._written = newest.version
             elif any(o.turn_id == turn_id for o in self._last.outbox):
                 await self._write(self._without_sent(self._last))
+
+    @contextlib.asynccontextmanager
+    async def sending(self) -> AsyncIterator[None]:
+        """Around a final reply's send and its ``mark_sent``: :meth:`settle` waits for it."""
+        if not self._sending:
+            self._idle = trio.Event()
+        self._sending += 1
+        try:
+            yield
+        finally:
+            self._sending -= 1
+            if not self._sending:
+                self._idle.set()
+
+    async def settle(self, state: Durable) -> None:
+        """A graceful stop: once no final reply's send is in flight (each sent one marked sent),
+        write ``state`` (the adapter's last, without the sent replies) unless a newer one was.
+        The caller bounds it (a send the platform never answers)."""
+        while self._sending:
+            await self._idle.wait()
+        await self.save(state)
 
     def _without_sent(self, state: Durable) -> Durable:
         if not self._sent:
