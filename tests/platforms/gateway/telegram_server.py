@@ -16,6 +16,7 @@ import email.parser
 import email.policy
 import http.server
 import json
+import socket
 import threading
 import time
 from typing import Any
@@ -109,6 +110,10 @@ class TelegramServer:
         self.uploads: list[Uploaded] = []
         self.files: dict[str, tuple[str, bytes]] = {}
         """file_id -> (file_path, bytes): files users sent, for ``getFile``."""
+        self.polls_dropped = 0
+        """Long polls whose client closed the connection (an adapter stopping cancels its poll)."""
+        self.held: threading.Event | None = None
+        """While set: a sendMessage is taken (in ``sent``) but its answer waits for this event."""
         self.cond = threading.Condition()
         self._next_update = 1
         self._next_message = 1
@@ -118,6 +123,8 @@ class TelegramServer:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                if self.path.endswith("/getUpdates"):
+                    threading.Thread(target=server.watch_poll, args=(self.connection,), daemon=True).start()
                 kind = self.headers.get("content-type") or ""
                 if self.path.startswith("/file/"):
                     status, content, answer_type = server.file(self.path)
@@ -180,7 +187,11 @@ class TelegramServer:
                 self.cond.notify_all()
             return 200, {"ok": True, "result": True}
         if method == "sendMessage":
-            return self.send_message(body)
+            answer = self.send_message(body)
+            held = self.held
+            if held is not None:
+                assert held.wait(DEADLINE), "a held sendMessage answer was never released"
+            return answer
         if method == "editMessageText":
             return self.edit_message(body)
         if method in ("sendPhoto", "sendDocument"):
@@ -255,6 +266,18 @@ class TelegramServer:
                         self.handed.setdefault(update["update_id"], now)
                     return ready
                 self.cond.wait(left)  # the long poll: until an update comes or the timeout
+
+    def watch_poll(self, connection: socket.socket) -> None:
+        """Count the poll as dropped if its client closes the connection (a peek sees the end;
+        the next request's bytes, or the server's own close, end the watch)."""
+        try:
+            dropped = connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return
+        if dropped:
+            with self.cond:
+                self.polls_dropped += 1
+                self.cond.notify_all()
 
     def send_message(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self.cond:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -136,3 +137,32 @@ def test_a_turn_that_ended_before_a_crash_and_the_save_is_answered_from_the_stor
         _stop(process)
     assert _texts(telegram, ALLOWED) == ["echo: quick one", "echo: quick one", "echo: and now?"]
     assert _runs_of(model, "quick one") == 1
+
+
+def test_a_graceful_stop_while_a_reply_is_in_flight_marks_it_sent_and_a_restart_does_not_answer_again(
+    tmp_path: Path, model: ModelServer, telegram: TelegramServer
+) -> None:
+    # Telegram took the reply but its answer is held until the adapter's stop has begun (its
+    # long poll dropped): the stop must let that send end and mark it sent, then write the
+    # adapter's last state, before the next incarnation can read the file.
+    home = _home(tmp_path, model, telegram)
+    telegram.held = threading.Event()
+    with launched(home) as (process, _):
+        telegram.push(ALLOWED, "only once")
+        telegram.wait_delivered(ALLOWED, 1)  # taken; its answer waits
+        dropped = telegram.polls_dropped
+        process.send_signal(signal.SIGTERM)
+        telegram.wait_for(lambda: telegram.polls_dropped > dropped, "the adapter's poll cancelled by its stop")
+        telegram.held.set()
+        _, stderr = process.communicate(timeout=DEADLINE)
+        assert process.returncode == 0 and "Traceback" not in stderr, stderr
+    saved = StateFile(home / "gateway" / "telegram.json").load()
+    assert saved.outbox == () and saved.chats == () and f"{ALLOWED}/1" in saved.seen.ids
+    telegram.held = None
+    telegram.redeliver()
+    with launched(home) as (process, _):
+        telegram.push(ALLOWED, "after the restart")
+        telegram.wait_delivered(ALLOWED, 2)  # updates are handled in order: a second answer to the first came before
+        _stop(process)
+    assert _texts(telegram, ALLOWED) == ["echo: only once", "echo: after the restart"]
+    assert _runs_of(model, "only once") == 1
