@@ -16,7 +16,9 @@ An adapter executes the gateway's decisions; it decides nothing itself:
   ``deliver``) that retries by :func:`retry_delay`, while the outbox is saved (with the chat's
   end); it is taken out of the file once sent (``mark_sent``);
 - a restarted adapter sends what its outbox holds and re-attaches to every saved chat's turn
-  (``follow_turn`` with the store), so a crash mid-turn still ends in exactly one reply.
+  (``follow_turn`` with the store), so a crash mid-turn still ends in exactly one reply;
+- a graceful stop (``stopping``) lets a final reply in flight end and be marked sent, then
+  writes the adapter's last state, before the incarnation ends (``STOP_DEADLINE``).
 
 Subclasses implement ``begin`` (start polling or serving), ``deliver`` (send the pieces of one
 reply) and may override ``limit`` / ``measure`` (chunking).
