@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 import trio
+import trio.testing
 
 from actors.chaos import ModelServer, TextReply
 from actors.platforms.gateway._chats import Chat
@@ -111,6 +112,35 @@ def test_a_reply_confirmed_before_its_save_leaves_the_chat_ended_on_disk(tmp_pat
         await file.save(ended)  # that save, late: not written again (the reply stays out)
         again = StateFile(path).load()
         assert again.chats == () and again.outbox == () and again.seen.ids == ("7/1",)
+
+    trio.run(main)
+
+
+def test_settle_waits_for_the_send_in_flight_then_writes_the_last_state_without_the_sent_reply(tmp_path: Path) -> None:
+    message = PlatformMessage(platform="telegram", chat_type="dm", chat_id="7", user_id="7", message_id="1", text="hi")
+    path = tmp_path / "telegram.json"
+    running = Durable(seen=SeenLog(ids=("7/1",)), chats=(Chat(running="t1", message=message),), version=1)
+    last = Durable(seen=running.seen, outbox=(Outgoing(turn_id="t1", message=message, text="hello"),), version=3)
+
+    async def main() -> None:
+        file = StateFile(path)
+        await file.save(running)
+        answered = trio.Event()
+
+        async def send() -> None:
+            async with file.sending():
+                await answered.wait()  # the platform's answer to the reply's call
+                await file.mark_sent("t1")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(send)
+            await trio.testing.wait_all_tasks_blocked()
+            nursery.start_soon(file.settle, last)
+            await trio.testing.wait_all_tasks_blocked()
+            assert StateFile(path).load().chats == running.chats  # settle waits: the send may have been taken
+            answered.set()
+        after = StateFile(path).load()
+        assert after.chats == () and after.outbox == () and after.seen.ids == ("7/1",)
 
     trio.run(main)
 
