@@ -17,19 +17,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from actors._version import package_version
+
 if TYPE_CHECKING:
     from protocols import NodeSnapshot, TreeSnapshot
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-def _version() -> str:
-    import importlib.metadata  # ~50 ms: only for --version and hermes run
-
-    try:
-        return importlib.metadata.version("hermes-actors")
-    except importlib.metadata.PackageNotFoundError:
-        return "unknown"
 
 
 class _Version(argparse.Action):
@@ -39,7 +32,7 @@ class _Version(argparse.Action):
         super().__init__(option_strings=option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help="show program's version number and exit")
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any, option_string: str | None = None) -> None:
-        print(f"{parser.prog} {_version()}")
+        print(f"{parser.prog} {package_version()}")
         parser.exit()
 
 
@@ -71,7 +64,7 @@ def _run(args: argparse.Namespace) -> int:
         if args.json:
             print(to_json(snapshot).decode(), flush=True)
         else:
-            print(f"hermes {_version()}: runtime up. Ctrl+C or SIGTERM stops it.", flush=True)
+            print(f"hermes {package_version()}: runtime up. Ctrl+C or SIGTERM stops it.", flush=True)
             print(render_tree(snapshot), flush=True)
         stop.wait(args.seconds)
         started = time.monotonic()
@@ -115,6 +108,9 @@ def _parser(*, full: bool = False) -> argparse.ArgumentParser:
     serve.add_argument("--host", default=None, help="interface to listen on (default 127.0.0.1, or api_server.host in config.yaml)")
     serve.add_argument("--port", type=int, default=None, help="port (default 8642, or api_server.port); 0 picks a free one")
     serve.add_argument("--home", type=Path, default=None, help="HERMES_HOME (default $HERMES_HOME or ~/.hermes)")
+    serve.add_argument(
+        "--workers", type=int, default=None, metavar="N", help="N worker processes on the one port, sharing the store (default 1, or api_server.workers)"
+    )
     serve.add_argument("--drain-timeout", type=float, default=30.0, metavar="SECONDS", help="how long running turns may finish on SIGTERM (default 30)")
     serve.add_argument("--yolo", action="store_true", help="run dangerous commands without asking (the hardline blocklist still applies)")
     serve.add_argument(
@@ -258,9 +254,11 @@ def _config(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from actors.platforms._serve import run_serve
+    from actors.platforms._workers import run_serve_command
 
-    return run_serve(host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo, accept_hooks=args.accept_hooks)
+    return run_serve_command(
+        workers=args.workers, host=args.host, port=args.port, home=args.home, drain_timeout=args.drain_timeout, yolo=args.yolo, accept_hooks=args.accept_hooks
+    )
 
 
 def _hooks(args: argparse.Namespace) -> int:

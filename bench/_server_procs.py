@@ -54,16 +54,18 @@ def model_main() -> int:
         ToolCallsReply(calls=(ScriptedCall(name="noop", arguments="{}"),), latency=MODEL_LATENCY),
         TextReply(content=TEXT, latency=MODEL_LATENCY),
     ]
+    TODO_CALL = ToolCallsReply(calls=(ScriptedCall(name="todo", arguments='{"action": "list"}'),), latency=MODEL_LATENCY)
     server = ModelServer(seed=0).start()
     gc.collect()
     gc.freeze()  # test infrastructure: its collections must not stall the model's answers
     print(server.base_url, flush=True)
     for line in sys.stdin:  # the control channel; EOF (or a kill of the group) ends it
         words = line.split()
-        if words[:1] == ["script"]:
+        if words[:1] == ["script"]:  # script PREFIX COUNT TURNS [TOOL]: TOOL (todo) instead of noop
             prefix, count, turns = words[1], int(words[2]), int(words[3])
+            scripted = turn if words[4:5] != ["todo"] else [TODO_CALL, turn[1]]
             for index in range(count):
-                server.script(turn * turns, session=f"{prefix}{index}")
+                server.script(scripted * turns, session=f"{prefix}{index}")
             print("ok", flush=True)
         elif words[:1] == ["stats"]:  # optionally only the requests of sessions starting with PREFIX
             prefix = words[1] if len(words) > 1 else ""

@@ -186,6 +186,34 @@ async def stack_turn_h11(conn: tuple[Pool, Endpoint], session: str, history: lis
     return problem
 
 
+class Sticky:
+    """``--workers``: one user's own connection (a pool of one), replaced when the worker it
+    reached refuses the session (409 / ``session_owned_elsewhere``: another worker holds it)."""
+
+    moves = 0
+    """Turns sent again on a new connection, over all users (forwarding is not built yet)."""
+
+    def __init__(self, endpoint: Endpoint, tls: ssl.SSLContext) -> None:
+        self.endpoint, self.tls = endpoint, tls
+        self.pool = Pool(lambda: tls)
+
+
+async def sticky_turn(user: Sticky, session: str, history: list[dict[str, Any]]) -> str | None:
+    """``stack_turn_h11`` on the user's connection; refused by a worker that does not hold the
+    session, the same turn goes on a new connection (the kernel picks the worker), 20 times at most."""
+    kept = len(history)
+    problem: str | None = "not sent"
+    for _ in range(20):
+        problem = await stack_turn_h11((user.pool, user.endpoint), session, history)
+        if problem is None or not ("409" in problem or "session_owned_elsewhere" in problem):
+            return problem
+        del history[kept:]
+        await user.pool.aclose()
+        user.pool = Pool(lambda: user.tls)
+        Sticky.moves += 1
+    return problem
+
+
 async def baseline_turn(sdk: openai.AsyncOpenAI, session: str, history: list[dict[str, Any]]) -> str | None:
     """The same turn as an agent loop on the bare SDK: tool-call round, tool, text round."""
     history.append(user_message(history))
@@ -342,6 +370,11 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
             stack.push_async_callback(pool.aclose)
             endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1", "chat/completions")
             clients: list[Any] = [(pool, endpoint)] * c
+        elif level.client == "h11-each":  # --workers: one connection per user, so its session stays with one worker
+            endpoint = Endpoint.parse(f"http://127.0.0.1:{port}/v1", "chat/completions")
+            clients = [Sticky(endpoint, tls) for _ in range(c)]
+            for each in clients:
+                stack.push_async_callback(lambda user=each: user.pool.aclose())
         else:
             clients = [
                 await stack.enter_async_context(
@@ -354,7 +387,7 @@ async def drive_level(level: Level, port: int, model_url: str, probes: Probes) -
         sdk = openai.AsyncOpenAI(base_url=model_url, api_key="bench-key", max_retries=0, timeout=TURN_TIMEOUT)
         stack.push_async_callback(sdk.close)
         sides: dict[str, tuple[Side, Any, list[Any], list[str], list[list[dict[str, Any]]]]] = {
-            "stack": (level.stack, stack_turn_h11 if level.client == "h11" else stack_turn, clients, stack_names, stack_histories),
+            "stack": (level.stack, {"h11": stack_turn_h11, "h11-each": sticky_turn}.get(level.client, stack_turn), clients, stack_names, stack_histories),
             "base": (level.base, baseline_turn, [sdk] * c, base_names, base_histories),
         }
         for name in ("stack", "base"):
@@ -423,6 +456,11 @@ def main() -> int:
     parser.add_argument("--server-backlog", type=int, help="diagnostic: patch hypercorn's Config.backlog (100) in the server process")
     parser.add_argument("--profile-reactor", metavar="PREFIX", help="diagnostic: cProfile the server's reactor thread, stats to PREFIX-c<C>.prof")
     parser.add_argument("--sut", nargs=2, metavar=("DIR", "MODEL_URL"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--workers",
+        type=lambda text: [int(x) for x in text.split(",")],
+        help="the workers axis instead: real 'hermes serve --workers N' for each N (e.g. 1,2,4) at C = 100 and 1,000 (or --levels)",
+    )
     options = parser.parse_args()
     if options.model_server:
         return model_main()
@@ -431,6 +469,12 @@ def main() -> int:
         return sut_main(workdir, model_url, options.server_backlog, options.profile_reactor)
 
     raise_nofile()
+    if options.workers:
+        from _server_workers import workers_main
+
+        return workers_main(
+            options.workers, options.levels or [100, 1000], json_output=options.json, quick=options.quick, drive=drive_level, moves=lambda: Sticky.moves
+        )
     # (turns per client per round, rounds) by concurrency level
     plan = {10: (2, 2), 100: (1, 2)} if options.quick else {1: (10, 2), 10: (5, 4), 100: (2, 3), 1000: (1, 3)}
     levels = options.levels or list(plan)

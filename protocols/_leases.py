@@ -37,6 +37,14 @@ class AcquireLease(Message, frozen=True, kw_only=True):
     session_id: str
     node_id: str
     ttl: float
+    dead_after: float = 0.0
+    """A takeover: when > 0, a live lease whose holder's last heartbeat (``nodes``) is this many
+    seconds old or more is taken as if it had lapsed (epoch + 1); a holder that never beat is not."""
+    settle: str = ""
+    """When not empty, a grant also settles, in the same transaction, what a dead holder left
+    open in the session (a session actor asks as it starts, before it loads: any turn still
+    ``running`` is not its own): running turns fail (``interrupted``) and each unanswered tool
+    call gets one result with this text."""
     token: Token | str = ""
     reply_to: Any = None
     """Local-only: where the reply is told (anything with ``.tell``); not encodable."""

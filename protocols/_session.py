@@ -215,9 +215,14 @@ class TurnQueued(SessionEvent, frozen=True, kw_only=True):
 
 
 class TurnRejected(SessionEvent, frozen=True, kw_only=True):
-    """The session was busy (or its queue full) and the message was not taken."""
+    """The session was busy (or its queue full) and the message was not taken; or (``owner``
+    set) another cluster node holds the session's lease."""
 
     reason: str
+    owner: str = ""
+    """The node that holds the session (cluster mode; empty: this node, busy)."""
+    retry_after: float = 0.0
+    """Seconds after which asking again may find the session free (0: not said)."""
 
 
 class TextDelta(SessionEvent, frozen=True, kw_only=True):

@@ -178,6 +178,8 @@ def step(state: SessionState, event: MachineInput, config: MachineConfig) -> tup
 
 
 class _Step:
+    __slots__ = ("config", "effects", "state")
+
     def __init__(self, state: SessionState, config: MachineConfig) -> None:
         self.state = state
         self.config = config
@@ -197,64 +199,78 @@ class _Step:
     # dispatch --------------------------------------------------------------------------------
 
     def handle(self, event: MachineInput) -> None:
+        # Dispatched on the exact type (inputs and phases are final structs, never subclassed):
+        # a class pattern costs an ``isinstance`` through msgspec's metaclass for every case it
+        # passes, and every step of every session comes through here.
         turn = self.state.turn
-        match event:
-            case UserInput():
-                self.on_user_input(event)
-            case Resume(turn_id=turn_id):
-                if turn is None:
-                    resumed = Turn(
-                        turn_id=turn_id, phase=PersistingUser(token=Token(step="user", turn_id=turn_id)), deadline=event.now + self.config.turn_timeout
-                    )
-                    self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
-                    self.call_model(resumed, event.now)
-            case Cancel(reason=reason, turn_id=target):
-                if turn is not None and target in ("", turn.turn_id):
-                    self.end_turn(turn, TurnCancelled(turn_id=turn.turn_id, reason=reason), event.now)
-                elif target and any(q.turn_id == target for q in self.state.queued):
-                    # A queued turn never started: it ends here, nothing to settle.
-                    self.state = msgspec.structs.replace(self.state, queued=tuple(q for q in self.state.queued if q.turn_id != target))
-                    self.emit(TurnCancelled(turn_id=target, reason=reason))
-            case _ if turn is None:
-                return  # a late outcome after the turn ended
-            case Persisted(token=token):
-                phase = turn.phase
-                if isinstance(phase, PersistingUser) and token == phase.token:
-                    if turn.focus is not None:
-                        compression.on_requested(self, turn, event.now)
-                        return
-                    self.emit(UserMessageSaved(turn_id=turn.turn_id))
-                    self.call_model(turn, event.now)
-                elif isinstance(phase, PersistingCalls) and token == phase.token:
-                    tools.start(self, turn, event.now)
-                elif isinstance(phase, PersistingAnswer) and token == phase.token:
-                    self.finish(turn, phase.answer, event.now, phase.paused)
-                elif isinstance(phase, PersistingSegment) and token == phase.token:
-                    compression.on_segment_saved(self, turn, phase, event.now)
-            case PersistFailed(token=token, error=error):
-                self.on_persist_failed(turn, token, error, event.now)
-            case ModelReplied(token=token):
-                if isinstance(turn.phase, Calling) and token == turn.phase.token:
-                    compression.learn(self, turn, event)
-                    self.on_reply(turn, event)
-                elif isinstance(turn.phase, Compressing) and token == turn.phase.token:
-                    compression.on_summary(self, turn, turn.phase, event)
-            case ModelFailed(token=token):
-                if isinstance(turn.phase, Calling) and token == turn.phase.token:
-                    self.on_model_failed(turn, turn.phase, event)
-                elif isinstance(turn.phase, Compressing) and token == turn.phase.token:
-                    compression.on_summary_failed(self, turn, turn.phase, event)
-            case ToolDone(call_id=call_id):
-                if isinstance(turn.phase, RunningTools) and call_id in turn.phase.running:
-                    tools.on_done(self, turn, turn.phase, event)
-            case TimerFired(token=token):
-                phase = turn.phase
-                if token == _deadline_token(turn.turn_id):
-                    limit = self.config.turn_timeout
-                    error = f"the turn ran longer than its {limit:g} s limit and was stopped; ask again or split the task"
-                    self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="deadline"), event.now)
-                elif isinstance(phase, BackingOff) and token == phase.token:
-                    self.call_model(turn, event.now, attempt=phase.attempt, extra=phase.extra)
+        if type(event) is UserInput:
+            self.on_user_input(event)
+        elif type(event) is Resume:
+            if turn is None:
+                self.resume(event)
+        elif type(event) is Cancel:
+            self.on_cancel(turn, event)
+        elif turn is None:
+            return  # a late outcome after the turn ended
+        elif type(event) is Persisted:
+            self.on_persisted(turn, event)
+        elif type(event) is ModelReplied:
+            phase = turn.phase
+            if type(phase) is Calling and event.token == phase.token:
+                compression.learn(self, turn, event)
+                self.on_reply(turn, event)
+            elif type(phase) is Compressing and event.token == phase.token:
+                compression.on_summary(self, turn, phase, event)
+        elif type(event) is ToolDone:
+            phase = turn.phase
+            if type(phase) is RunningTools and event.call_id in phase.running:
+                tools.on_done(self, turn, phase, event)
+        elif type(event) is TimerFired:
+            phase, token = turn.phase, event.token
+            if token == _deadline_token(turn.turn_id):
+                limit = self.config.turn_timeout
+                error = f"the turn ran longer than its {limit:g} s limit and was stopped; ask again or split the task"
+                self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=error, kind="deadline"), event.now)
+            elif type(phase) is BackingOff and token == phase.token:
+                self.call_model(turn, event.now, attempt=phase.attempt, extra=phase.extra)
+        elif type(event) is ModelFailed:
+            phase = turn.phase
+            if type(phase) is Calling and event.token == phase.token:
+                self.on_model_failed(turn, phase, event)
+            elif type(phase) is Compressing and event.token == phase.token:
+                compression.on_summary_failed(self, turn, phase, event)
+        elif type(event) is PersistFailed:
+            self.on_persist_failed(turn, event.token, event.error, event.now)
+
+    def resume(self, event: Resume) -> None:
+        turn_id = event.turn_id
+        resumed = Turn(turn_id=turn_id, phase=PersistingUser(token=Token(step="user", turn_id=turn_id)), deadline=event.now + self.config.turn_timeout)
+        self.effects.append(StartTimer(token=_deadline_token(turn_id), delay=self.config.turn_timeout))
+        self.call_model(resumed, event.now)
+
+    def on_cancel(self, turn: Turn | None, event: Cancel) -> None:
+        target = event.turn_id
+        if turn is not None and target in ("", turn.turn_id):
+            self.end_turn(turn, TurnCancelled(turn_id=turn.turn_id, reason=event.reason), event.now)
+        elif target and any(q.turn_id == target for q in self.state.queued):
+            # A queued turn never started: it ends here, nothing to settle.
+            self.state = msgspec.structs.replace(self.state, queued=tuple(q for q in self.state.queued if q.turn_id != target))
+            self.emit(TurnCancelled(turn_id=target, reason=event.reason))
+
+    def on_persisted(self, turn: Turn, event: Persisted) -> None:
+        phase, token = turn.phase, event.token
+        if type(phase) is PersistingUser and token == phase.token:
+            if turn.focus is not None:
+                compression.on_requested(self, turn, event.now)
+                return
+            self.emit(UserMessageSaved(turn_id=turn.turn_id))
+            self.call_model(turn, event.now)
+        elif type(phase) is PersistingCalls and token == phase.token:
+            tools.start(self, turn, event.now)
+        elif type(phase) is PersistingAnswer and token == phase.token:
+            self.finish(turn, phase.answer, event.now, phase.paused)
+        elif type(phase) is PersistingSegment and token == phase.token:
+            compression.on_segment_saved(self, turn, phase, event.now)
 
     # user input and the busy policy ------------------------------------------------------------
 
@@ -397,7 +413,10 @@ class _Step:
             finish_reason=reply.finish_reason,
         )
         reply_token = Token(step="reply", turn_id=turn.turn_id, n=turn.iteration)
-        reasoning = "\n\n".join(r for r in (turn.reasoning, reply.reasoning) if r) or None
+        if turn.reasoning and reply.reasoning:
+            reasoning: str | None = f"{turn.reasoning}\n\n{reply.reasoning}"
+        else:
+            reasoning = turn.reasoning or reply.reasoning or None
         usage, turn = (
             turn.unsaved or None,
             msgspec.structs.replace(turn, calls=calls, answered=(), reasoning=reasoning, partial="", continuations=0, unsaved=TokenUsage()),
@@ -530,20 +549,18 @@ class _Step:
 
     def end_turn(self, turn: Turn, terminal: SessionEvent, now: float, *, dequeue: bool = True) -> None:
         """Stop all work of ``turn``, settle its calls, and emit its terminal event."""
-        match turn.phase:
-            case Calling(token=token) | Compressing(token=token):
-                self.effects.append(CancelModel(token=token))
-            case BackingOff(token=token):
-                self.effects.append(CancelTimer(token=token))
-            case RunningTools(running=running):
-                self.effects.extend(CancelTool(call_id=call_id) for call_id in running)
-            case _:
-                pass
+        phase = turn.phase  # by exact type, as in ``handle``
+        if type(phase) is Calling or type(phase) is Compressing:
+            self.effects.append(CancelModel(token=phase.token))
+        elif type(phase) is BackingOff:
+            self.effects.append(CancelTimer(token=phase.token))
+        elif type(phase) is RunningTools:
+            self.effects.extend(CancelTool(call_id=call_id) for call_id in phase.running)
         self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
-        if isinstance(terminal, TurnCancelled):
+        if type(terminal) is TurnCancelled:
             self.settle(turn, CANCELLED, TurnMark(turn_id=turn.turn_id, event="cancelled", reason=terminal.reason))
         else:
-            kind = terminal.kind if isinstance(terminal, TurnFailed) else "error"
+            kind = terminal.kind if type(terminal) is TurnFailed else "error"
             self.settle(turn, "[not run] The turn failed before this tool finished.", TurnMark(turn_id=turn.turn_id, event="failed", reason=kind))
         self.emit(terminal)
         self.set_turn(None)

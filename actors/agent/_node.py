@@ -12,7 +12,13 @@ from __future__ import annotations
 import dataclasses
 import socket
 
+from actors import HermesError
+
 DEFAULT_LEASE_TTL = 30.0
+
+
+class LeaseLapsed(HermesError):
+    """A session's lease may have lapsed (this node was paused past it): it starts no model call."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -22,6 +28,9 @@ class NodeIdentity:
     node_id: str
     lease_ttl: float = DEFAULT_LEASE_TTL
     """Seconds of the store's clock a session lease lasts unless renewed."""
+    worker: bool = False
+    """A ``hermes serve --workers`` worker: it runs under its parent's claim of the store
+    (``actors.store._owner``) and claims nothing itself (``actors.platforms._worker_role``)."""
 
     @property
     def renew_every(self) -> float:
@@ -36,4 +45,6 @@ class NodeIdentity:
 
 def cluster_health(node: NodeIdentity | None) -> dict[str, object] | None:
     """``/health/detailed``'s ``cluster``: this node's id and lease ttl (None: not in cluster mode)."""
-    return None if node is None else {"node_id": node.node_id, "lease_ttl": node.lease_ttl}
+    if node is None:
+        return None
+    return {"node_id": node.node_id, "lease_ttl": node.lease_ttl, **({"worker": True} if node.worker else {})}

@@ -12,6 +12,7 @@ import dataclasses
 import datetime
 import functools
 import logging
+import math
 import time
 import uuid
 from typing import Any
@@ -42,6 +43,7 @@ from protocols._session import (
     TurnCancelled,
     TurnCompleted,
     TurnFailed,
+    TurnRejected,
     TurnStarted,
     UndoTurn,
     Unsubscribe,
@@ -58,12 +60,15 @@ from ._loading import as_loaded, build_system_prompt, load_with_retry
 from ._machine import CallModel, RunTool, SessionState
 from ._memory_turn import TurnMemory, with_memory, with_pre_compress
 from ._model import ModelSettings, call_model
+from ._node import LeaseLapsed
 from ._nudges import NudgeCounters, TurnFacts, admit_review, plan_after_turn, seeded
 from ._providers import Providers
 from ._review import ReviewOutcome, run_review
+from ._sanitize import INTERRUPTED_RESULT
 from ._session_core import Loaded, offered_tools
 from ._session_deps import SessionDeps, child_deps
-from ._session_host import HostConfig, SessionHost, Write
+from ._session_host import SessionHost
+from ._session_port import HostConfig, Write
 from ._session_timers import IdleTimer, LeaseRenewDue, Timer
 from ._tools import ToolContext, Workspace
 
@@ -109,6 +114,14 @@ class SessionActor(Actor[SessionInbox | Timer]):
         """Seeded from the transcript at the first turn's end (None: not yet)."""
         self.fence: Fence | None = None
         """Cluster mode: this session's lease, carried by each of its writes (None: no lease)."""
+        self.lease_lost = False
+        """Cluster mode: the lease was refused or a write fenced; this incarnation is stopping."""
+        self.lease_asked = 0.0
+        """Cluster mode: this process's monotonic clock when the last acquire or renewal was sent."""
+        self.lease_until = math.inf
+        """Cluster mode: the lease is surely held until then (monotonic): the store granted it no
+        earlier than it was asked. Past it (this process was paused, its renewals stalled), no
+        model call starts: the session may be another node's by now (``LeaseLapsed``)."""
         self.turn_facts: dict[str, tuple[bool, set[str]]] = {}
         """Running turn -> (opened by a user message, tools it called), for the nudges."""
 
@@ -132,7 +145,19 @@ class SessionActor(Actor[SessionInbox | Timer]):
         if node is None:
             self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
         else:  # cluster mode: own the session before reading it; the grant (after its commit) starts the load
-            self.store.tell(AcquireLease(session_id=self.session_id, node_id=node.node_id, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref))
+            # A takeover too: a holder that stopped beating loses the lease, and what it (or a
+            # dead process of this node) left open is settled before this incarnation loads.
+            acquire = AcquireLease(
+                session_id=self.session_id,
+                node_id=node.node_id,
+                ttl=node.lease_ttl,
+                dead_after=node.lease_ttl,
+                settle=INTERRUPTED_RESULT,
+                token="lease",
+                reply_to=self.actor_ref,
+            )
+            self.lease_asked = time.monotonic()
+            self.store.tell(acquire)
 
     def receive(self, message: SessionInbox | Timer) -> Any:
         if not self.host.alive and isinstance(message, StartTurn | CompressContext | CancelTurn | EnsureSession | SwitchModel | UndoTurn):
@@ -147,8 +172,13 @@ class SessionActor(Actor[SessionInbox | Timer]):
         match message:
             case LeaseGranted() | LeaseRefused() | LeaseRenewDue():
                 self.on_lease(message)
+            case StoreFailed(token="lease") if self.deps.node is not None:
+                self.lease_failed(message)
             case StoreFailed(fenced=Fence()) if self.deps.node is not None:
-                self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
+                try:
+                    self.host.receive(message)  # the turn fails as for any refused write; then this node lets go
+                except StoreDiverged:
+                    pass  # no reload: the session is another node's now
                 self.lost_lease(f"a write was refused: {message.error}")
             case Subscribe(subscriber=subscriber, after_seq=after_seq, observer=observer):
                 return self.hub.subscribe(subscriber, after_seq=after_seq, observer=observer)
@@ -202,7 +232,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
         # An orderly stop (shutdown, passivation) settles the running turn first: its
         # cancelled results reach the store, which stops after the sessions.
         self.host.stop_turn("the server is shutting down")
-        if self.fence is not None and self.deps.node is not None:  # after those writes: the writer answers in order
+        if self.fence is not None and self.deps.node is not None and not self.lease_lost:  # after those writes: the writer answers in order
             self.store.tell(ReleaseLease(session_id=self.session_id, node_id=self.fence.node_id, epoch=self.fence.epoch))
 
     # -- cluster mode: the session's lease --------------------------------------------------
@@ -213,23 +243,64 @@ class SessionActor(Actor[SessionInbox | Timer]):
             return
         match message:
             case LeaseGranted(epoch=epoch):
+                self.lease_until = self.lease_asked + node.lease_ttl
                 first = self.fence is None
                 self.fence = Fence(node_id=node.node_id, epoch=epoch)
                 self.send_after(node.renew_every, LeaseRenewDue())
                 if first:  # every write told before the grant is committed: load now
                     self.store.tell(GetStoreStatistics(reply_to=self.actor_ref))
             case LeaseRefused(reason=reason):
+                self.refuse_waiting(message)
                 self.lost_lease(reason)
-            case LeaseRenewDue() if self.fence is not None:
-                renew = RenewLease(session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, reply_to=self.actor_ref)
+            case LeaseRenewDue() if self.fence is not None and not self.lease_lost:
+                renew = RenewLease(
+                    session_id=self.session_id, node_id=node.node_id, epoch=self.fence.epoch, ttl=node.lease_ttl, token="lease", reply_to=self.actor_ref
+                )
+                self.lease_asked = time.monotonic()
                 self.store.tell(renew)
             case LeaseRenewDue():
                 pass
 
+    def lease_failed(self, failed: StoreFailed) -> None:
+        """The store could not answer an acquire or a renewal (its lock timeout: a stopped node's
+        open transaction holds the lease row; or a broken connection). Neither granted nor refused:
+        an acquire fails the turns waiting for the load at once (503, retry) and this incarnation
+        stops, so no request waits on a lease that may never come; a renewal is sent again soon
+        (while it fails, ``lease_until`` stops model calls and the fence refuses late writes)."""
+        node = self.deps.node
+        if node is None or self.lease_lost:
+            return
+        if self.fence is None:
+            self.lost_lease(f"the store did not answer its lease request: {failed.error}")
+            return
+        log.warning("session %s: renewing its lease failed, trying again: %s", self.session_id, failed.error)
+        self.send_after(node.renew_every / 4, LeaseRenewDue())
+
+    def refuse_waiting(self, refused: LeaseRefused) -> None:
+        """Each turn waiting for this session's load is refused, naming the node that holds it
+        (until a request is forwarded to its owner, its caller asks again later)."""
+        ttl = self.deps.node.lease_ttl if self.deps.node is not None else 1.0
+        wait = max(1.0, min(refused.expires_at - time.time(), ttl))  # a file store's clock is this machine's
+        reason = f"session {self.session_id} is being answered by node {refused.owner or 'another node'}; send it again in {wait:.0f} s"
+        for message in self.host.stash:
+            if isinstance(message, StartTurn) and message.turn_id:
+                self.publish(TurnRejected(turn_id=message.turn_id, reason=reason, owner=refused.owner, retry_after=wait))
+
     def lost_lease(self, why: str) -> None:
         """This node does not (or no longer) own the session: stop, without restart (a later message starts it again)."""
         log.warning("session %s: not owned by node %s: %s", self.session_id, self.deps.node.node_id if self.deps.node else "", why)
-        self.fence = None
+        self.lease_lost = True  # the fence stays: whatever this incarnation still writes is refused
+        if self.host.state is None:  # turns asked before the load: their callers hear it now (503, retry)
+            error = f"this node does not own session {self.session_id!r} ({why}); retry the request"
+            asked_ids = [m.turn_id for m in self.host.stash if isinstance(m, StartTurn | CompressContext) and m.turn_id]
+            # So do the turns a crashed incarnation left open (a write it lost when the store's
+            # connection broke): the recovery that would answer them runs at a load, and none comes.
+            for turn_id in dict.fromkeys([*(t for t, _ in self.open_turns.snapshot()), *asked_ids]):
+                self.hub.publish(TurnFailed(turn_id=turn_id, error=error, kind="not_owner"))
+            self.host.stash.clear()
+        elif not self.host.alive and self.host.state.turn is not None:  # a refused write ended this incarnation: no Cancel will run
+            error = f"this node lost session {self.session_id!r} to another node mid-turn ({why}); nothing more of this turn is stored"
+            self.hub.publish(TurnFailed(turn_id=self.host.state.turn.turn_id, error=error, kind="not_owner"))
         self.stop()
 
     def settings(self) -> ModelSettings:
@@ -255,8 +326,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         return f"turn_{uuid.uuid4().hex[:12]}"
 
     def tell_store(self, command: Write) -> None:
-        if self.fence is not None and hasattr(command, "fence"):
-            command = msgspec.structs.replace(command, fence=self.fence)
+        if self.deps.node is not None and hasattr(command, "fence"):  # cluster mode: no write without a lease
+            command = msgspec.structs.replace(command, fence=self.fence or Fence(node_id=self.deps.node.node_id, epoch=0))
         self.store.tell(command)
 
     def reopen_writes(self) -> None:
@@ -270,6 +341,8 @@ class SessionActor(Actor[SessionInbox | Timer]):
         settings = self.providers.settings(effect.provider, model, key.api_key)
 
         async def request(sent: Any) -> Any:
+            if time.monotonic() > self.lease_until:
+                raise LeaseLapsed(f"session {self.session_id}: this node's lease may have lapsed (its renewals stalled); no model call is made")
             return await call_model(
                 self.deps.clients, settings, sent, tools, hub=self.hub, turn_id=effect.turn_id, session_id=self.session_id, options=effect.options
             )

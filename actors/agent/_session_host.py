@@ -17,7 +17,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Any
 
 import msgspec
 
@@ -28,7 +28,6 @@ from protocols._session import (
     EnsureSession,
     ModelSwitched,
     RefreshSettings,
-    SessionEvent,
     SessionInbox,
     SessionReady,
     SessionRecovered,
@@ -61,7 +60,6 @@ from ._machine import (
     CancelTimer,
     CancelTool,
     Emit,
-    MachineConfig,
     MachineEffect,
     MachineInput,
     ModelFailed,
@@ -77,11 +75,9 @@ from ._machine import (
     UserInput,
     step,
 )
-from ._recovery import OpenTurns, plan_recovery
-from ._sanitize import sanitize
+from ._recovery import plan_recovery
 from ._session_core import (
     Loaded,
-    Sanitizer,
     awaited,
     key_report,
     may_passivate,
@@ -93,7 +89,7 @@ from ._session_core import (
     seed_transcript,
     undo_cut,
 )
-from ._session_deps import RecoveryPolicy
+from ._session_port import WRITE_REPLY_TYPES, Handle, HostConfig, SessionPort, Write
 from ._session_timers import REFRESH_RETRY, AckCheck, IdleTimer, Timer, TurnTimer
 
 RESTART_FAILED = (
@@ -104,63 +100,6 @@ INTERRUPTED_FAILED = (
     "the server stopped while this turn was running; unfinished tools were not re-run "
     "(their results say the outcome is unknown: check before running them again); send the message again to continue"
 )
-WRITE_REPLIES = (MessagesPersisted, StoreFailed, SessionCreated, TurnRemoved, SessionTotalsUpdated)
-"""The store's answers to a session's writes (each carries the write's token)."""
-Write = CreateSession | AppendMessages | UpdateSessionTotals | RemoveLastTurn
-
-
-class Handle(Protocol):
-    @property
-    def wait_id(self) -> int: ...
-
-
-class SessionPort(Protocol):
-    """What a host gives the interpreter: the I/O, nothing else."""
-
-    open_turns: OpenTurns
-    """The session's hub's record of open turns (outlives an incarnation within a process)."""
-
-    @property
-    def me(self) -> Any:
-        """Where the store's replies go (the ``reply_to`` of every write)."""
-
-    def now(self) -> float: ...
-    def wall(self) -> float: ...
-    def new_turn_id(self) -> str: ...
-    def tell_store(self, command: Write) -> None: ...
-    def reopen_writes(self) -> None: ...
-    def lease(self, provider: str, request: LeaseKey) -> None:
-        """Ask ``provider``'s credential pool for a key (it answers the session ``KeyLeased`` or ``NoKeyAvailable``)."""
-
-    def report(self, provider: str, outcome: ReportKey) -> None:
-        """Tell ``provider``'s pool how a leased key did (fire and forget)."""
-
-    def start_model(self, effect: CallModel, model: str, key: KeyLeased) -> Handle: ...
-    def start_tool(self, effect: RunTool, turn_id: str) -> Handle: ...
-    def after(self, delay: float, message: Timer) -> Handle: ...
-    def cancel(self, handle: Any) -> None:
-        """Cancel a wait or timer this port started (its own handle type)."""
-
-    def publish(self, event: SessionEvent) -> None: ...
-    def reload(self, why: str) -> None:
-        """Restart from the store (memory and store disagree); the host handles nothing more."""
-
-    def passivate(self) -> None: ...
-    def idle(self, generation: int, state: SessionState) -> None:
-        """The session has no turn: arm the idle timer for ``generation`` (``IdleTimer``)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class HostConfig:
-    session_id: str
-    model: str
-    machine: MachineConfig = MachineConfig()
-    source: str = "api"
-    recovery: RecoveryPolicy = "fail"
-    ack_timeout: float = 30.0
-    parent_session_id: str | None = None
-    sanitizer: Sanitizer = sanitize
-    """What a loaded transcript goes through (the simulator plants a bug by replacing it)."""
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -217,11 +156,14 @@ class SessionHost:
     def receive(self, message: SessionInbox | Timer | Loaded) -> bool:
         """Handle ``message``; False if it is not a session message (the host's own business)."""
         state = self.state
-        if state is not None:  # the two messages of nearly every step, without the match below
-            if isinstance(message, WaitFinished):
+        if state is not None:
+            # The messages of nearly every step, by exact type (messages are final structs,
+            # never subclassed): each class pattern of the match below costs an ``isinstance``
+            # through msgspec's metaclass.
+            if type(message) is WaitFinished:
                 self.on_wait(message)
                 return True
-            if isinstance(message, MessagesPersisted):
+            if type(message) is MessagesPersisted:
                 token = message.token
                 self.acknowledged(token)
                 if type(token) is Token and awaited(state, token):  # any other commit changes nothing in the machine
@@ -230,34 +172,35 @@ class SessionHost:
             if type(message) is KeyLeased:  # every model call's lease
                 self.on_leased(message)
                 return True
-        if isinstance(message, WRITE_REPLIES):
-            self.acknowledged(message.token)
+            if type(message) is StartTurn:
+                self.start_turn(state, message)
+                return True
+            if type(message) is AckCheck:
+                self.check_acks()
+                return True
+            if type(message) is TurnTimer:
+                self.handles.pop(message.token, None)
+                self.feed(TimerFired(token=message.token, now=self.port.now()))
+                return True
+            if type(message) is CancelTurn:
+                self.feed(Cancel(reason=message.reason, turn_id=message.turn_id, now=self.port.now()))
+                return True
+        if type(message) in WRITE_REPLY_TYPES:
+            self.acknowledged(message.token)  # type: ignore[union-attr]
+        if type(message) is Loaded:
+            self.on_loaded(message)
+            return True
+        if type(message) is SessionCreated and type(message.token) is Token and message.token.step == "create":
+            self.durable = True
+            waiting, self.waiting_ready = self.waiting_ready, []
+            for reply_to in waiting:
+                reply_to.tell(SessionReady(session_id=self.session_id, created=True))
+            return True
         match message:
-            case Loaded():
-                self.on_loaded(message)
-            case SessionCreated(token=Token(step="create")):
-                self.durable = True
-                waiting, self.waiting_ready = self.waiting_ready, []
-                for reply_to in waiting:
-                    reply_to.tell(SessionReady(session_id=self.session_id, created=True))
             case _ if state is None:
                 self.stash.append(message)
-            case StartTurn(turn_id=turn_id, history=history):
-                if history and not state.transcript and state.turn is None:
-                    self.seed(seed_transcript(history, frozenset(m.tool_call_id or "" for m in message.tool_results)))
-                turn_id = turn_id or self.port.new_turn_id()
-                m = message
-                opening = UserInput(
-                    turn_id=turn_id,
-                    text=m.text,
-                    policy=m.policy,
-                    instructions=m.instructions,
-                    tool_results=m.tool_results,
-                    options=m.options,
-                    images=m.images,
-                    now=self.port.now(),
-                )
-                self.feed(opening)
+            case StartTurn():
+                self.start_turn(state, message)
             case CompressContext(focus=focus, turn_id=turn_id, policy=policy):
                 self.feed(UserInput(turn_id=turn_id or self.port.new_turn_id(), text=focus, policy=policy, compress=True, now=self.port.now()))
             case CancelTurn(reason=reason, turn_id=turn_id):
@@ -294,6 +237,21 @@ class SessionHost:
             case _:
                 return False
         return True
+
+    def start_turn(self, state: SessionState, m: StartTurn) -> None:
+        if m.history and not state.transcript and state.turn is None:
+            self.seed(seed_transcript(m.history, frozenset(r.tool_call_id or "" for r in m.tool_results)))
+        opening = UserInput(
+            turn_id=m.turn_id or self.port.new_turn_id(),
+            text=m.text,
+            policy=m.policy,
+            instructions=m.instructions,
+            tool_results=m.tool_results,
+            options=m.options,
+            images=m.images,
+            now=self.port.now(),
+        )
+        self.feed(opening)
 
     # -- writes and their acknowledgements -------------------------------------------------------
 
@@ -404,8 +362,8 @@ class SessionHost:
     def on_loaded(self, loaded: Loaded) -> None:
         port, sid = self.port, self.session_id
         if not loaded.exists:
-            title = next((m.title for m in self.stash if isinstance(m, EnsureSession) and m.title), None)
-            branched = next((m.branched_from for m in self.stash if isinstance(m, StartTurn) and m.branched_from), None)
+            title = next((m.title for m in self.stash if type(m) is EnsureSession and m.title), None)
+            branched = next((m.branched_from for m in self.stash if type(m) is StartTurn and m.branched_from), None)
             create = CreateSession(
                 session_id=sid,
                 source=self.config.source,
@@ -482,34 +440,41 @@ class SessionHost:
 
     def execute(self, effect: MachineEffect) -> None:
         port = self.port
-        match effect:
-            case Emit(event=event):
-                port.publish(event)
-            case Persist(token=token, messages=messages, turn=mark, segment=segment, usage=usage):
-                self.append(token, messages, mark, segment, usage)
-            case CallModel(token=token):
-                # Every call runs on a key leased from its provider's pool (on_leased).
-                lease_id = f"{self.session_id}/{self.lease_base}/{token}"
-                self.leases[lease_id] = effect
-                self.leasing[token] = lease_id
-                port.lease(self.provider_name(effect.provider), LeaseKey(lease_id=lease_id, session_id=self.session_id, reply_to=port.me))
-            case RunTool(call_id=call_id):
-                assert self.state is not None and self.state.turn is not None
-                self.track(port.start_tool(effect, self.state.turn.turn_id), call_id)
-            case CancelModel(token=key) | CancelTool(call_id=key) | CancelTimer(token=key):
-                if isinstance(key, Token):
-                    waiting = self.leasing.pop(key, None)
-                    if waiting is not None:  # its key is on the way: it is given back when it comes (on_leased)
-                        del self.leases[waiting]
-                    used = self.keys.pop(key, None)
-                    if used is not None:  # a cancelled call is not its key's fault
-                        port.report(used[0], ReportKey(lease_id=used[1], key_id=used[2], ok=True))
-                pending = self.handles.pop(key, None)
-                if pending is not None:
-                    port.cancel(pending)
-                    self.waits.pop(pending.wait_id, None)
-            case StartTimer(token=token, delay=delay):
-                self.handles[token] = port.after(delay, TurnTimer(token=token))
+        # By exact type, as in ``receive`` (effects are final structs).
+        if type(effect) is Emit:
+            port.publish(effect.event)
+        elif type(effect) is Persist:
+            self.append(effect.token, effect.messages, effect.turn, effect.segment, effect.usage)
+        elif type(effect) is CallModel:
+            # Every call runs on a key leased from its provider's pool (on_leased).
+            token = effect.token
+            lease_id = f"{self.session_id}/{self.lease_base}/{token}"
+            self.leases[lease_id] = effect
+            self.leasing[token] = lease_id
+            port.lease(self.provider_name(effect.provider), LeaseKey(lease_id=lease_id, session_id=self.session_id, reply_to=port.me))
+        elif type(effect) is RunTool:
+            assert self.state is not None and self.state.turn is not None
+            self.track(port.start_tool(effect, self.state.turn.turn_id), effect.call_id)
+        elif type(effect) is CancelModel or type(effect) is CancelTimer:
+            self.cancel_wait(effect.token)
+        elif type(effect) is CancelTool:
+            self.cancel_wait(effect.call_id)
+        elif type(effect) is StartTimer:
+            self.handles[effect.token] = port.after(effect.delay, TurnTimer(token=effect.token))
+
+    def cancel_wait(self, key: Token | str) -> None:
+        port = self.port
+        if type(key) is Token:
+            waiting = self.leasing.pop(key, None)
+            if waiting is not None:  # its key is on the way: it is given back when it comes (on_leased)
+                del self.leases[waiting]
+            used = self.keys.pop(key, None)
+            if used is not None:  # a cancelled call is not its key's fault
+                port.report(used[0], ReportKey(lease_id=used[1], key_id=used[2], ok=True))
+        pending = self.handles.pop(key, None)
+        if pending is not None:
+            port.cancel(pending)
+            self.waits.pop(pending.wait_id, None)
 
     def track(self, handle: Handle, key: Token | str) -> None:
         self.waits[handle.wait_id] = key

@@ -12,7 +12,7 @@ from typing import Any
 from actors.credentials import PoolOptions, credential_specs
 from actors.memory import memory_spec
 from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter, import_hermes_store, is_database_url, settle_interrupted
-from actors.store._owner import claim_store
+from actors.store._owner import claim_store, refuse_beside_workers
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
 from ._deps_table import DepsTable
@@ -54,13 +54,14 @@ def reader_opener(store_file: str | Path) -> functools.partial[Any]:
 
 def settle_store(store_file: str | Path, deps: SessionDeps) -> SessionDeps:
     """Settle what a stopped process left open in ``store_file`` (before its writer starts);
-    ``deps`` with the report in ``interrupted``.
+    ``deps`` with the report in ``interrupted``. A cluster node (``deps.node``) spares the
+    sessions whose live lease another node holds.
 
     A store that cannot be settled (not a store, locked, broken) is logged and left as it is:
     the writer, starting next, meets the same problem and reports it its own way.
     """
     try:
-        report = settle_interrupted(store_file, result_text=INTERRUPTED_RESULT)
+        report = settle_interrupted(store_file, result_text=INTERRUPTED_RESULT, node_id=deps.node.node_id if deps.node is not None else None)
     except StoreError as exc:
         log.warning("could not settle the turns a stopped process left open: %s", exc)
         return deps
@@ -93,14 +94,21 @@ def build_agent_runtime(
     wrote (``import_hermes_store``: backup first, then in place; the line goes to the log and
     to ``announce``) and settles what a stopped process left open (``settle_store``) before
     any session can run; another live runtime on the same file keeps its turns. The claim and
-    the model clients are released when the reactor stops.
+    the model clients are released when the reactor stops. A ``--workers`` worker claims
+    nothing (its parent holds the claim and imported the file) and settles as a cluster node;
+    a cluster node that finds the claim held settles as one too (the other nodes' leased
+    sessions spared).
 
     Raises:
         HermesImportError: a Hermes ``state.db`` could not be imported (it is left as it was).
+        StoreServedByWorkers: a ``hermes serve --workers`` parent holds the claim.
     """
     if deps.store_file is None:
         deps = dataclasses.replace(deps, store_file=store_file if isinstance(store_file, str) and is_database_url(store_file) else Path(store_file))
-    claim = claim_store(store_file)
+    worker = deps.node is not None and deps.node.worker
+    claim = None if worker else claim_store(store_file)
+    if claim is None and not worker:
+        refuse_beside_workers(store_file)
     if claim is not None:
         try:
             report = import_hermes_store(store_file)
@@ -111,6 +119,8 @@ def build_agent_runtime(
             log.warning("%s", report.line())
             if announce is not None:
                 announce(report.line())
+        deps = settle_store(store_file, deps)
+    elif deps.node is not None:
         deps = settle_store(store_file, deps)
     else:
         log.info("another hermes process serves %s: its open turns are its own, nothing settled", store_file)

@@ -9,6 +9,8 @@ stream's decision number); a run with a mask skips exactly the faults it names.
 
 from __future__ import annotations
 
+import _random
+import hashlib
 import random
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -242,6 +244,17 @@ def load_plan(source: str | Path) -> FaultPlan:
 # -- dice ---------------------------------------------------------------------------------------
 
 
+def _seeded(text: str) -> random.Random:
+    """``random.Random(text)``: the same state (``Random.seed``'s version 2 for a str: the text and
+    its SHA-512 as one int), without the Python-level checks of ``Random.seed`` (a run opens a
+    stream per concern, and a sweep thousands of runs)."""
+    rng = random.Random.__new__(random.Random)
+    raw = text.encode()
+    _random.Random.seed(rng, int.from_bytes(raw + hashlib.sha512(raw).digest()))
+    rng.gauss_next = None  # type: ignore[attr-defined]
+    return rng
+
+
 class _Stream:
     """One named stream of a run's decisions."""
 
@@ -252,6 +265,21 @@ class _Stream:
         self.random = rng.random
         self.count = 0
         """Decisions taken from it that have a fault id (``fault``, ``pick``)."""
+
+
+class _Streams(dict[str, _Stream]):
+    """Stream name -> its stream, opened (seeded) on first use: ``streams[name]`` is one subscript
+    per decision (every step draws several), not a ``get`` call and a test."""
+
+    __slots__ = ("seed",)
+
+    def __init__(self, seed: int) -> None:
+        super().__init__()
+        self.seed = seed
+
+    def __missing__(self, name: str) -> _Stream:
+        entry = self[name] = _Stream(_seeded(f"{self.seed}/{name}"))
+        return entry
 
 
 class Dice:
@@ -268,24 +296,19 @@ class Dice:
     def __init__(self, seed: int, mask: Iterable[str] = ()) -> None:
         self.seed = seed
         self.mask = frozenset(mask)
-        self._draws: dict[str, _Stream] = {}
-        """Stream name -> the stream and its count of decisions: one lookup per decision
-        (every step draws several)."""
+        self._draws = _Streams(seed)
+        """Stream name -> the stream and its count of decisions."""
         self.injected: list[str] = []
         """Ids of the faults injected so far, in order."""
 
-    def _open(self, name: str) -> _Stream:
-        entry = self._draws[name] = _Stream(random.Random(f"{self.seed}/{name}"))
-        return entry
-
     def stream(self, name: str) -> random.Random:
-        return (self._draws.get(name) or self._open(name)).rng
+        return self._draws[name].rng
 
     def fault(self, stream: str, kind: str, rate: float) -> bool:
         """True when fault ``kind`` is injected at this decision (one draw, unless ``rate`` is 0)."""
         if rate <= 0.0:
             return False
-        entry = self._draws.get(stream) or self._open(stream)
+        entry = self._draws[stream]
         entry.count += 1
         if entry.random() >= rate:
             return False
@@ -298,7 +321,7 @@ class Dice:
     def pick(self, stream: str, kinds: Sequence[tuple[str, float]]) -> str | None:
         """Which of ``kinds`` (name, chance; chances summing to at most 1) is injected at this
         decision, if any: one draw, one fault id (``"keys:auth#4"``)."""
-        entry = self._draws.get(stream) or self._open(stream)
+        entry = self._draws[stream]
         draw = entry.random()
         entry.count += 1
         number = entry.count
@@ -313,7 +336,7 @@ class Dice:
         return None
 
     def uniform(self, stream: str, low: float, high: float) -> float:
-        entry = self._draws.get(stream) or self._open(stream)
+        entry = self._draws[stream]
         return low + (high - low) * entry.random()  # random.Random.uniform's own formula, one call fewer
 
     def choice(self, stream: str, options: Sequence[T]) -> T:
@@ -323,7 +346,7 @@ class Dice:
         """An int in [0, n): the draw ``random.Random.randrange(n)`` makes (its ``_randbelow``), without its argument checks."""
         if n <= 0:
             raise ValueError("empty range for below()")
-        entry = self._draws.get(stream) or self._open(stream)
+        entry = self._draws[stream]
         getrandbits = entry.rng.getrandbits
         k = n.bit_length()
         r: int = getrandbits(k)

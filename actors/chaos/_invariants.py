@@ -44,8 +44,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from protocols import ChatMessage, ChildExited, ChildRestarted, ChildStarted, Escalated
@@ -185,12 +186,24 @@ class Invariants:
         """Events seen, by kind (``turns``, ``completed``, ``failed``, ``cancelled``, ``restarts``, ...)."""
         self.pool = PoolChecks(self.violate, self.counts, lease_bound)
         """The credential pool's rules (``_pool_checks``)."""
-        self.compression = CompressionChecks(self.violate, self.counts)
+
+    # The rules of features a plan may leave off are made when first used (a sweep makes a
+    # checker per seed, and most plans use one or none of them).
+
+    @functools.cached_property
+    def compression(self) -> CompressionChecks:
         """Context compression's rules (``_compress_checks``)."""
-        self.reviews = ReviewChecks(self.violate, self.counts)
+        return CompressionChecks(self.violate, self.counts)
+
+    @functools.cached_property
+    def reviews(self) -> ReviewChecks:
         """Background reviews' rules (``_review_checks``)."""
-        self.memory = MemoryChecks(self.violate, self.counts)
+        return ReviewChecks(self.violate, self.counts)
+
+    @functools.cached_property
+    def memory(self) -> MemoryChecks:
         """Memory providers' rules (``_memory_checks``)."""
+        return MemoryChecks(self.violate, self.counts)
 
     # -- reporting ---------------------------------------------------------------------------------
 
@@ -214,46 +227,46 @@ class Invariants:
             self._seqs[subscriber] = event.seq
         book = self._books.get(session_id) or self.book(session_id)
         turn_id = event.turn_id
-        match event:
-            case TurnStarted(text=text):
-                self.counts["turns"] += 1
-                if turn_id in book.started or turn_id in book.ended:
-                    self.violate("turn_started_twice", session_id, f"turn {turn_id} started again", now)
-                if book.running is not None:
-                    self.violate("two_turns_running", session_id, f"turn {turn_id} started while {book.running} runs", now)
-                book.queued.discard(turn_id)
-                book.started[turn_id] = now
-                book.texts[turn_id] = text
-                book.running = turn_id
-            case TurnQueued():
-                self.counts["queued"] += 1
-                if turn_id in book.started or turn_id in book.ended or turn_id in book.queued:
-                    self.violate("turn_started_twice", session_id, f"turn {turn_id} queued after it was taken", now)
-                book.queued.add(turn_id)
-            case TurnRejected():
-                self.counts["rejected"] += 1
-                book.rejected.add(turn_id)
-            case UserMessageSaved():
-                if turn_id in book.texts:
-                    book.acked[turn_id] = book.texts[turn_id]
-            case SessionRecovered(resumed=resumed):
-                self.counts["recovered"] += 1
-                if resumed:
-                    self.compression.resumed(session_id)
-                    if book.running is None and not book.lost:
-                        self.violate("spurious_recovery", session_id, "the recovery resumed a turn although none was open", now)
-                    book.resuming = True
-            case TurnFailed() | TurnCompleted() | TurnCancelled():
-                self._reclaim(book, turn_id)
-                self._terminal(session_id, book, event, now)
-            case _:
-                if type(event) is ContextCompressed:
-                    self.compression.announced(session_id, event, now)
-                elif type(event) is MemorySkipped:
-                    self.memory.reported_skip(session_id, event, now)
-                self._reclaim(book, turn_id)
-                if turn_id and book.resuming and turn_id not in book.started and turn_id not in book.ended:
-                    self._adopt(book, turn_id, now)
+        kind = type(event)  # events are final structs: one type lookup, not a class pattern per case
+        if type(event) is TurnStarted:
+            self.counts["turns"] += 1
+            if turn_id in book.started or turn_id in book.ended:
+                self.violate("turn_started_twice", session_id, f"turn {turn_id} started again", now)
+            if book.running is not None:
+                self.violate("two_turns_running", session_id, f"turn {turn_id} started while {book.running} runs", now)
+            book.queued.discard(turn_id)
+            book.started[turn_id] = now
+            book.texts[turn_id] = event.text
+            book.running = turn_id
+        elif kind is TurnQueued:
+            self.counts["queued"] += 1
+            if turn_id in book.started or turn_id in book.ended or turn_id in book.queued:
+                self.violate("turn_started_twice", session_id, f"turn {turn_id} queued after it was taken", now)
+            book.queued.add(turn_id)
+        elif kind is TurnRejected:
+            self.counts["rejected"] += 1
+            book.rejected.add(turn_id)
+        elif kind is UserMessageSaved:
+            if turn_id in book.texts:
+                book.acked[turn_id] = book.texts[turn_id]
+        elif type(event) is SessionRecovered:
+            self.counts["recovered"] += 1
+            if event.resumed:
+                self.compression.resumed(session_id)
+                if book.running is None and not book.lost:
+                    self.violate("spurious_recovery", session_id, "the recovery resumed a turn although none was open", now)
+                book.resuming = True
+        elif kind is TurnFailed or kind is TurnCompleted or kind is TurnCancelled:
+            self._reclaim(book, turn_id)
+            self._terminal(session_id, book, event, now)
+        else:
+            if type(event) is ContextCompressed:
+                self.compression.announced(session_id, event, now)
+            elif type(event) is MemorySkipped:
+                self.memory.reported_skip(session_id, event, now)
+            self._reclaim(book, turn_id)
+            if turn_id and book.resuming and turn_id not in book.started and turn_id not in book.ended:
+                self._adopt(book, turn_id, now)
         running = book.running
         if running is not None:  # a turn that may be running from now on: its deadline is watched
             due = book.started.get(running, now) + self.turn_timeout + self.slack
@@ -427,12 +440,21 @@ class Invariants:
         if added or len(fixed) != len(transcript):
             self.violate("idle_unpaired", session_id, f"an idle session has {added} unanswered call(s)", now)
 
-    def durable_transcript(self, session_id: str, messages: Sequence[ChatMessage], now: float, *, originals: Sequence[ChatMessage] | None = None) -> None:
+    def durable_transcript(
+        self,
+        session_id: str,
+        messages: Sequence[ChatMessage],
+        now: float,
+        *,
+        originals: Sequence[ChatMessage] | None = None,
+        users: Mapping[str, int] | None = None,
+    ) -> None:
         """The stored transcript at rest: calls paired with results, acknowledged messages once each.
 
         ``messages`` is what a load reads (the newest segment); ``originals`` (when compressions
         copied messages into new segments) every message stored once, which user messages are
-        counted in.
+        counted in. ``users``: those counts by text, when the caller keeps them as it stores
+        (the simulated store does): then they are not counted again here.
         """
         fixed, added = sanitize(messages)
         if added or len(fixed) != len(messages):
@@ -440,37 +462,39 @@ class Invariants:
             self.violate(
                 "durable_unpaired", session_id, f"the stored transcript has {added} call(s) without a result and {stray} stray or repeated result(s)", now
             )
-        users = collections.Counter(m.content for m in (messages if originals is None else originals) if m.role == "user")
+        if users is None:
+            users = collections.Counter(m.content for m in (messages if originals is None else originals) if m.role == "user" and m.content is not None)
         for turn_id, text in self.book(session_id).acked.items():
-            if users[text] != 1:
-                self.violate("user_message_count", session_id, f"the acknowledged message of turn {turn_id} is stored {users[text]} times", now)
+            if users.get(text, 0) != 1:
+                self.violate("user_message_count", session_id, f"the acknowledged message of turn {turn_id} is stored {users.get(text, 0)} times", now)
 
     # -- supervision ------------------------------------------------------------------------------------
 
     def supervision(self, event: Any, now: float) -> None:
         """A supervision event (as ``Runtime.subscribe`` delivers them, in order)."""
-        match event:
-            case ChildStarted(path=path, incarnation=incarnation) | ChildRestarted(path=path, incarnation=incarnation):
-                self._check_exit_due(path, None, now)
-                live = self._live.setdefault(path, set())
-                if live:
-                    # The kernel publishes ChildRestarted before the ChildExited that caused it.
-                    if live == {incarnation - 1} and isinstance(event, ChildRestarted):
-                        self._exit_due[path] = incarnation - 1
-                    else:
-                        self.violate("two_live_actors", _session_of(path), f"{path} incarnation {incarnation} started while {sorted(live)} run", now)
-                live.add(incarnation)
-                if isinstance(event, ChildRestarted):
-                    self._note_restart(path, now)
-                    session_id = _session_of(path)
-                    if session_id:
-                        self.crashed(session_id, now)
-            case ChildExited(path=path, incarnation=incarnation):
-                self._check_exit_due(path, incarnation, now)
-                self._live.get(path, set()).discard(incarnation)
-            case Escalated(path=path):
-                self.counts["escalations"] += 1
-                self._restarts.pop(path, None)
+        kind = type(event)  # final structs: by exact type, as in ``event``
+        if kind is ChildStarted or kind is ChildRestarted:
+            path, incarnation = event.path, event.incarnation
+            self._check_exit_due(path, None, now)
+            live = self._live.setdefault(path, set())
+            if live:
+                # The kernel publishes ChildRestarted before the ChildExited that caused it.
+                if live == {incarnation - 1} and kind is ChildRestarted:
+                    self._exit_due[path] = incarnation - 1
+                else:
+                    self.violate("two_live_actors", _session_of(path), f"{path} incarnation {incarnation} started while {sorted(live)} run", now)
+            live.add(incarnation)
+            if kind is ChildRestarted:
+                self._note_restart(path, now)
+                session_id = _session_of(path)
+                if session_id:
+                    self.crashed(session_id, now)
+        elif kind is ChildExited:
+            self._check_exit_due(event.path, event.incarnation, now)
+            self._live.get(event.path, set()).discard(event.incarnation)
+        elif kind is Escalated:
+            self.counts["escalations"] += 1
+            self._restarts.pop(event.path, None)
 
     def _check_exit_due(self, path: str, incarnation: int | None, now: float) -> None:
         due = self._exit_due.pop(path, None)
@@ -505,8 +529,11 @@ class Invariants:
         for path, due in self._exit_due.items():
             self.violate("two_live_actors", _session_of(path), f"{path} incarnation {due} never reported its exit", now)
         self.pool.finish(now)
-        self.reviews.finish(now)
-        self.memory.finish(now)
+        made = self.__dict__  # rules never used have nothing to finish
+        if "reviews" in made:
+            self.reviews.finish(now)
+        if "memory" in made:
+            self.memory.finish(now)
         return self.violations
 
 

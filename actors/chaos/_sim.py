@@ -162,12 +162,14 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
         store = world.store
         for session in sessions:
             sid = session.session_id
-            originals = store.originals(sid) if sid in store.copied else None
+            copied = sid in store.copied
+            originals = store.originals(sid) if copied else None
             if world.reviews is not None:
                 checker.reviews.user_transcript(sid, store.durable.get(sid, []), world.now)
             if world.memory is not None:
                 checker.memory.transcript(sid, store.durable.get(sid, []), world.now)
-            checker.durable_transcript(sid, store.segment(sid), world.now, originals=originals)
+            users = None if copied else store.user_texts.get(sid)  # what it stored once, counted as it stored it
+            checker.durable_transcript(sid, store.segment(sid), world.now, originals=originals, users=users)
     else:
         checker.violate("no_quiescence", "-", f"the world was still busy after {options.max_steps} steps", world.now)
     violations = checker.finish(world.now)

@@ -25,7 +25,8 @@ from ..agent._machine import CallModel, Emit, MachineConfig, MachineEffect, Pers
 from ..agent._recovery import OpenTurns
 from ..agent._sanitize import sanitize
 from ..agent._session_core import Loaded, Sanitizer
-from ..agent._session_host import HostConfig, SessionHost, Write
+from ..agent._session_host import SessionHost
+from ..agent._session_port import HostConfig, Write
 from ..agent._session_timers import IdleTimer
 from ..agent._turn_state import Compressing, PersistingSegment
 from ._sim_memory import MemoryBug
@@ -252,7 +253,7 @@ class SimSession(SimSupervised):
             world.reviews.observe(self, event)
         if world.memory is not None and (type(event) is TurnStarted or (type(event) is TurnCompleted and event.text)):
             world.memory.told("turn_start" if type(event) is TurnStarted else "sync")  # as SessionActor.publish tells them
-        if isinstance(event, UserMessageSaved):
+        if type(event) is UserMessageSaved:
             checker.user_message_durable(self.session_id, event.turn_id, world.store.user_texts.get(self.session_id, ()), world.now)
         if self.client is not None:
             self.client.on_event(event)
@@ -277,12 +278,12 @@ class SimSession(SimSupervised):
         super().tell(message)
 
     def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
-        reviews = self.world.reviews
-        if reviews is not None and from_address and type(message) is StartTurn:
-            self.world.checker.reviews.turn_received(self.session_id, message.turn_id, self.world.now)
-        if self.world.memory is not None and type(message) is WaitFinished and message.tag == "model":
-            self.world.checker.memory.model_outcome(self.session_id, message, self.world.now)
-        super().handle(incarnation, message, from_address=from_address)
+        world = self.world
+        if world.reviews is not None and from_address and type(message) is StartTurn:
+            world.checker.reviews.turn_received(self.session_id, message.turn_id, world.now)
+        if world.memory is not None and type(message) is WaitFinished and message.tag == "model":
+            world.checker.memory.model_outcome(self.session_id, message, world.now)
+        SimSupervised.handle(self, incarnation, message, from_address=from_address)
 
     def idle(self, generation: int, state: SessionState) -> None:
         world = self.world

@@ -108,7 +108,7 @@ class SimStore:
         reply: Any
         if messages is not None and session_id in self.fenced:
             reply = StoreFailed(token=token, error="an earlier write of this session was refused", session_id=session_id)
-        elif world.dice.fault("store", "busy", faults.busy):
+        elif faults.busy > 0 and world.dice.fault("store", "busy", faults.busy):  # (no draw at 0: only the call is saved)
             world.note(f"fault: store busy, write {token!r} of {session_id} failed")
             reply = StoreFailed(token=token, error="database is locked", session_id=session_id, retryable=True)
         elif messages is None:
@@ -128,7 +128,7 @@ class SimStore:
             if mark is not None:
                 self._mark(session_id, mark)
             reply = MessagesPersisted(session_id=session_id, token=token)
-            if world.dice.fault("store", "crash_after_commit", faults.crash_after_commit):
+            if faults.crash_after_commit > 0 and world.dice.fault("store", "crash_after_commit", faults.crash_after_commit):
                 world.note(f"fault: store crashed after committing {token!r} of {session_id}")
                 if self.checked:
                     world.checker.compression.refused_after_commit(session_id, messages)

@@ -81,7 +81,7 @@ class SimSupervised:
 
     def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
         world, crashes = self.world, self.world.plan.crashes
-        if self.crashes < crashes.max_per_session and world.dice.fault("crash", "session", crashes.session):
+        if crashes.session > 0 and self.crashes < crashes.max_per_session and world.dice.fault("crash", "session", crashes.session):
             if from_address:
                 self.mailbox.appendleft(message)  # InjectCrash was ahead of it: the next incarnation gets it
             self.crash("InjectedCrash: chaos")
@@ -108,7 +108,8 @@ class SimSupervised:
             if restarted
             else ChildStarted(path=self.path, incarnation=self.starts)
         )
-        world.note(f"{self.session_id}: {type(event).__name__} incarnation {self.starts}")
+        if world.record:
+            world.note(f"{self.session_id}: {type(event).__name__} incarnation {self.starts}")
         world.checker.supervision(event, world.now)
         if restarted:  # the kernel publishes the exit that caused a restart after the restart itself
             world.checker.supervision(ChildExited(path=self.path, child_id=self.session_id, incarnation=self.starts - 1, kind="crashed"), world.now)

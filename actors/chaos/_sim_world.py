@@ -26,7 +26,7 @@ from protocols import ChatMessage, KeyLeased, ToolCall, WaitFinished
 from protocols._faults import FaultPlan
 
 from ..agent._model import ModelFailure, ModelReply
-from ..agent._retry import classify
+from ..agent._retry import ErrorKind, classify
 from ..agent._tokens import RequestSize, TokenRatio, request_size
 from ..agent._tools import ToolOutput
 from ..credentials import KeySpec, ProviderSpec
@@ -50,6 +50,19 @@ PROVIDER_RATIO = TokenRatio(chars_per_token=3.5)
 TOOL_SCHEMAS = RequestSize(chars=1_050, fixed=0)
 """The size of the simulated tools' schemas in a request that offers tools (``MachineConfig.tools_size``):
 300 tokens at the provider's ratio."""
+
+
+_KINDS: dict[tuple[int, str], ErrorKind] = {}
+"""(status, detail) -> ``classify``'s kind: the simulated failures' words come from a small set."""
+
+
+def _kind_of(status: int, detail: str) -> ErrorKind:
+    kind = _KINDS.get((status, detail))
+    if kind is None:
+        if len(_KINDS) >= 1024:
+            _KINDS.clear()
+        kind = _KINDS[(status, detail)] = classify(status, detail).kind
+    return kind
 
 
 def _with_schemas(size: RequestSize, use_tools: bool) -> RequestSize:
@@ -135,18 +148,19 @@ class World:
 
     def run(self, max_steps: int) -> bool:
         """Run until nothing is left to happen; False if ``max_steps`` ran out first."""
-        heap = self._heap
+        heap, cancelled, pop = self._heap, self._cancelled, heapq.heappop
         checker = self.checker
+        steps = self.steps
         while heap:
-            if self.steps >= max_steps:
+            if steps >= max_steps:
                 return False
-            when, _, order, action, args = heapq.heappop(heap)
-            if order in self._cancelled:
-                self._cancelled.discard(order)
+            when, _, order, action, args = pop(heap)
+            if order in cancelled:
+                cancelled.discard(order)
                 continue
             self.now = when
-            self.steps += 1
-            checker.step = self.steps
+            steps += 1
+            self.steps = checker.step = steps
             action(*args)
             checker.advance(when)
         return True
@@ -244,13 +258,13 @@ class World:
             done = self.now + dice.uniform("keys", 0.001, 0.05)
         elif window and (tokens > window or dice.fault("model", "overflow", faults.overflow)):
             detail = f"simulated HTTP 400: this model's maximum context length is {window} tokens, the request has {tokens} (context_length_exceeded)"
-            value = ModelFailure(kind=classify(400, detail).kind, status=400, detail=detail)
+            value = ModelFailure(kind=_kind_of(400, detail), status=400, detail=detail)
             done = self.now + dice.uniform("model", 0.001, 0.05)
             self.note(f"fault: context overflow ({tokens} tokens, window {window})")
         elif dice.fault("model", "http_error", faults.http_error):
             status = dice.choice("model", faults.http_statuses)
             retry_after = dice.uniform("model", 0.0, 2.0) if status in (429, 503) and dice.below("model", 2) else None
-            kind = classify(status, f"simulated HTTP {status}").kind
+            kind = _kind_of(status, f"simulated HTTP {status}")
             value = ModelFailure(kind=kind, status=status, detail=f"simulated HTTP {status}", retry_after=retry_after)
             done = self.now + dice.uniform("model", 0.001, 0.05)
         elif dice.fault("model", "cut", faults.cut):
@@ -284,7 +298,7 @@ class World:
         if self.record:
             self.note(f"fault: {key_id} answered HTTP {status}" + (f" (resets in {retry_after:.3f} s)" if retry_after is not None else ""))
         detail = f"simulated HTTP {status} for {key_id}"
-        return ModelFailure(kind=classify(status, detail).kind, status=status, detail=detail, retry_after=retry_after)
+        return ModelFailure(kind=_kind_of(status, detail), status=status, detail=detail, retry_after=retry_after)
 
     def reply(self, use_tools: bool, prompt_tokens: int = 0) -> ModelReply:
         dice, workload = self.dice, self.plan.workload

@@ -2,7 +2,7 @@
 
 A section is *reloadable* when the sessions read it each time they start and nothing else holds
 it: approvals and the allowlist, compression, prices and prompt caching, toolsets, the turn's
-limits, the terminal's defaults, memory and delegation limits. Sessions start again from the
+limits, the terminal's defaults, memory (but its external provider) and delegation limits. Sessions start again from the
 store with the new values once no turn runs (:class:`protocols.RefreshSettings`).
 
 Everything else (the model and its providers, whose key pools are actors of the tree; the API
@@ -53,7 +53,24 @@ class ReloadPlan(msgspec.Struct, frozen=True, kw_only=True):
         return lines
 
 
+HELD = {"memory": ("provider", "prefetch_timeout")}
+"""Keys of reloadable sections that an actor holds all the same (``/memory`` runs the provider
+with its prefetch deadline): reported as ``section.key`` needing a restart."""
+
+
 def reload_plan(old: HermesConfig, new: HermesConfig) -> ReloadPlan:
     """Which changed keys a reload applies, and which need a restart."""
-    changed = [name for name in old.__struct_fields__ if getattr(old, name) != getattr(new, name)]
-    return ReloadPlan(applied=tuple(n for n in changed if n in RELOADABLE), restart=tuple(n for n in changed if n not in RELOADABLE))
+    applied: list[str] = []
+    restart: list[str] = []
+    for name in old.__struct_fields__:
+        before, after = getattr(old, name), getattr(new, name)
+        if before == after:
+            continue
+        if name not in RELOADABLE:
+            restart.append(name)
+            continue
+        held = [key for key in HELD.get(name, ()) if getattr(before, key) != getattr(after, key)]
+        restart.extend(f"{name}.{key}" for key in held)
+        if not held or msgspec.structs.replace(before, **{key: getattr(after, key) for key in held}) != after:
+            applied.append(name)  # something besides the held keys changed
+    return ReloadPlan(applied=tuple(applied), restart=tuple(restart))

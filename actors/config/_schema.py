@@ -54,6 +54,8 @@ class ApiServerSection(msgspec.Struct, frozen=True, kw_only=True):
     max_concurrent: Annotated[int, msgspec.Meta(gt=0)] = 10_000
     access_log: bool = False
     tool_progress: bool = False
+    workers: Annotated[int, msgspec.Meta(ge=1, le=64)] = 1
+    """``hermes serve`` processes on the one port (``--workers``); 1: one process, no cluster node."""
 
 
 class AgentSection(msgspec.Struct, frozen=True, kw_only=True):
@@ -226,6 +228,9 @@ class ClusterSection(msgspec.Struct, frozen=True, kw_only=True):
     """This process's name among the nodes (empty: the host name); unique per process."""
     lease_ttl: Annotated[float, msgspec.Meta(gt=0)] = 30.0
     """Seconds a session lease lasts unless renewed (renewed every third of it)."""
+    advertise_address: str = ""
+    """The base URL other nodes forward this node's sessions' requests to (empty: the API
+    listener's ``http://host:port``, the host name when it listens on every interface)."""
 
 
 class HermesConfig(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,8 +19,7 @@ class LocalPool:
 
     def __init__(self, spec: ProviderSpec) -> None:
         self.spec = spec
-        self.state: PoolState = _fresh_state(spec)
-        self._secrets = {key.key_id: (key.api_key, key.shown) for key in spec.keys}
+        self.state, self._secrets = _fresh(spec)
 
     def lease(self, request: LeaseKey, now: float) -> KeyLeased | NoKeyAvailable:
         """The answer the pool actor would give ``request`` at unix time ``now``."""
@@ -39,17 +38,19 @@ class LocalPool:
         self.state = report(self.state, self.spec, outcome, now)
 
 
-_FRESH: dict[int, tuple[ProviderSpec, PoolState]] = {}
-"""id(spec) -> (spec, the state a new pool of it starts from): the simulator starts one pool per
-seed. Sharing it is safe: a state is never changed in place (every change makes a new one)."""
+_FRESH: dict[int, tuple[ProviderSpec, PoolState, dict[str, tuple[str, str]]]] = {}
+"""id(spec) -> (spec, the state a new pool of it starts from, its keys' secrets by key id): the
+simulator starts one pool per seed. Sharing them is safe: a state is never changed in place
+(every change makes a new one), and the secrets are only read."""
 
 
-def _fresh_state(spec: ProviderSpec) -> PoolState:
+def _fresh(spec: ProviderSpec) -> tuple[PoolState, dict[str, tuple[str, str]]]:
     known = _FRESH.get(id(spec))
     if known is not None and known[0] is spec:
-        return known[1]
+        return known[1], known[2]
     if len(_FRESH) >= 64:
         _FRESH.clear()
     state = restore(None, spec)
-    _FRESH[id(spec)] = (spec, state)
-    return state
+    secrets = {key.key_id: (key.api_key, key.shown) for key in spec.keys}
+    _FRESH[id(spec)] = (spec, state, secrets)
+    return state, secrets

@@ -8,7 +8,8 @@ actor's mailbox. A hang stalls
 only that lane. After a fault the dispatcher tells ``ReloadPlugin`` with a new lane: the actor
 closes the old one (a stuck thread is abandoned: it never reads again), imports the plugin
 afresh and starts the new lane; a restart of the plugin that costs no supervisor round trip.
-The actor closes its lane on every exit (the shared lane closes when the reactor stops). An ``async def`` callback runs to completion on an
+The actor closes its lane on every exit (the shared lane closes when the reactor stops); restarted by
+its supervisor, it reopens the lane the dispatcher feeds now (``current``) at that generation. An ``async def`` callback runs to completion on an
 event loop of its own in the lane's thread.
 """
 
@@ -28,19 +29,28 @@ from ._unit import Unit, UnitSource, load_unit
 
 log = logging.getLogger("hermes.hooks")
 
+Current = Callable[[], tuple[Lane | None, int]]
+"""The lane the dispatcher feeds for this plugin now, and its generation (None: the tree is stopping)."""
 Loaded = Callable[[str, int, Unit | None, tuple[str, ...], str | None], None]
 """Told (from this thread) what a load gave: name, generation, the unit, warnings, error."""
 
 
 class HookActor(Actor[ReloadPlugin]):
-    def __init__(self, source: UnitSource, generation: int, loaded: Loaded, lane: Lane) -> None:
+    def __init__(self, source: UnitSource, generation: int, loaded: Loaded, lane: Lane, current: Current | None = None) -> None:
         super().__init__()
         self.source = source
         self.generation = generation
         self.report = loaded
         self.lane = lane
+        self.current = current
 
     def started(self) -> None:
+        if self.lane.closed and self.current is not None:
+            # A supervisor restart: the spec holds the first lane; the dispatcher feeds its latest one.
+            lane, generation = self.current()
+            if lane is not None:
+                self.lane, self.generation = lane, generation
+                self.lane.reopen()
         self._load()
 
     def receive(self, message: ReloadPlugin) -> Any:

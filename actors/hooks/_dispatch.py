@@ -163,7 +163,11 @@ class Hooks:
         assert self.registry is not None
         supervisor = self.registry.lookup(HOOKS_PATH)
         lane = Lane(slot.name)
-        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded, lane)
+
+        def current() -> tuple[Lane | None, int]:  # read by an incarnation its supervisor restarted
+            return slot.lane, slot.generation
+
+        slot.address = start_child(self.registry, supervisor, slot.child_id(), slot.source, slot.generation, self._loaded, lane, current)
         slot.lane = lane
 
     def _loaded(self, name: str, generation: int, unit: Unit | None, warnings: tuple[str, ...], error: str | None) -> None:

@@ -112,6 +112,12 @@ class Lane:
         self.closed = True
         self.jobs.put(_STOP)
 
+    def reopen(self) -> None:
+        """Take calls again on a fresh queue (its actor was restarted by its supervisor with this
+        lane: the dispatcher keeps feeding the same object). The old thread, if alive, drains the old queue."""
+        self.jobs = queue.SimpleQueue()
+        self.closed = False
+
     def _serve(self, unit: Unit | None) -> None:
         name, jobs = self.name, self.jobs
         while (job := jobs.get()) is not _STOP:

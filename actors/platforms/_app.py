@@ -33,6 +33,8 @@ from ._keys import authorized
 if TYPE_CHECKING:
     from actors.agent import ModelClients, ModelSettings
 
+    from ._cluster import ClusterRouter
+
 log = logging.getLogger(__name__)
 Handler = Callable[["ApiContext", Request, Send, dict[str, str]], Awaitable[None]]
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
@@ -74,6 +76,8 @@ class ApiContext:
     """The hooks' counters (plugins: calls, faults, restarts; shell hooks); None: no hooks."""
     health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
     """More keys of /health/detailed (``mcp``), each read per request."""
+    cluster: ClusterRouter | None = None
+    """Cluster mode: forwards a request to the node that owns its session (``_cluster.py``)."""
 
     def tell(self, session_id: str, message: SessionCommand) -> None:
         tell_session(self.registry, self.registry.lookup(SESSIONS_PATH), session_id, message)
@@ -263,7 +267,9 @@ class App:
                         },
                     )
                     return
-            if request.path not in PUBLIC and not authorized(request.headers.get("authorization"), self.ctx.key):
+            cluster = self.ctx.cluster
+            forwarded = cluster is not None and await cluster.signed_by_a_node(request)  # stands in for the key
+            if request.path not in PUBLIC and not forwarded and not authorized(request.headers.get("authorization"), self.ctx.key):
                 raise HttpError(
                     401,
                     "missing or wrong API key: send 'Authorization: Bearer <key>' (the key is API_SERVER_KEY in HERMES_HOME/.env)",
@@ -275,6 +281,8 @@ class App:
                 if allowed:
                     raise HttpError(405, f"{request.method} is not allowed on {request.path}; use {', '.join(sorted(allowed))}", code="method_not_allowed")
                 raise HttpError(404, f"no route {request.method} {request.path}", code="not_found")
+            if cluster is not None and await cluster.route(request, tracked, forwarded=forwarded, local_runs=self.ctx.runs):
+                return  # the session's owner answered
             found = handler
 
             async def run(out: Send) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,7 +29,8 @@ from ._plain_chat import serve_plain
 from ._progress import tool_progress_comment
 from ._turns import follow_turn, watch_disconnect
 
-FAILURE_STATUS = {"store": 500, "deadline": 504, "restarted": 500}
+FAILURE_STATUS = {"store": 500, "deadline": 504, "restarted": 500, "not_owner": 503}
+"""HTTP status of a failed turn by its kind (``not_owner``: another node took the session; retry)."""
 
 
 def _bool(value: Any, name: str) -> bool:
@@ -124,7 +126,11 @@ def _usage(done: TurnCompleted) -> dict[str, Any]:
 def _failure(event: Any) -> HttpError:
     if isinstance(event, TurnFailed):
         status = FAILURE_STATUS.get(event.kind, 502)
-        return HttpError(status, event.error, type="server_error" if status != 502 else "upstream_error", code=event.kind)
+        retry = {"retry-after": "1"} if status == 503 else None
+        return HttpError(status, event.error, type="server_error" if status != 502 else "upstream_error", code=event.kind, headers=retry)
+    if isinstance(event, TurnRejected) and event.owner:  # another node holds the session: a new connection may reach it
+        retry = {"retry-after": str(max(1, math.ceil(event.retry_after))), "connection": "close"}
+        return HttpError(409, event.reason, type="invalid_request_error", code="session_owned_elsewhere", headers=retry)
     if isinstance(event, TurnRejected):
         return HttpError(429, event.reason, type="rate_limit_error", code="session_busy", headers={"retry-after": "1"})
     return HttpError(409, f"the turn was cancelled: {event.reason}", type="invalid_request_error", code="cancelled")

@@ -27,14 +27,22 @@ class ListenError(HermesError):
         """The OS error number (errno.EADDRINUSE, ...)."""
 
 
-def open_listener(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` and listening (port 0: a free one)."""
+def open_listener(host: str, port: int, *, reuse_port: bool = False, listen: bool = True) -> socket.socket:
+    """A TCP socket bound to ``host:port`` and listening (port 0: a free one).
+
+    ``reuse_port``: with ``SO_REUSEPORT``, so the workers of ``hermes serve --workers`` each
+    listen on the one port (the kernel spreads new connections over them); ``listen=False``
+    binds without listening (the parent's reservation of the port: it gets no connection).
+    """
     listener: socket.socket | None = None
     try:
         listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         listener.bind((host, port))
-        listener.listen(BACKLOG)
+        if listen:
+            listener.listen(BACKLOG)
     except OSError as exc:
         if listener is not None:
             listener.close()
@@ -55,11 +63,13 @@ def _explain(exc: OSError, host: str, port: int) -> str:
 class Listener:
     """A socket bound in advance, taken once: by the first ApiServer, not by one that restarts."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, *, reuse_port: bool = False) -> None:
         self._sock: socket.socket | None = sock
         self._lock = threading.Lock()
         self.port: int = sock.getsockname()[1]
         """The bound port: a restarted server binds it again (also when port 0 was asked for)."""
+        self.reuse_port = reuse_port
+        """A worker's: a restarted server binds it again with ``SO_REUSEPORT`` too."""
 
     def take(self) -> socket.socket | None:
         with self._lock:

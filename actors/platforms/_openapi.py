@@ -5,6 +5,23 @@ from __future__ import annotations
 from typing import Any
 
 ERROR = {"$ref": "#/components/schemas/Error"}
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type"],
+            "properties": {
+                "message": {"type": "string"},
+                "type": {"type": "string"},
+                "param": {"type": ["string", "null"]},
+                "code": {"type": ["string", "null"]},
+            },
+        }
+    },
+}
+"""Every error body: ``{"error": {"message", "type", "param", "code"}}`` (the webhook receiver's too)."""
 JSON_OBJECT: dict[str, Any] = {"type": "object"}
 
 # route (method, pattern) -> (summary, request body schema or None, success status)
@@ -203,22 +220,7 @@ def openapi_document(routes: list[tuple[str, str, Any]], version: str) -> dict[s
         "components": {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
             "schemas": {
-                "Error": {
-                    "type": "object",
-                    "required": ["error"],
-                    "properties": {
-                        "error": {
-                            "type": "object",
-                            "required": ["message", "type"],
-                            "properties": {
-                                "message": {"type": "string"},
-                                "type": {"type": "string"},
-                                "param": {"type": ["string", "null"]},
-                                "code": {"type": ["string", "null"]},
-                            },
-                        }
-                    },
-                }
+                "Error": ERROR_SCHEMA,
             },
         },
     }

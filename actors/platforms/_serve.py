@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import functools
 import gc
-import importlib.metadata
 import logging
 import os
 import sys
@@ -22,12 +21,14 @@ from pathlib import Path
 from typing import Any
 
 from actors import HermesError, SignalStop, claim_group_ledger, use_group_ledger
+from actors._version import package_version
 from actors.agent import ConfigError, HubRegistry, ModelClients, SessionDeps, build_agent_runtime, hermes_home
 from actors.agent._node import cluster_health
 from actors.config import HermesConfig, load_config
 from actors.config._env import read_dotenv
 from actors.hooks import build_hooks, hooks_spec
 from actors.store import HermesImportError
+from actors.store._owner import StoreServedByWorkers
 from supervisor import ChildSpec, Supervisor
 
 from ._keys import KeyError_, load_or_create_key
@@ -35,15 +36,9 @@ from ._listen import Listener, ListenError, open_listener
 from ._reload import Running, reloaded
 from ._runtime_deps import Platform, configured_deps, gateway_deps
 from ._server import API_SERVER_PATH, ApiServer, ServerSettings
+from ._worker_role import PRIVATE_HOST, worker_role
 
 log = logging.getLogger(__name__)
-
-
-def _version() -> str:
-    try:
-        return importlib.metadata.version("hermes-actors")
-    except importlib.metadata.PackageNotFoundError:
-        return "0"
 
 
 API_PLATFORM = Platform(name="api_server", source="api", hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.")
@@ -89,6 +84,8 @@ def run_serve(
         hooks, hook_lines = build_hooks(home, loaded.config.hooks, env=env, accept=accept_hooks, auto_accept=loaded.config.hooks_auto_accept)
         deps = configured_deps(home, env, loaded, API_PLATFORM, yolo=yolo, hubs=hubs, clients=clients, hooks=hooks)
         key, created = load_or_create_key(home, env)
+        if (role := worker_role(env)) is not None:  # one of 'hermes serve --workers N' (_workers.py)
+            deps = role.apply(deps, loaded.config)
     except (ConfigError, KeyError_) as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
@@ -99,8 +96,20 @@ def run_serve(
     host = host or section.host
     port = port if port is not None else section.port
     try:  # before anything starts: a taken port is one line, not a supervisor giving up
-        listener = Listener(open_listener(host, port))
+        listener = role.listener(host, port) if role is not None else Listener(open_listener(host, port))
+        private = role.private_listener() if role is not None else None
     except ListenError as exc:
+        print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
+        return 2
+    try:  # cluster mode: the shared secret, the address other nodes forward to, the heartbeat
+        from ._cluster import cluster_setup
+
+        reached = (PRIVATE_HOST, private.port) if private is not None else (host, listener.port)
+        cluster = cluster_setup(loaded.config, {**read_dotenv(home / ".env"), **env}, deps.node, store, *reached)
+    except ConfigError as exc:
+        listener.close()
+        if private is not None:
+            private.close()
         print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
         return 2
     if section.access_log:
@@ -108,7 +117,9 @@ def run_serve(
     try:  # the gateway's adapters (platforms: in config.yaml, tokens in .env)
         from .gateway import load_gateway
 
-        gateway = load_gateway(loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs, hooks=hooks)
+        gateway = load_gateway(
+            role.gateway_config(loaded.config) if role is not None else loaded.config, {**read_dotenv(home / ".env"), **env}, home=home, hubs=hubs, hooks=hooks
+        )
     except ConfigError as exc:
         print(f"hermes serve: {exc}", flush=True)
         return 2
@@ -130,7 +141,7 @@ def run_serve(
         port=port,
         key=key,
         model_name=section.model_name,
-        version=_version(),
+        version=package_version(),
         allowed_origins=frozenset(section.cors_origins),
         max_concurrent=section.max_concurrent,
         store_file=store,
@@ -139,12 +150,14 @@ def run_serve(
         upstream=model,
         clients=clients,
         listener=listener,
+        private=private,
         hook_statistics=hooks.statistics if hooks is not None else None,
         health_sections={
             "memory": deps.memory.health.statuses,
-            "cluster": functools.partial(cluster_health, deps.node),
+            "cluster": cluster.view.health if cluster is not None else functools.partial(cluster_health, deps.node),
             **({"mcp": mcp.catalog.statuses} if mcp is not None else {}),
         },
+        cluster=cluster.router if cluster is not None else None,
     )
     api = ChildSpec(id="api", actor=ApiServer, args=(settings, hubs))
     extra = (ChildSpec(id="platforms", actor=Supervisor, args=((api,),)), *((mcp.tree,) if mcp is not None else ()))
@@ -153,18 +166,20 @@ def run_serve(
         commands = "; ".join(" ".join(r.argv) for r in reaped)
         print(f"hermes serve: stopped {len(reaped)} command(s) a killed hermes had left running: {commands}", flush=True)
     running = Running(loaded=loaded, deps=deps, platform=API_PLATFORM, yolo=yolo, gateway=platform_deps)
-    scheduler = _scheduler_spec(home, store, loaded.config, deps, gateway.senders)
+    scheduler = (_scheduler_spec(home, store, loaded.config, deps, gateway.senders),) if role is None or role.primary else ()
     platforms = ChildSpec(id="platforms", actor=Supervisor, args=((api, *gateway.specs),), kwargs=gateway.supervisor_options())
     hooks_tree = (hooks_spec(),) if hooks is not None else ()
-    extra = (*hooks_tree, platforms, scheduler, *((mcp.tree,) if mcp is not None else ()))
+    extra = (*hooks_tree, *((cluster.spec,) if cluster is not None else ()), platforms, *scheduler, *((mcp.tree,) if mcp is not None else ()))
     with SignalStop("hermes serve", reload=True) as stop:
         try:
             runtime = build_agent_runtime(store, deps, extra=extra, platforms=platform_deps, announce=lambda line: print(f"hermes serve: {line}", flush=True))
-        except HermesImportError as exc:
+        except (HermesImportError, StoreServedByWorkers) as exc:
             listener.close()
             print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
             return 2
         stop.follow(runtime)
+        if role is not None:
+            role.watch_parent()
         try:
             runtime.start()
             if hooks is not None:
@@ -184,7 +199,7 @@ def run_serve(
             if mcp is not None:  # before announcing: each server up, or its failure said
                 mcp.wait_started()
             url = f"http://{settings.host}:{bound}/v1"
-            print(f"hermes serve {_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
+            print(f"hermes serve {package_version()}: listening on {url} (model {model.model} at {model.base_url})", flush=True)
             for spec in gateway.specs:  # after the first line (tests read it first)
                 try:
                     port = runtime.lookup(f"/platforms/{spec.id}").ask("port", timeout=10)

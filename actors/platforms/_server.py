@@ -27,9 +27,12 @@ from protocols import WaitFinished
 from ._app import ApiContext, App
 from ._listen import Listener, open_listener
 from ._routes import ROUTES
+from ._worker_role import PRIVATE_HOST
 
 if TYPE_CHECKING:
     from actors.agent import ModelClients, ModelSettings
+
+    from ._cluster import ClusterRouter
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +66,20 @@ class ServerSettings:
     """The model HTTP clients that plain completions use (the sessions' pool)."""
     listener: Listener | None = None
     """A socket bound before the runtime started, for the first incarnation."""
+    private: Listener | None = None
+    """A ``--workers`` worker's own loopback socket, served too (siblings forward to it); a
+    restarted server binds its port again."""
     hook_statistics: Callable[[], dict[str, Any]] | None = None
     """The hooks' counters for /health/detailed (``actors.hooks.Hooks.statistics``); None: no hooks."""
     health_sections: Mapping[str, Callable[[], Any]] = dataclasses.field(default_factory=dict)
     """More keys of /health/detailed, each a reader called per request (``mcp``: the MCP servers)."""
+    cluster: ClusterRouter | None = None
+    """Cluster mode: the router that forwards requests for sessions other nodes own."""
 
 
-async def _serve(app: App, fd: int) -> None:
+async def _serve(app: App, fd: int, *more: int) -> None:
     config = hypercorn.config.Config()
-    config.bind = [f"fd://{fd}"]  # hypercorn owns the listening socket from here on
+    config.bind = [f"fd://{n}" for n in (fd, *more)]  # hypercorn owns the listening sockets from here on
     config.backlog = 1024  # hypercorn listens again with its own backlog (default 100: resets at C=1,000)
     config.accesslog = None
     config.errorlog = logging.getLogger("hypercorn.error")  # ours: one handler (the CLI's), not a second one of its own
@@ -94,8 +102,13 @@ class ApiServer(Actor[ApiServerInbox]):
         settings = self.settings
         listener = settings.listener.take() if settings.listener is not None else None
         if listener is None:
-            listener = open_listener(settings.host, settings.listener.port if settings.listener is not None else settings.port)
+            again = settings.listener
+            listener = open_listener(settings.host, again.port if again is not None else settings.port, reuse_port=again is not None and again.reuse_port)
         self.port = listener.getsockname()[1]
+        more = []
+        if settings.private is not None:
+            private = settings.private.take() or open_listener(PRIVATE_HOST, settings.private.port)
+            more.append(private.detach())
         self.api = ApiContext(
             registry=context.registry,
             reactor=context.reactor,
@@ -114,8 +127,9 @@ class ApiServer(Actor[ApiServerInbox]):
             clients=settings.clients,
             hook_statistics=settings.hook_statistics,
             health_sections=settings.health_sections,
+            cluster=settings.cluster,
         )
-        self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), tag="server", timeout=math.inf)
+        self.start_wait(_serve, App(self.api, ROUTES), listener.detach(), *more, tag="server", timeout=math.inf)
         log.info("API server listening on %s:%d", self.settings.host, self.port)
 
     def receive(self, message: ApiServerInbox) -> Any:

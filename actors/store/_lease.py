@@ -33,13 +33,17 @@ def is_live(lease: LeaseRecord | None, now: float) -> bool:
     return lease is not None and lease.expires_at > now
 
 
-def decide_acquire(current: LeaseRecord | None, session_id: str, node_id: str, now: float, ttl: float) -> LeaseRecord | Refusal:
-    """The lease after ``node_id`` asks for the session at ``now``, or why not."""
+def decide_acquire(current: LeaseRecord | None, session_id: str, node_id: str, now: float, ttl: float, *, holder_dead: bool = False) -> LeaseRecord | Refusal:
+    """The lease after ``node_id`` asks for the session at ``now``, or why not.
+
+    ``holder_dead``: the live lease's holder stopped beating (a takeover); its lease is treated
+    as lapsed, so the asker gets epoch + 1 and every write of the old holder is fenced.
+    """
     if not node_id:
         return Refusal(current, "a lease needs a node id; set cluster.node_id")
     if not ttl > 0:
         return Refusal(current, f"a lease's ttl is a positive number of seconds, not {ttl!r}")
-    if current is not None and is_live(current, now):
+    if current is not None and is_live(current, now) and not (holder_dead and current.node_id != node_id):
         if current.node_id == node_id:
             return LeaseRecord(session_id=session_id, node_id=node_id, epoch=current.epoch, expires_at=now + ttl)
         return Refusal(

@@ -13,6 +13,7 @@ server's for Postgres (every node reads the same clock, whatever their own say).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -36,7 +37,10 @@ from protocols._leases import (
 
 from ._backend import Connection
 from ._lease import Refusal, check_fence, decide_acquire, decide_release, decide_renew
+from ._settle import settle_session
 from ._writes import Rejected
+
+log = logging.getLogger(__name__)
 
 Clock = Callable[[Connection], float]
 """The store's now, read on the writer's connection."""
@@ -94,11 +98,32 @@ def acquire_lease(db: Connection, c: AcquireLease, clock: Clock) -> tuple[Messag
     # insert waits for the first's commit, then does nothing).
     db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) VALUES (?, '', 0, 0) ON CONFLICT DO NOTHING", (c.session_id,))
     current = read_lease(db, c.session_id, lock="FOR UPDATE")
-    decided = decide_acquire(current, c.session_id, c.node_id, clock(db), c.ttl)
+    now = clock(db)
+    dead = c.dead_after > 0 and current is not None and current.node_id != c.node_id and _silent_for(db, current.node_id, now) >= c.dead_after
+    decided = decide_acquire(current, c.session_id, c.node_id, now, c.ttl, holder_dead=dead)
     if isinstance(decided, Refusal):
         return _refused(c, decided), 0
     _store(db, decided)
+    if c.settle:  # what a dead holder (another node, or this node's last process) left open
+        settled = settle_session(db, c.session_id, c.settle, now)
+        if settled is not None:
+            log.warning(
+                "session %s acquired by node %s at epoch %d (last holder: %s): %d turn(s) failed as interrupted, %d tool call(s) given an unknown outcome",
+                c.session_id,
+                c.node_id,
+                decided.epoch,
+                "nobody" if current is None else f"node {current.node_id!r} (epoch {current.epoch})",
+                len(settled.turn_ids),
+                settled.settled_calls,
+            )
     return LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token), 0
+
+
+def _silent_for(db: Connection, node_id: str, now: float) -> float:
+    """Seconds since ``node_id``'s last heartbeat (0: it never beat; a node that sends no
+    heartbeat, as ``hermes chat``, is not declared dead by its silence)."""
+    row = db.execute("SELECT heartbeat_at FROM nodes WHERE node_id = ?", (node_id,)).fetchone()
+    return 0.0 if row is None else now - float(row[0])
 
 
 def renew_lease(db: Connection, c: RenewLease, clock: Clock) -> tuple[Message, int]:

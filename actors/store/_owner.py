@@ -15,6 +15,12 @@ for served by a live process and settled nothing. A record lock belongs to the p
 child never inherits it. Record locks do not exclude one process from itself, and closing
 any descriptor of the file drops them: the claims this process holds are kept in
 ``_HELD`` (by the file's device and inode), checked before the file is opened again.
+
+The claim may say who holds it (``holder``: written into the file, emptied by every later
+claim): ``hermes serve --workers N`` claims the file for its workers, which run under the
+parent's claim without one of their own. A runtime that finds the claim held by such a
+parent refuses to start (:func:`refuse_beside_workers`): its sessions hold no lease, and
+would answer beside the workers' leased ones.
 """
 
 from __future__ import annotations
@@ -27,7 +33,16 @@ import threading
 from pathlib import Path
 
 from ._backend import is_database_url
+from ._errors import StoreError
 from ._pg import PgConnection, connect
+
+WORKERS_HOLDER = "hermes serve --workers"
+"""The start of the holder text a ``--workers`` parent writes into the owner file."""
+
+
+class StoreServedByWorkers(StoreError):
+    """The store is claimed by a ``hermes serve --workers`` parent: no other runtime may serve it."""
+
 
 _OWNER_LOCK = 0x4865726D6573 + 1
 """The advisory lock key that says which live process serves a Postgres store."""
@@ -64,8 +79,10 @@ class StoreClaim:
         self.close()
 
 
-def claim_store(store_file: str | os.PathLike[str]) -> StoreClaim | None:
+def claim_store(store_file: str | os.PathLike[str], holder: str = "") -> StoreClaim | None:
     """Claim ``store_file`` for this runtime; None if another live runtime holds it.
+
+    ``holder`` is written into the owner file (a file store) for :func:`claim_holder`.
 
     A Postgres store (a URL) is claimed with a session-level advisory lock on a connection of
     its own: the server releases it when that connection ends, however the process dies.
@@ -74,12 +91,12 @@ def claim_store(store_file: str | os.PathLike[str]) -> StoreClaim | None:
         StoreError: a Postgres store that cannot be reached (or psycopg missing).
     """
     if isinstance(store_file, str) and is_database_url(store_file):
-        holder = connect(store_file)
-        row = holder.execute("SELECT pg_try_advisory_lock(?)", (_OWNER_LOCK,)).fetchone()
+        connection = connect(store_file)
+        row = connection.execute("SELECT pg_try_advisory_lock(?)", (_OWNER_LOCK,)).fetchone()
         if not (row and row[0]):
-            holder.close()
+            connection.close()
             return None
-        return StoreClaim(None, holder)
+        return StoreClaim(None, connection)
     path = Path(f"{os.fspath(store_file)}.owner")
     path.parent.mkdir(parents=True, exist_ok=True)
     with _HELD_LOCK:
@@ -95,7 +112,37 @@ def claim_store(store_file: str | os.PathLike[str]) -> StoreClaim | None:
             if exc.errno in (errno.EACCES, errno.EAGAIN):
                 return None  # another live process holds it
             raise
+        os.ftruncate(fd, 0)  # a dead holder's text goes with its claim
+        if holder:
+            os.pwrite(fd, holder.encode(), 0)
         opened = os.fstat(fd)
         key = (opened.st_dev, opened.st_ino)
         _HELD.add(key)
     return StoreClaim(fd, key=key)
+
+
+def claim_holder(store_file: str | os.PathLike[str]) -> str:
+    """The holder text of the owner file's claim (empty: none said, or no file). Read it only
+    after :func:`claim_store` found the claim held: a free claim's old text is stale."""
+    if isinstance(store_file, str) and is_database_url(store_file):
+        return ""
+    try:
+        with open(f"{os.fspath(store_file)}.owner", "rb") as owner:
+            return owner.read(4096).decode(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def refuse_beside_workers(store_file: str | os.PathLike[str]) -> None:
+    """Raise :class:`StoreServedByWorkers` when the held claim is a ``--workers`` parent's.
+
+    Raises:
+        StoreServedByWorkers: the text names the parent and says what to do.
+    """
+    holder = claim_holder(store_file)
+    if holder.startswith(WORKERS_HOLDER):
+        msg = (
+            f"{os.fspath(store_file)} is served by '{holder}': a second runtime on it would answer sessions beside "
+            "the workers' leased ones. Stop that server first, or talk to it over its API (hermes attach)"
+        )
+        raise StoreServedByWorkers(msg)

@@ -28,6 +28,12 @@ T = TypeVar("T")
 
 INSTALL_HINT = "pip install 'hermes-actors[postgres]'"
 CONNECT_TIMEOUT = 5.0
+IDLE_IN_TRANSACTION_TIMEOUT = 5.0
+"""Seconds the server lets the store writer's connection sit idle inside a transaction before
+it ends that session (``idle_in_transaction_session_timeout``). The writer never waits between
+the statements of a batch, so only a stopped process (SIGSTOP, a frozen VM) trips it; without it
+such a node's open transaction keeps its row locks — a session's lease row among them — and every
+other node's lease statement on that row fails after the lock timeout until it resumes."""
 """Seconds to reach the server before a clear error (host:port, what to check)."""
 
 
@@ -156,8 +162,11 @@ class PgConnection:
         self._conn.close()
 
 
-def connect(url: str, *, read_only: bool = False, lock_timeout: float = 2.0, connect_timeout: float = CONNECT_TIMEOUT) -> PgConnection:
-    """Open ``url`` (autocommit; the store sends its own BEGIN / COMMIT).
+def connect(
+    url: str, *, read_only: bool = False, lock_timeout: float = 2.0, connect_timeout: float = CONNECT_TIMEOUT, idle_in_transaction: float = 0.0
+) -> PgConnection:
+    """Open ``url`` (autocommit; the store sends its own BEGIN / COMMIT). ``idle_in_transaction``:
+    seconds after which the server ends this session when it idles inside a transaction (0: never).
 
     Raises:
         StoreError: psycopg is not installed, or the server cannot be reached within ``connect_timeout``.
@@ -170,6 +179,8 @@ def connect(url: str, *, read_only: bool = False, lock_timeout: float = 2.0, con
     options = f"-c lock_timeout={max(1, int(lock_timeout * 1000))}"
     if read_only:
         options += " -c default_transaction_read_only=on"
+    if idle_in_transaction > 0:
+        options += f" -c idle_in_transaction_session_timeout={max(1, int(idle_in_transaction * 1000))}"
     began = time.monotonic()
     try:
         conn = psycopg.connect(url, autocommit=True, connect_timeout=max(1, round(connect_timeout)), options=options, application_name="hermes-store")

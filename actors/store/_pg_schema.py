@@ -22,7 +22,7 @@ import functools
 import re
 
 from ._errors import SchemaVersionError
-from ._pg import PgConnection, connect, redact
+from ._pg import IDLE_IN_TRANSACTION_TIMEOUT, PgConnection, connect, redact
 from ._schema import _FACTS_FTS, _FTS, _TABLES, SCHEMA_VERSION
 
 PG_FTS = """
@@ -86,7 +86,7 @@ def open_pg_writer(url: str, *, busy_timeout: float = 2.0) -> PgConnection:
         StoreError: psycopg missing, or the server unreachable.
         SchemaVersionError: the database holds another layout or version.
     """
-    db = connect(url, lock_timeout=busy_timeout)
+    db = connect(url, lock_timeout=busy_timeout, idle_in_transaction=IDLE_IN_TRANSACTION_TIMEOUT)  # a stopped node frees its row locks
     try:
         db.execute("BEGIN")
         try:

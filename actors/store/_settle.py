@@ -25,6 +25,10 @@ with no running turn costs one index probe for its ``turns`` rows and one for it
 
 Invariant: it runs before the store writer opens the file, so it is the file's only writer.
 Two runtimes on one file would settle each other's live turns: one process owns a store.
+In cluster mode (``node_id``) several nodes share the store: a session another node holds
+live is left alone (its own dead predecessor's are settled: a restarted ``--workers`` worker
+keeps its node id), and each node's session actors settle their own session as they acquire
+its lease (``settle_session``, from ``AcquireLease.settle``), the takeover of a dead node's.
 """
 
 from __future__ import annotations
@@ -72,7 +76,9 @@ class SettleReport:
     """How long it took, opening the file included."""
 
 
-def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: float | None = None, busy_timeout: float = 2.0) -> SettleReport:
+def settle_interrupted(
+    path: str | os.PathLike[str], *, result_text: str, now: float | None = None, busy_timeout: float = 2.0, node_id: str | None = None
+) -> SettleReport:
     """Fail the turns a dead process left running and answer their unanswered tool calls.
 
     Call it once, before the store writer opens ``path``. A missing file is left missing
@@ -83,6 +89,9 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
         result_text: the content of each result given to an unanswered call.
         now: the Unix time written as the turns' end and the results' timestamp (default: now).
         busy_timeout: seconds to wait for a lock another connection holds.
+        node_id: cluster mode: this node; a session whose lease another node holds live is
+            left alone (its turns are that node's), and the lease row of each session settled
+            is locked until the commit, so a node acquiring it meanwhile waits and loads after.
 
     Raises:
         StoreError: the file is not a store this build opens (``SchemaVersionError``), or
@@ -101,7 +110,7 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
     try:
         db.execute("BEGIN IMMEDIATE")
         try:
-            sessions = _settle(db, result_text, when)
+            sessions = _settle(db, result_text, when, node_id, leases_at=now)
         except BaseException:
             if db.in_transaction:
                 db.execute("ROLLBACK")
@@ -115,13 +124,23 @@ def settle_interrupted(path: str | os.PathLike[str], *, result_text: str, now: f
     return SettleReport(sessions, time.perf_counter() - began)
 
 
-def _settle(db: Connection, text: str, now: float) -> dict[str, Interrupted]:
+def _settle(db: Connection, text: str, now: float, node_id: str | None = None, *, leases_at: float | None = None) -> dict[str, Interrupted]:
+    """``leases_at``: the instant leases are judged at (None: the store's clock)."""
     running: dict[str, list[str]] = {}
     for session_id, turn_id in db.execute("SELECT session_id, turn_id FROM turns WHERE status = 'running' ORDER BY session_id, started_at"):
         running.setdefault(session_id, []).append(turn_id)
-    if running:
+    if node_id is not None:  # cluster mode: only what no other node holds live
+        from ._lease_rows import store_now  # imports this module
+
+        at = store_now(db) if leases_at is None else leases_at
+        running = {sid: ids for sid, ids in running.items() if not _held_elsewhere(db, sid, node_id, at)}
+        for session_id in running:
+            db.execute(
+                "UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running'", (INTERRUPTED, now, session_id)
+            )
+    elif running:
         db.execute("UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE status = 'running'", (INTERRUPTED, now))
-    legacy = [str(row[0]) for row in db.execute(_LEGACY)]
+    legacy = [str(row[0]) for row in db.execute(_LEGACY)] if node_id is None else []
     report: dict[str, Interrupted] = {}
     for session_id, turn_ids in running.items():
         report[session_id] = Interrupted(turn_ids=tuple(turn_ids), settled_calls=_answer(db, session_id, text, now))
@@ -130,6 +149,55 @@ def _settle(db: Connection, text: str, now: float) -> dict[str, Interrupted]:
         if settled:
             report[session_id] = Interrupted(settled_calls=settled)
     return report
+
+
+def end_leases(path: str | os.PathLike[str], *, busy_timeout: float = 2.0) -> int:
+    """End every live session lease of the store file ``path`` (epochs kept); how many.
+
+    Only for the process that holds the file's claim before any node of it runs (a
+    ``hermes serve --workers`` parent): every holder is then dead, and a session would
+    otherwise wait for its dead holder's lease to lapse. A missing file: 0.
+
+    Raises:
+        StoreError: the file cannot be opened or written; nothing was changed.
+    """
+    from ._lease_rows import store_now  # imports this module
+
+    name = os.fspath(path)
+    if not os.path.exists(name):
+        return 0
+    try:
+        db = open_store_writer(name, busy_timeout=busy_timeout)
+    except apsw.Error as exc:
+        raise StoreError(f"could not open {name!r} to end the leases a stopped process left: {_describe(exc)}") from exc
+    try:
+        now = store_now(db)
+        db.execute("UPDATE leases SET expires_at = ? WHERE expires_at > ? AND node_id <> ''", (now, now))
+        return db.changes()
+    except apsw.Error as exc:
+        raise StoreError(f"could not end the leases a stopped process left in {name!r}: {_describe(exc)}") from exc
+    finally:
+        db.close()
+
+
+def _held_elsewhere(db: Connection, session_id: str, node_id: str, now: float) -> bool:
+    """True when another node holds the session's lease live; else its lease row stays locked
+    (Postgres) until the commit. SQLite's ``BEGIN IMMEDIATE`` already excludes every writer."""
+    from ._lease_rows import read_lease  # imports this module
+
+    db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) VALUES (?, '', 0, 0) ON CONFLICT DO NOTHING", (session_id,))
+    lease = read_lease(db, session_id, lock="FOR UPDATE")
+    return lease is not None and lease.node_id != node_id and lease.expires_at > now
+
+
+def settle_session(db: Connection, session_id: str, text: str, now: float) -> Interrupted | None:
+    """In the caller's transaction: fail the session's running turns and answer its open calls
+    (as at start, for one session); None when it had no running turn."""
+    turn_ids = tuple(str(r[0]) for r in db.execute("SELECT turn_id FROM turns WHERE session_id = ? AND status = 'running' ORDER BY started_at", (session_id,)))
+    if not turn_ids:
+        return None
+    db.execute("UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running'", (INTERRUPTED, now, session_id))
+    return Interrupted(turn_ids=turn_ids, settled_calls=_answer(db, session_id, text, now))
 
 
 def _answer(db: Connection, session_id: str, text: str, now: float) -> int:

@@ -4,7 +4,9 @@ A shell's script (``bash -c '...'``, a heredoc, text piped in by ``echo``) is re
 judged like the outer command, one level deeper. What cannot be read is itself the
 finding: a downloaded or base64-decoded script (``pipe-to-shell``), a string built at run
 time or a shell inside a shell (``dynamic-shell``), code for an interpreter fed on stdin
-(``heredoc-script``). Downloads are remembered, so that ``curl -o x.sh ... && sh x.sh``
+(``heredoc-script``). Inline code (``python -c``, ``perl -e``) is read for what it hands a shell
+(``os.system``, ``subprocess.run``, backticks) and for tree deletes (``shutil.rmtree``,
+``fs.rmSync``), judged as the commands they amount to. Downloads are remembered, so that ``curl -o x.sh ... && sh x.sh``
 is seen as running what was fetched.
 """
 
@@ -158,6 +160,36 @@ def _code_writes(ctx: Ctx, code: str) -> None:
                 ctx.analysis.warn(hit[0], f"{hit[1]} (code run by {ctx.name} writes {ctx.analysis.show(path)})")
 
 
+_SHELL_CALL = re.compile(
+    r"""\b(?:system|popen|popen[234]|getoutput|getstatusoutput|check_output|check_call|call|run|Popen|spawn\w*|exec\w*|shell_exec|passthru|proc_open)"""
+    r"""\s*\(\s*(?:[rbuf]{0,2})(['"])(.+?)(?<!\\)\1"""
+)
+"""A call that hands a string to a shell (``os.system('...')``, ``execSync("...")``, ``system "..."`` in Perl needs parentheses here)."""
+_LIST_CALL = re.compile(r"""\b(?:check_output|check_call|call|run|Popen|spawn\w*|exec\w*)\s*\(\s*\[([^\]]*)\]""")
+"""A call that runs an argv list (``subprocess.run(["rm", "-rf", "/"])``)."""
+_BACKTICKS = re.compile(r"""`([^`]+)`|\bqx\s*[({\[/](.+?)[)}\]/]|%x[({\[](.+?)[)}\]]""")
+"""Perl, Ruby and PHP run backticks (and ``qx``, ``%x``) as shell commands."""
+_TREE_DELETE = re.compile(
+    r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|rmSync|rmdirSync|remove_entry(?:_secure)?|removedirs|rmdir)\s*\(\s*(?:[rbuf]{0,2})(['"])([^'"]+)\1"""
+)
+_STRING = re.compile(r"""(['"])(.*?)(?<!\\)\1""")
+
+
+def _code_runs(ctx: Ctx, code: str) -> None:
+    """Inline code's shell strings judged as the commands they are; its tree deletes as ``rm -r`` of their path."""
+    from ._danger_rules import recursive_delete  # the rules table imports this module
+
+    shell = [found.group(2) for found in _SHELL_CALL.finditer(code)]
+    shell += [" ".join(m.group(2) for m in _STRING.finditer(found.group(1))) for found in _LIST_CALL.finditer(code)]
+    if ctx.name in ("perl", "ruby", "php"):
+        shell += [next(g for g in found.groups() if g) for found in _BACKTICKS.finditer(code)]
+    for text in shell:
+        ctx.analysis.text(text, ctx.depth + 1)
+    deleted = [Word(found.group(2), dynamic="$" in found.group(2)) for found in _TREE_DELETE.finditer(code)]
+    if deleted:
+        recursive_delete(ctx.analysis, deleted, f"{ctx.name} code deleting")
+
+
 def _inline_code(ctx: Ctx) -> tuple[str, Word | None, int] | None:
     """(option, code, index after it) when the code is on the command line (``python -c``, ``perl -e``).
 
@@ -186,6 +218,7 @@ def _interpreter(ctx: Ctx) -> None:
         if code is not None:
             runs_fetched(ctx.analysis, code, f"{ctx.name} {option}")
             _code_writes(ctx, code.text)
+            _code_runs(ctx, code.text)
             if ctx.name in ("perl", "ruby") and any(re.match(r"-[A-Za-z]*i", w.text) for w in args[:after] if not w.text.startswith("--")):
                 ctx.analysis.writes(positionals(args[after:]), f"{ctx.name} -i")
         return

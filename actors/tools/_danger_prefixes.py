@@ -162,6 +162,8 @@ def _container(ctx: Ctx, words: list[Word], index: int) -> int | None:
         while j < len(words) and words[j].text.startswith("-"):
             j += 2 if words[j].text in ("-f", "--file", "-p", "--project-name", "--env-file", "--profile") else 1
     if j >= len(words) or words[j].text != "exec":
+        if j < len(words) and words[j].text in ("run", "create") and ctx.name in ("docker", "podman", "nerdctl"):
+            _host_access(ctx, words[j + 1 :])
         runtime_container(ctx, words[j:])
         return None
     j = skip_options(words, j, _EXEC_WITH_ARG)
@@ -169,6 +171,61 @@ def _container(ctx: Ctx, words: list[Word], index: int) -> int | None:
         ends = [k for k in range(j, len(words)) if words[k].text == "--"]
         return ends[0] + 1 if ends else None
     return j + 1
+
+
+_HOST_SOURCES = ("/", "/etc", "/root", "/boot", "/usr", "/var", "/dev", "/proc", "/sys", "/var/run/docker.sock", "/run/docker.sock")
+
+
+def _host_access(ctx: Ctx, words: list[Word]) -> None:
+    """``docker run`` options (up to the image) that hand the container the host: privileged,
+    the host's PID namespace, all or admin capabilities, or a bind mount of ``/``, a system
+    tree, the home directory or the container runtime's socket."""
+    found: list[str] = []
+    j = 0
+    while j < len(words) and words[j].text.startswith("-"):
+        text = words[j].text
+        option, _, glued = text.partition("=")
+        value = glued or (words[j + 1].text if j + 1 < len(words) else "")
+        takes = not glued and option in (
+            "-v",
+            "--volume",
+            "--mount",
+            "--pid",
+            "--cap-add",
+            "--userns",
+            "-e",
+            "--env",
+            "--name",
+            "-p",
+            "--publish",
+            "-w",
+            "--workdir",
+            "-u",
+            "--user",
+            "--network",
+            "--net",
+            "--entrypoint",
+            "-l",
+            "--label",
+        )
+        if option.startswith("-v") and len(option) > 2 and not option.startswith("--"):
+            option, value, takes = "-v", option[2:], False
+        if option == "--privileged":
+            found.append("a privileged container (all of the host's devices and capabilities)")
+        elif option in ("--pid", "--userns") and value == "host":
+            found.append(f"a container in the host's {option[2:]} namespace")
+        elif option == "--cap-add" and value.upper() in ("ALL", "SYS_ADMIN", "CAP_SYS_ADMIN"):
+            found.append(f"a container with {value} capabilities")
+        elif option in ("-v", "--volume", "--mount"):
+            source = (
+                value.split(":", 1)[0] if option != "--mount" else next((f.split("=", 1)[1] for f in value.split(",") if f.startswith(("source=", "src="))), "")
+            )
+            source = ctx.analysis.home if source in ("~", "$HOME", "${HOME}") else source.rstrip("/") or "/"
+            if source in _HOST_SOURCES or source == ctx.analysis.home:
+                found.append(f"a container with the host's {source} mounted")
+        j += 2 if takes else 1
+    for what in found:
+        ctx.analysis.warn("container-host", f"runs {what} ({ctx.name} run)")
 
 
 PREFIXES: dict[str, Prefix] = {

@@ -55,6 +55,15 @@ _FIND_NEUTRAL = frozenset(
 # -- deleting and writing ------------------------------------------------------------------------------
 
 
+def _emptied(analysis: Analysis, targets: list[Word], reason: str, how: str) -> None:
+    """``targets`` lose what they hold (moved away, synced with deletion): the hardline for ``/``, system trees and home."""
+    for word in targets:
+        for path in analysis.resolve(word) or ():
+            found = hardline_target(path, analysis.home)
+            if found is not None:
+                analysis.block(found[0], f"{reason.format(what=found[1])} ({how} {analysis.show(path)})")
+
+
 def recursive_delete(analysis: Analysis, targets: list[Word], how: str) -> None:
     """``targets`` are deleted with everything under them: the hardline for ``/``, system trees and home."""
     paths = [p for word in targets for p in analysis.resolve(word) or ()]
@@ -229,6 +238,9 @@ def _copies(ctx: Ctx) -> None:
         written = _into(plain[-1], plain[:-1])
         if ctx.name == "mv":
             written += plain[:-1]
+            _emptied(ctx.analysis, plain[:-1], "moves {what} away", "mv")
+    if ctx.name == "rsync" and len(plain) >= 2 and any(o.startswith("del") for o in long_options(ctx.args)):
+        _emptied(ctx.analysis, plain[-1:], "deletes what {what} holds that the source lacks", "rsync --delete")
     ctx.analysis.writes(written, ctx.name)
     for word in written[:1]:
         ctx.analysis.created_file(word)

@@ -102,3 +102,23 @@ def test_the_cluster_section_of_config_yaml_gives_sessions_a_node_identity(tmp_p
     home = home_with(tmp_path, "cluster:\n  enabled: true\n  lease_ttl: 0\n")
     with pytest.raises(ConfigError, match="lease_ttl"):
         configured_deps(home, {}, load_config(home, {}), cli)
+
+
+def test_a_turn_asked_of_a_session_another_node_holds_fails_at_once_with_not_owner(
+    tmp_path: Path, model_server: ModelServer, start_runtime: StartRuntime
+) -> None:
+    store_file = tmp_path / "state.db"
+    kit = start_kit(store_file, model_server, node=NODE_A)
+    try:
+        kit.flush_store()
+        node_b = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(store_file,))])
+        replies = Replies()
+        node_b.lookup("/store").tell(AcquireLease(session_id="s4", node_id="node-b", ttl=600.0, reply_to=replies))
+        assert isinstance(replies.get(), LeaseGranted)
+        probe = kit.subscribe("s4")
+        kit.start_turn("s4", "hello", turn_id="turn-1")  # node-a's actor is refused the lease before it loads
+        failed = until(probe, (TurnCompleted, TurnFailed))[-1]
+        assert isinstance(failed, TurnFailed) and failed.kind == "not_owner" and failed.turn_id == "turn-1" and "node-b" in failed.error
+        assert kit.transcript("s4") == []
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)

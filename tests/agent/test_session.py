@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 import time
@@ -249,13 +250,20 @@ def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_t
     import subprocess
     import sys
 
+    from actors._groups import reap_orphan_groups
     from tests.agent.session_kit import start_kit
 
     store = tmp_path / "state.db"
     marker = f"41.{os.getpid()}9"
-    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=f'{{"command": "sleep {marker}"}}'),))], session="hard")
+    up = tmp_path / "up"
+    os.mkfifo(up)
+    # "up" once the host has recorded the command's group in its ledger (the record is named by the
+    # group id, bash's $$): the host prints "running" after it, so the kill never lands between the
+    # spawn and the record.
+    command = json.dumps({"command": f"until [ -e {tmp_path / 'groups'}/$$ ]; do sleep 0.01; done; echo up > {up}; sleep {marker}"})
+    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=command),))], session="hard")
     host = subprocess.Popen(
-        [sys.executable, "-m", "tests.agent.crash_host", str(store), model_server.base_url],
+        [sys.executable, "-m", "tests.agent.crash_host", str(store), model_server.base_url, str(up)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -267,6 +275,8 @@ def test_a_hard_killed_process_loses_nothing_acknowledged_and_recovers_a_valid_t
     finally:
         os.killpg(host.pid, signal.SIGKILL)  # the host's group (its tool's sleep runs in a session of its own and outlives it)
         host.communicate(timeout=DEADLINE)
+        orphans = reap_orphan_groups(tmp_path / "groups")  # what a restarted hermes does first: the sleep's group, killed
+    assert len(orphans) == 1 and marker in " ".join(orphans[0].argv), orphans  # the tool's group, left running, now killed
     kit = start_kit(store, model_server)
     try:
         probe = kit.subscribe("hard")

@@ -38,6 +38,16 @@ def test_the_plan_applies_what_sessions_read_and_names_what_needs_a_restart() ->
     ]
 
 
+def test_the_memory_provider_is_held_by_an_actor_and_waits_for_a_restart_while_the_memory_limits_apply() -> None:
+    old = config("memory: {memory_char_limit: 2000}\n")
+    only_provider = reload_plan(old, config("memory: {memory_char_limit: 2000, provider: store}\n"))
+    assert (only_provider.applied, only_provider.restart) == ((), ("memory.provider",))
+    both = reload_plan(old, config("memory: {memory_char_limit: 3000, provider: store, prefetch_timeout: 2}\n"))
+    assert (both.applied, both.restart) == (("memory",), ("memory.provider", "memory.prefetch_timeout"))
+    limits = reload_plan(old, config("memory: {memory_char_limit: 3000}\n"))
+    assert (limits.applied, limits.restart) == (("memory",), ())
+
+
 class Lines:
     """A process's stdout, line by line, each wait with a deadline."""
 

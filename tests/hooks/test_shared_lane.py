@@ -186,3 +186,32 @@ def test_a_slow_plugin_gets_the_shared_lane_handed_over_and_runs_on_its_own_lane
         assert {p["name"]: (p["faults"], p["restarts"]) for p in hooks.statistics()["plugins"]} == {n: (0, 0) for n in ("a", "b-waits", "c-frees")}
     finally:
         runtime.stop(timeout=DEADLINE)
+
+
+def test_a_plugin_on_a_lane_of_its_own_still_answers_after_its_actor_crashed_and_was_restarted(tmp_path: Path) -> None:
+    from protocols import ChildRestarted, InjectCrash
+
+    raises_once = (
+        f"import os, threading\nMARKER = {str(tmp_path / 'raised')!r}\n\n"
+        "def hook(**kw):\n"
+        "    if not os.path.exists(MARKER):\n"
+        "        open(MARKER, 'w').close()\n"
+        "        raise RuntimeError('first call')\n"
+        "    return {'context': f'{NAME} {threading.get_ident()}'}\n\n"
+        "def register(ctx):\n    ctx.register_hook('pre_llm_call', hook)\n"
+    )
+    runtime, hooks = _start(tmp_path, {"own": raises_once}, deadline=DEADLINE)
+    restarted = threading.Event()
+    runtime.subscribe(lambda e: restarted.set() if isinstance(e, ChildRestarted) and e.path == "/hooks/own" else None)
+    try:
+        published: list[Any] = []
+        assert _call(runtime, hooks, published) == {}  # it raised: skipped, and it leaves the shared lane
+        assert _lanes(hooks) == {"own": "own"}
+        assert "own" in _call(runtime, hooks, published)  # answered on its own lane
+        runtime.lookup("/hooks/own").tell(InjectCrash())
+        assert restarted.wait(DEADLINE)
+        runtime.lookup("/hooks/own").ask("barrier", timeout=DEADLINE)  # its load is reported
+        after = _call(runtime, hooks, published)
+        assert "own" in after and after["own"] != threading.get_ident()  # the restarted actor's lane answers
+    finally:
+        runtime.stop(timeout=DEADLINE)

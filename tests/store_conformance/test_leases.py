@@ -12,10 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from actors import Address
-from actors.store import SCHEMA_VERSION, StoreReader, open_writer
+from actors.store import SCHEMA_VERSION, StoreReader, open_writer, settle_interrupted
 from actors.store._backend import open_store_reader
 from actors.store._lease_rows import read_lease, read_leases, read_nodes
-from protocols import ChatMessage
+from actors.store._settle import end_leases
+from protocols import ChatMessage, ToolCall
 from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRecord, LeaseRefused, LeaseReleased, NodeHeartbeat, NodeSeen, ReleaseLease, RenewLease
 from protocols._store import (
     AppendMessages,
@@ -294,3 +295,48 @@ def test_a_version_9_file_gains_empty_leases_and_nodes_tables(tmp_path: Path) ->
         assert db.execute("SELECT count(*) FROM leases").fetchall() == [(0,)] == db.execute("SELECT count(*) FROM nodes").fetchall()
     finally:
         db.close()
+
+
+def test_settling_as_a_node_spares_the_sessions_another_nodes_live_lease_holds(start_runtime: StartRuntime, location: str) -> None:
+    """A restarted ``--workers`` worker settles its dead predecessor's turns and lapsed ones, never a live sibling's."""
+    clock = StoreClock()
+    a, b = Node(start_runtime, location, clock, "host-w0"), Node(start_runtime, location, clock, "host-w1")
+    for node, session, ttl in ((a, "live-elsewhere", TTL), (b, "own-dead", TTL), (a, "lapsed", 5.0)):
+        assert isinstance(node.acquire(session, ttl=ttl), LeaseGranted)
+        assert isinstance(node.ask(CreateSession(session_id=session, source="api", fence=node.fence(1), token="c", reply_to=node.replies)), SessionCreated)
+        calls = (ToolCall(id=f"{session}-c", name="terminal", arguments="{}"),)
+        opened = node.append(
+            session, user("go"), ChatMessage(role="assistant", tool_calls=calls), epoch=1, turn=TurnMark(turn_id=f"{session}-t", event="started")
+        )
+        assert isinstance(opened, MessagesPersisted)
+
+    report = settle_interrupted(location, result_text="unknown outcome", now=T0 + 10, node_id="host-w1")
+    assert set(report.sessions) == {"own-dead", "lapsed"}
+    with StoreReader(location) as reader:
+        assert [t.status for t in reader.load_turns("live-elsewhere")] == ["running"]
+        assert reader.load_messages("live-elsewhere")[-1].role == "assistant"  # its call is the live node's to answer
+        for session in ("own-dead", "lapsed"):
+            assert [(t.status, t.reason) for t in reader.load_turns(session)] == [("failed", "interrupted")]
+            last = reader.load_messages(session)[-1]
+            assert (last.role, last.tool_call_id, last.content) == ("tool", f"{session}-c", "unknown outcome")
+    # Once that lease lapses too, the next node settles it; without a node id everything is settled.
+    assert set(settle_interrupted(location, result_text="unknown outcome", now=T0 + TTL + 1, node_id="host-w1").sessions) == {"live-elsewhere"}
+    assert settle_interrupted(location, result_text="again", now=T0 + TTL + 2).sessions == {}
+
+
+def test_end_leases_ends_every_live_lease_of_a_file_and_keeps_the_epochs(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    """What a ``--workers`` parent does before its workers start: every holder is dead."""
+    import time
+
+    location = str(tmp_path / "state.db")
+    assert end_leases(location) == 0  # no file yet: nothing to end, nothing made
+    clock = StoreClock(time.time())
+    a = Node(start_runtime, location, clock, "host-w0")
+    assert isinstance(a.acquire("s1"), LeaseGranted) and isinstance(a.acquire("s2"), LeaseGranted)
+    assert end_leases(location) == 2
+    for session in ("s1", "s2"):
+        lease = lease_of(location, session)
+        assert lease is not None and lease.epoch == 1 and lease.expires_at <= time.time()
+    clock.set(time.time())  # the file's clock moved on past the end
+    b = Node(start_runtime, location, clock, "host-w1")
+    assert b.acquire("s1") == granted(b, "s1", 2, clock() + TTL)  # at once, not after the dead holder's ttl

@@ -199,6 +199,18 @@ HARDLINE: list[tuple[str, str]] = [
     ("systemctl poweroff", "shutdown"),
     ("sudo systemctl halt", "shutdown"),
     ("cmd /c shutdown /s /t 0", "shutdown"),
+    # -- the same, through an interpreter's inline code, a move or a sync ---------------------------
+    ("python3 -c 'import shutil; shutil.rmtree(\"/\")'", "rm-root"),
+    ("python -c \"import os; os.system('rm -rf ~')\"", "rm-home"),
+    ('python3 -c \'import subprocess; subprocess.run(["rm", "-rf", "/etc"])\'', "rm-system"),
+    ("perl -e 'system(\"rm -rf /\")'", "rm-root"),
+    ("ruby -e '`rm -rf ~`'", "rm-home"),
+    ("node -e \"require('child_process').execSync('rm -rf /')\"", "rm-root"),
+    ("node -e \"require('fs').rmSync('/home/u', {recursive: true})\"", "rm-home"),
+    ("mv ~ /dev/null", "rm-home"),
+    ("mv /etc /tmp/etc", "rm-system"),
+    ("rsync -a --delete /tmp/empty/ ~/", "rm-home"),
+    ("rsync -a --delete-before /tmp/empty/ /", "rm-root"),
 ]
 
 ORDINARY: list[str] = [
@@ -358,6 +370,16 @@ ORDINARY: list[str] = [
     "export PATH=$HOME/.local/bin:$PATH",
     "cd ~/projects && ls",
     "cd /tmp && ls",
+    "python3 -c 'print(1 + 1)'",
+    'python3 -c \'import subprocess; print(subprocess.run(["git", "status"]).returncode)\'',
+    "python -c \"import os; os.system('ls -la')\"",
+    "python3 -c 'import json, sys; print(json.load(sys.stdin)[\"version\"])' < package.json",
+    "perl -e 'print `date`'",
+    "node -e \"console.log(require('child_process').execSync('git rev-parse HEAD').toString())\"",
+    "mv build/ /tmp/old-build",
+    "rsync -a --delete src/ backup/",
+    "docker run --rm -v $PWD:/src -w /src node:20 npm test",
+    "docker run -d -p 8080:80 -e MODE=dev nginx",
 ]
 
 CORPUS: list[tuple[str, Expected, str | None]] = [

@@ -105,8 +105,8 @@ def test_hermes_chat_in_a_terminal_answers_a_question_cancels_a_long_tool_and_qu
     tmux.keys("Enter")
     tmux.wait_for("sleep 30")
     tmux.keys("Escape")
-    screen = tmux.wait_for("■ cancelled:")
-    assert "■ terminal  sleep 30" in screen
+    tmux.wait_for("■ cancelled:")
+    tmux.wait_for("■ terminal  sleep 30")  # the tool's line ends cancelled too (it may be drawn a frame after the notice)
     tmux.wait_for(" idle ")
     tmux.keys("C-c")
     tmux.wait_for("Press Ctrl+C again to quit")

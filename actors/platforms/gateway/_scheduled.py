@@ -7,7 +7,7 @@ whose target names a platform with no running adapter is told so. A sender makes
 429: an unknown chat, a refused token) is a ``DeliveryFailed`` that is not retried.
 
 - ``webhook:<route>``: the answer is POSTed as JSON, signed with the route's secret, to the
-  route's ``deliver_url``;
+  route's ``deliver_url``, its allowed ``MEDIA:`` files base64 in ``attachments``;
 - ``telegram:<chat_id>[:<thread_id>]``: ``sendMessage`` piece by piece (4,096 UTF-16 units),
   then each ``MEDIA:`` file with ``sendDocument``.
 
@@ -32,6 +32,7 @@ from ._retry import CallFailed, retry_delay
 from ._telegram_api import call, parse_answer
 from ._webhook import Route
 from ._webhook_auth import sign
+from ._webhook_files import attachments
 
 Send = Callable[[str, str, str, tuple[str, ...]], Awaitable[None]]
 TIMEOUT = 30.0
@@ -41,7 +42,9 @@ def _failed(where: str, failure: CallFailed) -> DeliveryFailed:
     return DeliveryFailed(f"{where}: {failure}", retry=retry_delay(failure, 1) is not None)
 
 
-def webhook_sender(routes: dict[str, Route]) -> Send:
+def webhook_sender(routes: dict[str, Route], *, workspace: Path, home: Path) -> Send:
+    """``MEDIA:`` files as in a chat answer's POST (``_webhook_files``): allowed ones attached, the others' notes in the text."""
+
     async def send(chat_id: str, thread_id: str, text: str, media: tuple[str, ...]) -> None:
         route = routes.get(chat_id)
         if route is None:
@@ -49,7 +52,9 @@ def webhook_sender(routes: dict[str, Route]) -> Send:
         if not route.deliver_url:
             raise DeliveryFailed(f"webhook route {chat_id!r} has no deliver_url to POST the answer to", retry=False)
         delivery = "cron-" + hashlib.sha256(f"{chat_id}\0{thread_id}\0{text}".encode()).hexdigest()[:16]
-        body = json.dumps({"route": route.name, "delivery_id": delivery, "source": "cron", "text": text, "media": list(media)}).encode()
+        notes, files = await attachments(media, workspace=workspace, home=home)
+        fields = {"route": route.name, "delivery_id": delivery, "source": "cron", "text": "\n\n".join(p for p in (text, *notes) if p)}
+        body = json.dumps(fields | ({"attachments": files} if files else {})).encode()
         headers = {"content-type": "application/json", "x-webhook-signature": sign(route.secret, body), "x-webhook-id": delivery}
         try:
             async with httpx.AsyncClient() as client:

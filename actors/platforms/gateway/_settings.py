@@ -250,6 +250,7 @@ def load_gateway(config: HermesConfig, env: Mapping[str, str], *, home: Path, hu
             "hooks": hooks,
             "resets": extra.session_reset or config.session_reset,
             "tz": tz,
+            "workspace": _workspace(config, home),
         }
         specs.append(ChildSpec(id="webhook", actor=WebhookAdapter, kwargs=kwargs))
     return Gateway(specs=tuple(specs), notes=tuple(notes), senders=senders)

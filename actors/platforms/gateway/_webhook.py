@@ -9,9 +9,10 @@ to the route's ``deliver_url``, signed with the route's secret (``X-Webhook-Sign
 retried on 429 (``Retry-After``), 5xx and transport errors with backoff; a route with
 ``max_chars`` gets a longer answer as numbered pieces (``(i/N)``, ``part`` / ``parts``), one
 POST each. A turn that waits for an approval POSTs ``{"type": "approval", ...}`` there the same
-way, and ``POST /webhooks/<route>/approvals/<request_id>`` (signed like the route's webhooks)
+way; ``MEDIA:`` files of the answer ride base64 in its last POST (``_webhook_files.py``),
+and ``POST /webhooks/<route>/approvals/<request_id>`` (signed like the route's webhooks)
 answers it: 202, or 404 when nothing waits for that id (``_webhook_approvals.py``). ``GET /health`` answers ``{"status": "ok",
-"platform": "webhook"}``. The server runs as one reactor wait (hypercorn), like the API server.
+"platform": "webhook"}``; ``GET /openapi.json`` documents all of it (``_webhook_openapi.py``). The server runs as one reactor wait (hypercorn), like the API server.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import trio
 
 from protocols import ApprovalRequested, PlatformMessage, ResolveApproval, WaitFinished
 
+from ..._version import package_version
 from .._asgi import HttpError, Request, send_error, send_json
 from .._listen import open_listener
 from ._adapter import GatewayAdapter, approval_text
@@ -38,6 +40,8 @@ from ._retry import CallFailed, retry_delay
 from ._session_key import key_of
 from ._webhook_approvals import APPROVALS, Pending, approval_event, choice_of
 from ._webhook_auth import delivery_of, event_of, render_prompt, sign, signature_problem
+from ._webhook_files import with_attachments
+from ._webhook_openapi import webhook_document
 
 log = logging.getLogger(__name__)
 
@@ -85,6 +89,9 @@ class WebhookApp:
     async def handle(self, request: Request, send: Any) -> None:
         if request.path == "/health" and request.method == "GET":
             await send_json(send, 200, {"status": "ok", "platform": "webhook"})
+            return
+        if request.path == "/openapi.json" and request.method == "GET":
+            await send_json(send, 200, webhook_document(self.routes, package_version()))
             return
         name, decision, request_id = request.path.removeprefix("/webhooks/").partition(APPROVALS)
         route = self.routes.get(name) if request.path.startswith("/webhooks/") and bool(decision) == bool(request_id) else None
@@ -167,7 +174,7 @@ class WebhookAdapter(GatewayAdapter):
     def scheduled_sender(self) -> Any:
         from ._scheduled import webhook_sender
 
-        return webhook_sender(self.routes)
+        return webhook_sender(self.routes, workspace=self.workspace, home=self.home)
 
     def other(self, message: Any) -> Any:
         match message:
@@ -211,9 +218,12 @@ class WebhookAdapter(GatewayAdapter):
             bodies = [approval_event(route.name, message.message_id, markup.session_id, markup)]
             ids = [f"{message.message_id}:approval:{markup.request_id}"]  # a receiver's dedup by X-Webhook-Id keeps the answer
         else:
+            text, files = await with_attachments(text, workspace=self.workspace, home=self.home)
             parts = chunk_text(text, route.max_chars) if route is not None and route.max_chars else [text]
             common = {"type": "answer", "route": message.chat_id, "delivery_id": message.message_id, "session_id": session_id}
             bodies = [common | {"text": piece} | ({"part": i, "parts": len(parts)} if len(parts) > 1 else {}) for i, piece in enumerate(parts, 1)]
+            if files:  # the files ride in the last POST: a receiver has the whole answer once they come
+                bodies[-1]["attachments"] = files
             ids = [f"{message.message_id}-{i}" if len(parts) > 1 else message.message_id for i in range(1, len(parts) + 1)]
         if route is None or not route.deliver_url:
             log.info("webhook %s delivery %s: %s", message.chat_id, message.message_id, text[:500])

@@ -34,6 +34,7 @@ from actors.agent import (
 )
 from actors.credentials._report import pool_lines
 from actors.store import STORE_PATH, HermesImportError, StoreError, StoreReader
+from actors.store._owner import StoreServedByWorkers
 from protocols import (
     AnswerClarification,
     ApprovalChoice,
@@ -331,7 +332,7 @@ def open_local_session(home: Path | None = None, *, env: Mapping[str, str] | Non
     extra = (*((hooks_spec(),) if hooks is not None else ()), *((mcp.tree,) if mcp is not None else ()))
     try:
         session = LocalSession.start(deps, store, configured, extra)
-    except HermesImportError as exc:  # a Hermes state.db that could not be imported: left as it was
+    except (HermesImportError, StoreServedByWorkers) as exc:  # a Hermes state.db that could not be imported (left as it was); a --workers server
         raise SetupFailed(str(exc)) from None
     if hooks is not None:
         hooks.bind(session.runtime.registry, session.runtime.reactor)

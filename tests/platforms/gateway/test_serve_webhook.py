@@ -5,6 +5,7 @@ signature is refused with 401 and reaches no agent. A turn's dangerous command i
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import http.server
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import jsonschema
 import pytest
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
@@ -86,29 +88,39 @@ def receiver() -> Iterator[Receiver]:
     server.http.server_close()
 
 
+def _write_home(home: Path, model: ModelServer, receiver: Receiver, route: str, *, prompt: str, more: str = "", top: str = "") -> None:
+    """config.yaml with one webhook route (``more``: its extra lines) and ``top`` lines; .env with an API key."""
+    (home / "config.yaml").write_text(
+        f'model:\n  default: test-model\n  base_url: "{model.base_url}"\n  api_key: unused\n{top}'
+        "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 0\n      routes:\n"
+        f'        {route}:\n          secret: {SECRET}\n          prompt: "{prompt}"\n          deliver_url: "{receiver.url}"\n{more}'
+    )
+    (home / ".env").write_text("API_SERVER_KEY=sk-hermes-secret-value\n")
+
+
+def _base(process: Any) -> str:
+    """The receiver's base URL, from serve's first line."""
+    line = process.stdout.readline()
+    found = re.search(r"webhook adapter started on (http://\S+)/webhooks/", line)
+    assert found, line
+    return found.group(1)
+
+
 def test_a_signed_webhook_is_answered_at_its_deliver_url_and_a_bad_signature_is_refused(tmp_path: Path, receiver: Receiver) -> None:
     home = tmp_path / "home"
     home.mkdir()
     with ModelServer(seed=2) as model:
-        (home / "config.yaml").write_text(
-            f'model:\n  default: test-model\n  base_url: "{model.base_url}"\n  api_key: unused\n'
-            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 0\n      routes:\n"
-            f'        ci:\n          secret: {SECRET}\n          prompt: "Build {{build.id}} is {{build.status}}"\n          deliver_url: "{receiver.url}"\n'
-        )
-        (home / ".env").write_text("API_SERVER_KEY=sk-hermes-webhook-test\n")
+        _write_home(home, model, receiver, "ci", prompt="Build {build.id} is {build.status}")
         with launched(home) as (process, _):
-            assert process.stdout is not None
-            line = process.stdout.readline()
-            found = re.search(r"webhook adapter started on (http://\S+)/webhooks/", line)
-            assert found, line
-            url = f"{found.group(1)}/webhooks/ci"
+            base = _base(process)
+            url = f"{base}/webhooks/ci"
             body = json.dumps({"build": {"id": 7, "status": "failed"}}).encode()
             good = hmac.new(SECRET.encode(), body, hashlib.sha256).hexdigest()
             bad = httpx.post(url, content=body, headers={"x-hub-signature-256": "sha256=" + "0" * 64}, timeout=DEADLINE)
             unsigned = httpx.post(url, content=body, timeout=DEADLINE)
             accepted = httpx.post(url, content=body, headers={"x-hub-signature-256": f"sha256={good}", "x-github-delivery": "d-1"}, timeout=DEADLINE)
             headers, delivered = receiver.wait_delivered()
-            missing = httpx.post(f"{found.group(1)}/webhooks/nope", content=body, timeout=DEADLINE)
+            missing = httpx.post(f"{base}/webhooks/nope", content=body, timeout=DEADLINE)
             process.send_signal(signal.SIGTERM)
             _, stderr = process.communicate(timeout=DEADLINE)
             assert process.returncode == 0 and "Traceback" not in stderr, stderr
@@ -144,17 +156,9 @@ def test_a_dangerous_command_is_approved_or_denied_by_a_signed_decision_and_the_
     remove = [ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {home / name}"})) for name in ("work", "keep")]
     with ModelServer(seed=2) as model:
         model.script([ToolCallsReply(calls=(remove[0],)), TextReply(content=answer), ToolCallsReply(calls=(remove[1],)), TextReply(content="I left it alone.")])
-        (home / "config.yaml").write_text(
-            f'model:\n  default: test-model\n  base_url: "{model.base_url}"\n  api_key: unused\n'
-            "platforms:\n  webhook:\n    enabled: true\n    extra:\n      port: 0\n      routes:\n"
-            f'        ops:\n          secret: {SECRET}\n          prompt: "{{task}}"\n          deliver_url: "{receiver.url}"\n          max_chars: 120\n'
-        )
-        (home / ".env").write_text("API_SERVER_KEY=sk-hermes-webhook-test\n")
+        _write_home(home, model, receiver, "ops", prompt="{task}", more="          max_chars: 120\n")
         with launched(home) as (process, _):
-            assert process.stdout is not None
-            found = re.search(r"webhook adapter started on (http://\S+)/webhooks/", process.stdout.readline())
-            assert found
-            base = found.group(1)
+            base = _base(process)
             started = _signed(f"{base}/webhooks/ops", {"task": "clean the work folder"}, **{"x-webhook-id": "d-1"})
             (ask,) = receiver.wait_for(_of("approval", "d-1"), 1)  # its first POST got a 503: retried
             decide = f"{base}{ask['decision_path']}"
@@ -172,6 +176,12 @@ def test_a_dangerous_command_is_approved_or_denied_by_a_signed_decision_and_the_
             denied = _signed(f"{base}{ask2['decision_path']}", {"decision": "deny", "request_id": ask2["request_id"]})
             (refused,) = receiver.wait_for(_of("answer", "d-2"), 1)
             after = _signed(decide, approve)  # its turn ended: stale
+            document = httpx.get(f"{base}/openapi.json", timeout=DEADLINE)  # unsigned: the document is public
+            health = httpx.get(f"{base}/health", timeout=DEADLINE)
+            undocumented = [
+                httpx.request(m, f"{base}{p}", timeout=DEADLINE).status_code
+                for m, p in (("POST", "/v1/chat/completions"), ("GET", "/webhooks/ops"), ("POST", "/openapi.json"))
+            ]
             process.send_signal(signal.SIGTERM)
             _, stderr = process.communicate(timeout=DEADLINE)
             assert process.returncode == 0 and "Traceback" not in stderr, stderr
@@ -200,3 +210,84 @@ def test_a_dangerous_command_is_approved_or_denied_by_a_signed_decision_and_the_
     assert len(ids) == len(set(ids)) and f"d-1:approval:{ask['request_id']}" in ids and f"d-1-{total}" in ids  # distinct: a receiver may dedup by them
     assert all(h["x-webhook-signature"] == hmac.new(SECRET.encode(), b, hashlib.sha256).hexdigest() for _, h, b in receiver.posts)
     assert receiver.posts[0][0] == 503
+    # what the receiver sent and answered is what its OpenAPI document says
+    assert document.status_code == 200
+    paths, outbound = document.json()["paths"], document.json()["webhooks"]
+    assert paths["/webhooks/{route}"]["post"]["parameters"][0]["schema"]["enum"] == ["ops"]
+    for body in sent:
+        schema = outbound[body["type"]]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        jsonschema.validate({k: v for k, v in body.items() if k != "_signature"}, schema)
+    decided = paths["/webhooks/{route}/approvals/{request_id}"]["post"]
+    jsonschema.validate(approve, decided["requestBody"]["content"]["application/json"]["schema"])
+    for response in (forged, stale, vague, unbound, approved, again):
+        assert str(response.status_code) in decided["responses"]
+        jsonschema.validate(
+            response.json(),
+            decided["responses"][str(response.status_code)]["content"]["application/json"]["schema"] | {"components": document.json()["components"]},
+        )
+    assert str(started.status_code) in paths["/webhooks/{route}"]["post"]["responses"]
+    assert health.status_code == 200 and "200" in paths["/health"]["get"]["responses"]
+    assert undocumented == [404, 405, 404]  # what the document does not name is not answered
+
+
+def test_an_answers_media_files_ride_base64_in_its_post_and_a_secret_or_a_path_never_does(tmp_path: Path, receiver: Receiver) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    home.mkdir()
+    work.mkdir()
+    (work / "report.csv").write_bytes(b"day,total\nmon,3\n")
+    (work / "sneaky.txt").symlink_to(home / ".env")  # a link in the workspace to the home's secrets
+    answer = f"Here is the report.\nMEDIA:report.csv\nMEDIA:/etc/passwd\nMEDIA:{work / 'sneaky.txt'}"
+    with ModelServer(seed=2) as model:
+        model.script([TextReply(content=answer)])
+        _write_home(home, model, receiver, "ci", prompt="{task}", top=f'terminal:\n  cwd: "{work}"\n')
+        with launched(home) as (process, _):
+            base = _base(process)
+            accepted = _signed(f"{base}/webhooks/ci", {"task": "send the report"}, **{"x-webhook-id": "d-9"})
+            (body,) = receiver.wait_for(_of("answer", "d-9"), 1)
+            document = httpx.get(f"{base}/openapi.json", timeout=DEADLINE).json()
+            process.send_signal(signal.SIGTERM)
+            _, stderr = process.communicate(timeout=DEADLINE)
+            assert process.returncode == 0 and "Traceback" not in stderr, stderr
+    assert accepted.status_code == 202
+    assert body["text"] == (
+        "Here is the report.\n\n"
+        "passwd was not attached: only files in the workspace or the Hermes cache can be sent\n\n"
+        ".env was not attached: only files in the workspace or the Hermes cache can be sent"
+    )
+    assert body["attachments"] == [
+        {"name": "report.csv", "kind": "document", "mime": "text/csv", "size": 16, "data_base64": base64.b64encode(b"day,total\nmon,3\n").decode()}
+    ]
+    jsonschema.validate(
+        {k: v for k, v in body.items() if k != "_signature"}, document["webhooks"]["answer"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    )
+    raw = b"".join(b for _, _, b in receiver.posts)
+    assert b"secret-value" not in raw and b"MEDIA:" not in raw and str(work).encode() not in raw
+
+
+async def test_a_scheduled_answers_media_files_ride_base64_in_its_post_and_a_secret_never_does(tmp_path: Path, receiver: Receiver) -> None:
+    from actors.platforms.gateway._scheduled import webhook_sender
+    from actors.platforms.gateway._webhook import Route
+    from actors.scheduler._delivery import DeliveryFailed
+
+    home, work = tmp_path / "home", tmp_path / "work"
+    (home / "cache").mkdir(parents=True)
+    work.mkdir()
+    (home / ".env").write_text("API_SERVER_KEY=sk-hermes-secret-value\n")
+    (home / "cache" / "chart.png").write_bytes(b"\x89PNG\r\n\x1a\n")
+    send = webhook_sender({"ci": Route(name="ci", secret=SECRET, deliver_url=receiver.url)}, workspace=work, home=home)
+    media = (str(home / "cache" / "chart.png"), str(home / ".env"))
+    with pytest.raises(DeliveryFailed) as refused:  # the receiver's first answer is a 503: the scheduler retries
+        await send("ci", "", "The report", media)
+    assert refused.value.retry
+    await send("ci", "", "Again", ())
+    (status, headers, raw) = receiver.posts[1]
+    body = json.loads(raw)
+    assert status == 200 and headers["x-webhook-signature"] == hmac.new(SECRET.encode(), raw, hashlib.sha256).hexdigest()
+    assert receiver.posts[0][0] == 503 and json.loads(receiver.posts[0][2])["attachments"][0]["name"] == "chart.png"
+    assert body["text"] == "Again" and "attachments" not in body
+    first = json.loads(receiver.posts[0][2])
+    assert first["text"] == "The report\n\n.env was not attached: only files in the workspace or the Hermes cache can be sent"
+    assert first["attachments"] == [
+        {"name": "chart.png", "kind": "photo", "mime": "image/png", "size": 8, "data_base64": base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()}
+    ]
+    assert all(b"secret-value" not in b for _, _, b in receiver.posts)

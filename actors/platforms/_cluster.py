@@ -1,0 +1,264 @@
+"""``hermes serve`` as one node of a cluster (``cluster.enabled``): heartbeat, routing, forwarding.
+
+:func:`cluster_setup` (at start) reads the shared secret (``HERMES_CLUSTER_SECRET``: a node in
+cluster mode without one refuses to start), the address this node advertises, and builds
+``/node`` (``actors.agent._heartbeat``) and the :class:`ClusterRouter` the API server consults.
+
+The router runs in the ASGI app before a request reaches its route:
+
+- a request signed by another node (``_forward``) is checked (signature, clock, replay) and
+  stands in for the API key; it is served here or, when the session moved meanwhile, answered
+  503 with Retry-After: a forwarded request is never forwarded again;
+- a request addressed to a session (:func:`session_key`) has its location decided
+  (``actors.agent._locate``) from the session's lease row and the nodes table read at one
+  instant of the store's clock; ``Forward`` sends it to the owner, ``Local`` and ``TakeOver``
+  let the route serve it (the session actor acquires the lease; a takeover settles what the
+  dead owner left open), ``Unavailable`` is a 503 with Retry-After.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import math
+import socket
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+import trio
+
+from actors.agent import ConfigError
+from actors.agent._heartbeat import ClusterView, NodeBeats
+from actors.agent._locate import Forward, Local, Location, TakeOver, Unavailable, locate
+from actors.agent._node import NodeIdentity
+from actors.config import HermesConfig
+from protocols._leases import LeaseRecord, NodeRecord
+from supervisor import ChildSpec
+
+from ._asgi import HttpError, Request, Send
+from ._forward import FROM_HEADER, Replays, check_signed, forward, new_client, target_of
+
+SECRET_VARIABLE = "HERMES_CLUSTER_SECRET"
+MIN_SECRET = 16
+"""Characters a cluster secret needs at least."""
+
+
+@dataclasses.dataclass
+class ClusterSetup:
+    view: ClusterView
+    router: ClusterRouter
+    spec: ChildSpec
+
+
+def advertised(config: HermesConfig, host: str, port: int) -> str:
+    """The base URL other nodes reach this one at: ``cluster.advertise_address``, else the listener's."""
+    given = config.cluster.advertise_address.strip()
+    if given:
+        return given if "://" in given else f"http://{given}"
+    where = socket.gethostname() if host in ("", "0.0.0.0", "::") else host
+    return f"http://[{where}]:{port}" if ":" in where else f"http://{where}:{port}"
+
+
+def cluster_setup(config: HermesConfig, env: Mapping[str, str], node: NodeIdentity | None, store_file: str | Path, host: str, port: int) -> ClusterSetup | None:
+    """This process's part in a cluster (None: not in cluster mode).
+
+    Raises:
+        ConfigError: cluster mode without ``HERMES_CLUSTER_SECRET`` (or one too short to trust).
+    """
+    if node is None:
+        return None
+    secret = env.get(SECRET_VARIABLE, "")
+    if len(secret) < MIN_SECRET:
+        what = "is not set" if not secret else f"is shorter than {MIN_SECRET} characters"
+        msg = (
+            f"cluster.enabled is true but {SECRET_VARIABLE} {what}: the nodes sign the requests they forward to each other with it. "
+            f"Put the same value on every node in HERMES_HOME/.env, e.g. {SECRET_VARIABLE}=$(openssl rand -hex 32)"
+        )
+        raise ConfigError(msg)
+    view = ClusterView(node=node, address=advertised(config, host, port), store_file=str(store_file))
+    router = ClusterRouter(node=node, secret=secret.encode(), store_file=str(store_file), view=view)
+    return ClusterSetup(view=view, router=router, spec=ChildSpec(id="node", actor=NodeBeats, args=(view,)))
+
+
+@dataclasses.dataclass
+class Found:
+    """What routing read from the store for one request."""
+
+    session_id: str
+    location: Location
+
+
+def session_key(request: Request, body: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """Which session a request addresses, as ``(kind, value)``: ``session`` (its id), ``run`` (a
+    run id, whose turn names the session) or ``response`` (a stored response id); None: none."""
+    parts = request.path.strip("/").split("/")
+    if len(parts) >= 3 and parts[:2] == ["v1", "sessions"] and parts[2] != "search":
+        return "session", parts[2]
+    if len(parts) >= 3 and parts[:2] == ["v1", "runs"]:
+        return "run", parts[2]
+    if request.path == "/v1/chat/completions" and request.method == "POST":
+        given = request.headers.get("x-hermes-session-id")
+        return ("session", given) if given else None
+    if request.path == "/v1/runs" and request.method == "POST" and body is not None:
+        given = body.get("session_id") if "session_id" in body else request.headers.get("x-hermes-session-id")
+        return ("session", given) if isinstance(given, str) and given else None
+    if request.path == "/v1/responses" and request.method == "POST" and body is not None:
+        previous, conversation = body.get("previous_response_id"), body.get("conversation")
+        if isinstance(previous, str) and previous and not conversation:
+            return "response", previous
+        name = conversation.get("id") if isinstance(conversation, dict) else conversation
+        return ("session", f"conv-{name}") if isinstance(name, str) and name and not previous else None
+    return None
+
+
+_readers = threading.local()
+"""Each worker thread's reader connection, kept between routed requests (a Postgres connection
+is a server process: opening one per request costs more than the request)."""
+
+
+def _reader(store_file: str) -> Any:
+    from actors.store._backend import open_store_reader
+
+    held = getattr(_readers, "held", None)
+    if held is not None and held[0] == store_file:
+        return held[1]
+    db = open_store_reader(store_file)
+    _readers.held = (store_file, db)
+    return db
+
+
+def _drop_reader() -> None:
+    held = getattr(_readers, "held", None)
+    _readers.held = None
+    if held is not None:
+        with contextlib.suppress(Exception):
+            held[1].close()
+
+
+def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found | None:
+    from actors.store._lease_rows import read_lease, read_nodes, store_now
+
+    db = _reader(store_file)
+    try:
+        session_id: str | None = value
+        if kind == "run":
+            row = db.execute("SELECT session_id FROM turns WHERE turn_id = ?", (value,)).fetchone()
+            session_id = None if row is None else str(row[0])
+        elif kind == "response":
+            row = db.execute("SELECT session_id FROM responses WHERE id = ?", (value,)).fetchone()
+            session_id = None if row is None else str(row[0])
+        if session_id is None:
+            return None  # the route answers (404) as it would anyway
+        lease: LeaseRecord | None = read_lease(db, session_id)
+        nodes: dict[str, NodeRecord] = {n.node_id: n for n in read_nodes(db)} if lease is not None and lease.node_id != me else {}
+        return Found(session_id, locate(lease, nodes, me, store_now(db), ttl))
+    except BaseException:
+        _drop_reader()  # a broken connection is not kept
+        raise
+
+
+class ClusterRouter:
+    """Decides, per request, whether this node serves it or forwards it to the session's owner."""
+
+    def __init__(self, *, node: NodeIdentity, secret: bytes, store_file: str, view: ClusterView | None = None) -> None:
+        self.node = node
+        self.view = view
+        """The live nodes ``/node`` read last: a forward is given up when its owner leaves it."""
+        self.secret = secret
+        self.store_file = store_file
+        self.replays = Replays()
+        self.client: httpx.AsyncClient | None = None
+        self.forwarded = 0
+        """Requests this node sent to an owner."""
+
+    async def signed_by_a_node(self, request: Request) -> bool:
+        """True when ``request`` was forwarded by another node and its signature holds.
+
+        Raises:
+            HttpError: 401, it claims to come from a node and its signature does not hold.
+        """
+        if FROM_HEADER not in request.headers:
+            return False
+        why = check_signed(self.secret, self.replays, request.method, target_of(request), request.headers, await request.body(), time.time())
+        if why is not None:
+            raise HttpError(401, why, type="authentication_error", code="invalid_cluster_signature")
+        return True
+
+    async def route(self, request: Request, send: Send, *, forwarded: bool, local_runs: Mapping[str, Any]) -> bool:
+        """Forward ``request`` when another live node owns its session (True: answered here)."""
+        body: Mapping[str, Any] | None = None
+        if request.method == "POST" and request.path in ("/v1/runs", "/v1/responses"):
+            try:
+                decoded = msgspec.json.decode(await request.body())
+            except (msgspec.DecodeError, UnicodeDecodeError, RecursionError):
+                return False  # the route answers the 400
+            body = decoded if isinstance(decoded, dict) else None
+        key = session_key(request, body)
+        if key is None or (key[0] == "run" and key[1] in local_runs):
+            return False
+        try:
+            found = await trio.to_thread.run_sync(_read, self.store_file, key[0], key[1], self.node.node_id, self.node.lease_ttl)
+        except Exception as exc:
+            msg = f"this node cannot read the session's owner from the store ({type(exc).__name__}: {exc}); retry shortly"
+            raise HttpError(503, msg, type="server_error", code="store_unavailable", headers={"retry-after": "1"}) from None
+        if found is None:
+            return False
+        match found.location:
+            case Local() | TakeOver():
+                return False
+            case Forward(node_id=owner) if forwarded:
+                raise HttpError(
+                    503,
+                    f"session {found.session_id!r} moved to node {owner!r} while this request was forwarded; retry it",
+                    type="server_error",
+                    code="session_moved",
+                    headers={"retry-after": "1"},
+                )
+            case Forward(node_id=owner, address=address):
+                if self.client is None:
+                    self.client = new_client()
+                self.forwarded += 1
+                await self._forward_while_live(request, send, address, owner)
+                return True
+            case Unavailable(reason=reason, retry_after=after):
+                raise HttpError(503, reason, type="server_error", code="owner_unavailable", headers={"retry-after": str(max(1, math.ceil(after)))})
+        return False
+
+    async def _forward_while_live(self, request: Request, send: Send, address: str, owner: str) -> None:
+        """Forward, and give up as soon as the owner stops beating: a paused node still accepts
+        connections (the kernel does) and would hold the request for ever."""
+        assert self.client is not None
+        lost = False
+
+        async def watch(scope: trio.CancelScope) -> None:
+            nonlocal lost
+            while True:
+                await trio.sleep(self.node.renew_every)
+                if self.view is not None and self.view.read_at and owner not in {n.node_id for n in self.view.nodes}:
+                    lost = True
+                    scope.cancel()
+                    return
+
+        failed: HttpError | None = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch, nursery.cancel_scope)
+            try:
+                await forward(self.client, request, send, address, self.secret, self.node.node_id, owner)
+            except HttpError as exc:  # raised past the nursery, not wrapped in an exception group
+                failed = exc
+            nursery.cancel_scope.cancel()
+        if failed is not None:
+            raise failed
+        if lost:
+            raise HttpError(
+                503,
+                f"node {owner!r}, which owns this session, stopped beating while it answered; retry: the session is taken over",
+                type="server_error",
+                code="owner_lost",
+                headers={"retry-after": "1"},
+            )

@@ -1,0 +1,81 @@
+"""A node paused mid-transaction on Postgres does not hang another node's requests (issue 22).
+
+A SIGSTOPped ``hermes serve`` whose store writer was between two writes of one batch keeps its
+Postgres transaction open: the server holds its row locks (the lease row it read ``FOR SHARE``
+to check a fence) for as long as the process stays stopped. Here that node is a real store
+writer in its own runtime, parked mid-batch by a ``Hold`` after a fenced write (so its
+connection is idle in a transaction holding that lock, as a stopped process's is), its store
+clock an hour behind (its heartbeat is an hour old: a dead node to everyone else). node-b is a
+real agent runtime in cluster mode on the same database, asked for a turn in that session.
+
+Every turn asked is answered: the first ones, while the lock is held, fail at once with
+``not_owner`` (503 Retry-After 1 in the API; the lease statement gave up after the store's
+lock timeout) instead of waiting for ever; and once the Postgres server ends the stopped
+node's idle transaction (``idle_in_transaction_session_timeout``), node-b takes the session
+over and answers — while that node is still stopped. When it resumes, nothing of it lands.
+"""
+
+from __future__ import annotations
+
+import time
+
+from actors.agent._node import NodeIdentity
+from actors.chaos import ModelServer, TextReply
+from actors.store._pg import IDLE_IN_TRANSACTION_TIMEOUT
+from protocols import ChatMessage
+from protocols._leases import AcquireLease, Fence, LeaseGranted, NodeHeartbeat, NodeSeen
+from protocols._session import TurnCompleted, TurnFailed
+from protocols._store import AppendMessages, CreateSession, SessionCreated
+from supervisor import ChildSpec
+from tests.agent.session_kit import start_kit, until
+from tests.conftest import DEADLINE
+from tests.postgres_server import PostgresServer
+from tests.test_store import ControlledWriter, Hold, Replies, StartRuntime, hold
+
+
+def test_a_session_whose_lease_row_a_paused_node_locks_is_answered_and_taken_over(
+    postgres: PostgresServer, model_server: ModelServer, start_runtime: StartRuntime
+) -> None:
+    url = postgres.new_database()
+    node_b = start_kit(url, model_server, node=NodeIdentity(node_id="node-b", lease_ttl=3.0))  # type: ignore[arg-type]
+    try:
+        # node-a: a store writer whose clock is an hour behind; it owns s1 and writes in it.
+        paused = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(url,), kwargs={"clock": lambda: time.time() - 3600})])
+        store, replies = paused.lookup("/store"), Replies()
+        store.tell(NodeHeartbeat(node_id="node-a", address="http://node-a:1", reply_to=replies))
+        assert isinstance(replies.get(), NodeSeen)
+        store.tell(AcquireLease(session_id="s1", node_id="node-a", ttl=600.0, token="a", reply_to=replies))
+        granted = replies.get()
+        assert isinstance(granted, LeaseGranted)
+        fence = Fence(node_id="node-a", epoch=granted.epoch)
+        store.tell(CreateSession(session_id="s1", source="api", fence=fence, token="c", reply_to=replies))
+        assert isinstance(replies.get(), SessionCreated)
+
+        # node-a stops between two writes of a batch: its transaction stays open, s1's lease row locked.
+        first = hold(store)
+        store.tell(AppendMessages(session_id="s1", messages=(ChatMessage(role="user", content="from node-a"),), fence=fence, token="w", reply_to=replies))
+        stopped = Hold()
+        store.tell(stopped)
+        first.release.set()
+        assert stopped.held.wait(DEADLINE)
+
+        model_server.script([TextReply(content="node-b answers")], session="s1")
+        probe = node_b.subscribe("s1")
+        outcomes: list[str] = []
+        began = time.monotonic()
+        while time.monotonic() - began < IDLE_IN_TRANSACTION_TIMEOUT + DEADLINE:
+            node_b.start_turn("s1", f"hello {len(outcomes)}", turn_id=f"turn-{len(outcomes)}")
+            ended = until(probe, (TurnCompleted, TurnFailed))[-1]  # each attempt answered within the deadline
+            if isinstance(ended, TurnCompleted):
+                outcomes.append("completed")
+                break
+            assert ended.kind == "not_owner", ended  # retryable (503 Retry-After 1), and said at once
+            outcomes.append("not_owner")
+        assert outcomes[0] == "not_owner", outcomes  # the first attempt met the stopped node's lock
+        assert outcomes[-1] == "completed", outcomes  # node-b took s1 over while node-a was still stopped
+        stopped.release.set()  # node-a resumes: its connection was ended, nothing it had pending lands
+        node_b.flush_store()
+        contents = [m.content for m in node_b.transcript("s1")]
+        assert "from node-a" not in contents and contents[-1] == "node-b answers", contents
+    finally:
+        assert node_b.runtime.stop(timeout=DEADLINE)
