@@ -9,8 +9,11 @@ the message (as if the save never happened) and Telegram delivers the update aga
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
 import signal
+import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +29,7 @@ from actors.platforms.gateway._dedup import SeenLog
 from actors.platforms.gateway._state_file import Durable, Outgoing, StateFile
 from protocols import PlatformMessage
 from tests.conftest import DEADLINE
-from tests.platforms.gateway.telegram_server import TelegramServer
+from tests.platforms.gateway.telegram_server import TOKEN, TelegramServer
 from tests.platforms.gateway.test_serve_telegram import ALLOWED, KEY, _home, _stop
 from tests.platforms.serve_process import launched
 
@@ -72,6 +75,24 @@ def test_a_process_killed_after_start_turn_but_before_the_save_answers_the_redel
     assert "server stopped" in reply.text, reply.text  # the session knew the turn id: its end, not a second run
     assert _texts(telegram, ALLOWED)[1:] == ["yes, here"]
     assert _runs_of(model, "hang on") == 1
+
+
+def test_an_offset_a_killed_client_sent_before_redeliver_confirms_nothing(telegram: TelegramServer) -> None:
+    # The window the tests above make: the killed process's last ``getUpdates`` (the one that
+    # confirms the update) may still wait in its socket when the test calls ``redeliver``;
+    # read after it, it must not confirm the update again (the restart would never get it).
+    update = telegram.push(ALLOWED, "hang on")
+    host, port = telegram.base_url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=DEADLINE) as stale:  # made before the kill
+        telegram.redeliver()
+        body = json.dumps({"offset": update["update_id"] + 1, "timeout": 0}).encode()
+        head = f"POST /bot{TOKEN}/getUpdates HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+        stale.sendall(head.encode() + body)  # read by the server only now
+        answer = http.client.HTTPResponse(stale)
+        answer.begin()
+        assert json.loads(answer.read()) == {"ok": True, "result": []}
+    again = httpx.post(f"{telegram.base_url}/bot{TOKEN}/getUpdates", json={"offset": 0, "timeout": 0}, timeout=DEADLINE)
+    assert [u["update_id"] for u in again.json()["result"]] == [update["update_id"]]
 
 
 def test_an_adapter_crashed_after_start_turn_but_before_the_save_follows_the_turn_that_runs(
