@@ -100,7 +100,10 @@ def test_an_adapter_crashed_after_start_turn_but_before_the_save_follows_the_tur
 ) -> None:
     monkeypatch.setenv("HERMES_CHAOS_ROUTES", "1")
     home = _home(tmp_path, model, telegram)
-    model.script([TextReply(content="the slow answer", latency=1.0), TextReply(content="the next answer")])
+    # The window needs the turn still running when the adapter crashes: if its answer came first,
+    # that incarnation replied and saved, and the unlink below would undo that save (a second
+    # answer, the test's doing). 1 s was too short on a loaded machine (failed once in 30 runs).
+    model.script([TextReply(content="the slow answer", latency=5.0), TextReply(content="the next answer")])
     with launched(home) as (process, base):
         update = telegram.push(ALLOWED, "take your time")
         model.wait_for_request(lambda r: r.path == "/v1/chat/completions" and "take your time" in str(r.body.get("messages")), timeout=DEADLINE)
