@@ -1,8 +1,8 @@
 """The Telegram gateway's added latency and memory: N chats on the test Bot API server.
 
 This process runs the real tree (store, sessions, ``/platforms/telegram`` = ``TelegramAdapter``)
-on a SQLite file in a temporary directory, tuned as ``hermes serve`` tunes it once started
-(``tune_interpreter``: ``gc.freeze``, a 1 ms GIL switch interval). The test Bot API server
+on a SQLite file in a temporary directory (``gc.freeze`` once it started, as ``hermes serve``
+does). The test Bot API server
 (``tests/platforms/gateway/telegram_server.py``: keep-alive, as Telegram) and the test model
 server in echo mode run in a child process on 127.0.0.1, as Telegram and the model are other
 machines: their threads take no turn at this process's GIL. A probe subscribes to every chat's
@@ -23,8 +23,6 @@ is one clock for the machine).
   server: the hub hop, the adapter's decision, MarkdownV2, the HTTP call on a kept-alive
   connection (the outbox is written beside it). Baseline: a plain thread woken by
   ``TurnCompleted`` that POSTs the same ``sendMessage`` with httpx.
-- The S samples of each path alternate, ten by ten, with S more run with Python's default
-  switch interval (5 ms): the ``*_with_python_switch_interval`` rows, against the first.
 
 The difference of the medians is the gateway's own cost; the ratio is against the baseline;
 ``baseline_p99_us`` is the plain hop's own tail on the machine at that moment.
@@ -33,6 +31,7 @@ The difference of the medians is the gateway's own cost; the ratio is against th
 from __future__ import annotations
 
 import contextlib
+import gc
 import multiprocessing
 import os
 import resource
@@ -52,16 +51,12 @@ from _common import latency_row, parse_options, percentile, print_header, print_
 from actors.agent import HubRegistry, MachineConfig, ModelClients, ModelSettings, SessionDeps, agent_specs, reader_opener
 from actors.agent._address import SESSIONS_PATH, tell_session
 from actors.chaos import ModelServer
-from actors.platforms._serve import SWITCH_INTERVAL, tune_interpreter
 from actors.platforms.gateway import AccessPolicy, Chats, TelegramAdapter
 from protocols import StartTurn, TurnCompleted, TurnStarted
 from supervisor import ChildSpec, Runtime, Supervisor
 from tests.platforms.gateway.telegram_server import TOKEN, TelegramServer
 
 DEADLINE = 120.0
-BLOCK = 10
-"""Samples in a row with one interpreter setting; the settings alternate block by block."""
-DEFAULT_SWITCH = sys.getswitchinterval()
 
 
 def rss_kib() -> int:
@@ -156,11 +151,9 @@ def main() -> None:
     servers = Servers()
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            measured, base_in, base_out, idle_kib = run(Path(tmp), servers, chats, samples)
+            inbound, outbound, base_in, base_out, idle_kib = run(Path(tmp), servers, chats, samples)
     finally:
         servers.close()
-    inbound, outbound = measured["serve"]
-    default_in, default_out = measured["python"]
     rows = [
         latency_row(
             "gateway",
@@ -178,22 +171,6 @@ def main() -> None:
             target_us=None,
             note="TurnCompleted -> sendMessage at the Bot API; baseline: a thread POSTs it",
         ),
-        latency_row(
-            "gateway",
-            "inbound_with_python_switch_interval",
-            default_in,
-            inbound,
-            target_us=None,
-            note=f"the same, in the blocks run with Python's {DEFAULT_SWITCH * 1000:g} ms switch interval; baseline: the blocks above",
-        ),
-        latency_row(
-            "gateway",
-            "outbound_with_python_switch_interval",
-            default_out,
-            outbound,
-            target_us=None,
-            note=f"the same, in the blocks run with Python's {DEFAULT_SWITCH * 1000:g} ms switch interval; baseline: the blocks above",
-        ),
     ]
     for row, base in zip(rows[:2], (base_in, base_out), strict=True):
         row["baseline_p99_us"] = round(percentile(base, 99), 1)  # one plain thread hop's own tail on this machine now
@@ -207,7 +184,7 @@ def main() -> None:
             print(row)
 
 
-def run(home: Path, servers: Servers, chats: int, samples: int) -> tuple[dict[str, tuple[list[float], list[float]]], list[float], list[float], float]:
+def run(home: Path, servers: Servers, chats: int, samples: int) -> tuple[list[float], list[float], list[float], list[float], float]:
     store = home / "state.db"
     hubs = HubRegistry()
     deps = SessionDeps(
@@ -236,7 +213,8 @@ def run(home: Path, servers: Servers, chats: int, samples: int) -> tuple[dict[st
     runtime = Runtime([*agent_specs(store, deps), ChildSpec(id="platforms", actor=Supervisor, args=((adapter,),))])
     runtime.reactor.at_stop(deps.clients.aclose)
     runtime.start()
-    tune_interpreter()  # as hermes serve does once it started
+    gc.collect()  # as hermes serve does once the tree started (what startup built stays out of the collector's way)
+    gc.freeze()
     probe = Probe()
     try:
         user = lambda i: 10_000 + i  # noqa: E731
@@ -251,11 +229,9 @@ def run(home: Path, servers: Servers, chats: int, samples: int) -> tuple[dict[st
                 servers.call("wait_delivered", user(i), 1)
         idle_kib = (rss_kib() - before) / chats
 
-        measured: dict[str, tuple[list[float], list[float]]] = {"serve": ([], []), "python": ([], [])}
-        for n in range(2 * samples):
-            variant = "serve" if (n // BLOCK) % 2 == 0 else "python"  # interleaved: the machine's load hits both alike
-            sys.setswitchinterval(SWITCH_INTERVAL if variant == "serve" else DEFAULT_SWITCH)
-            inbound, outbound = measured[variant]
+        inbound: list[float] = []
+        outbound: list[float] = []
+        for n in range(samples):
             i = n % chats
             update = servers.call("push", user(i), f"sample {n}")
             turn_id = f"gw-telegram-{user(i)}-{update['message']['message_id']}"
@@ -264,7 +240,6 @@ def run(home: Path, servers: Servers, chats: int, samples: int) -> tuple[dict[st
             inbound.append((probe.started[turn_id] - servers.call("handed", update["update_id"])) * 1e6)
             outbound.append((sent_at - done) * 1e6)
 
-        sys.setswitchinterval(SWITCH_INTERVAL)
         base_in: list[float] = []
         base_out: list[float] = []
         registry = runtime.registry
@@ -281,7 +256,7 @@ def run(home: Path, servers: Servers, chats: int, samples: int) -> tuple[dict[st
                 base_out.append((servers.call("delivered", chat)[0][0] - done) * 1e6)
     finally:
         runtime.stop()
-    return measured, base_in, base_out, idle_kib
+    return inbound, outbound, base_in, base_out, idle_kib
 
 
 if __name__ == "__main__":

@@ -44,21 +44,6 @@ log = logging.getLogger(__name__)
 API_PLATFORM = Platform(name="api_server", source="api", hint="You are answering through an OpenAI-compatible API; format replies as plain Markdown.")
 
 
-SWITCH_INTERVAL = 0.001
-"""Seconds a thread may hold the GIL while another waits for it (Python's default: 0.005). A
-message crosses three or four threads (reactor, adapter, session); a woken thread waited up
-to the whole interval behind a busy one (``bench/bench_gateway.py`` compares both)."""
-
-
-def tune_interpreter() -> None:
-    """Once the tree started: everything imported and built so far lives as long as the
-    process, so it is kept out of the collector's way (a full collection over it stalled
-    every thread for ~100 ms); and a thread woken by a message takes the GIL sooner."""
-    gc.collect()
-    gc.freeze()
-    sys.setswitchinterval(SWITCH_INTERVAL)
-
-
 def _scheduler_spec(home: Path, store: str | Path, config: HermesConfig, deps: SessionDeps, platform_senders: dict[str, Any] | None = None) -> ChildSpec:
     """``/scheduler`` (issue 18): jobs run as sessions of this runtime; answers to a platform go
     through its running adapter (``platform_senders``: the gateway's table)."""
@@ -207,7 +192,10 @@ def run_serve(
                 runtime.stop(timeout=10)
                 print(f"hermes serve: the API server did not start: {runtime.exit_reason or exc}", flush=True)
                 return 1
-            tune_interpreter()
+            # Everything imported and built so far lives as long as the process: keep it out of
+            # the collector's way (a full collection over it stalled every thread for ~100 ms).
+            gc.collect()
+            gc.freeze()
             if mcp is not None:  # before announcing: each server up, or its failure said
                 mcp.wait_started()
             url = f"http://{settings.host}:{bound}/v1"
