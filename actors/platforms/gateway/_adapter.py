@@ -7,13 +7,18 @@ An adapter executes the gateway's decisions; it decides nothing itself:
   skip, rewrite, allow) and decided: each message is checked (:func:`decide_access`, pairing as
   a wait on the shared book), slash commands (``_chat_commands``) answer or ask the session, a
   burst of a chat's messages is held and joined (``_burst``, a timer), a stale session is
-  replaced (``_resets``) and the busy policy (:class:`Chats`) changes the chats; the seen log and the chats are saved together
-  (:class:`StateFile`, a reactor wait) and only then are the decided effects run;
+  replaced (``_resets``) and the busy policy (:class:`Chats`) changes the chats; a new turn's
+  ``StartTurn`` is told at once (an :class:`Early` effect, ``_effects.py``), the seen log and the
+  chats are saved together (:class:`StateFile`, a reactor wait) and only then are the other
+  decided effects run (and, for a poller, the batch confirmed to the platform);
 - a turn is one wait (:func:`follow_turn`) that ends with the turn's end event;
-- a final reply is saved in the outbox first, then sent as one wait (the subclass's
-  ``deliver``) that retries by :func:`retry_delay`, then taken out of the outbox;
+- a final reply goes into the outbox and is sent at once as one wait (the subclass's
+  ``deliver``) that retries by :func:`retry_delay`, while the outbox is saved (with the chat's
+  end); it is taken out of the file once sent (``mark_sent``);
 - a restarted adapter sends what its outbox holds and re-attaches to every saved chat's turn
-  (``follow_turn`` with the store), so a crash mid-turn still ends in exactly one reply.
+  (``follow_turn`` with the store), so a crash mid-turn still ends in exactly one reply;
+- a graceful stop (``stopping``) lets a final reply in flight end and be marked sent, then
+  writes the adapter's last state, before the incarnation ends (``STOP_DEADLINE``).
 
 Subclasses implement ``begin`` (start polling or serving), ``deliver`` (send the pieces of one
 reply) and may override ``limit`` / ``measure`` (chunking).
@@ -21,9 +26,11 @@ reply) and may override ``limit`` / ``measure`` (chunking).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import logging
 import math
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,6 +40,7 @@ import msgspec
 import trio
 
 from actors import Actor
+from actors._errors import ReactorStopped
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
 from actors.platforms._slash_commands import lookup, parse
@@ -64,6 +72,7 @@ from ._chunks import Measure, chunk_text
 from ._dedup import SeenLog
 from ._dispatch_hook import HOOK, screen
 from ._edit_stream import StreamSettings
+from ._effects import Early, Effect, split
 from ._pairing import new_code, request_code, update_book
 from ._resets import ChatSession, ResetPolicy, chat_key_of
 from ._session_key import key_of
@@ -71,9 +80,6 @@ from ._state_file import Durable, Outgoing, StateFile, restore
 from ._waits import Prepare, Stream, follow_turn
 
 log = logging.getLogger(__name__)
-
-Effect = Callable[[], None]
-"""An effect decided before a save and run after it."""
 
 AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequested | PlatformMessage | StreamOpened | Literal["port"]
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
@@ -85,6 +91,9 @@ TURN_DEADLINE = 3600.0
 """Seconds the gateway follows one turn (the session's own deadline ends it sooner)."""
 DELIVERY_DEADLINE = 900.0
 """Seconds one reply is retried before it is given up (logged)."""
+STOP_DEADLINE = 3.0
+"""Seconds a graceful stop waits for the replies in flight and the last save (under the
+supervisor's 5 s for a worker's stop)."""
 
 
 def approval_text(request: ApprovalRequested) -> str:
@@ -154,6 +163,9 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         """Turn id -> set (in the reactor) once its stream's message id is on disk: no edit goes
         out before, so a crash after an edit always finds the message to finish."""
         self.version = 0
+        self.newest: Durable | None = None
+        """The newest state decided (maybe not saved yet): a sent reply's ``mark_sent`` writes it
+        if no save did yet, so the chat's end is on disk once its reply is confirmed."""
         self.state: AdapterState = "starting"
         self.detail = ""
         self.counts = dict.fromkeys(("received", "answered", "duplicates", "refused", "send_retries"), 0)
@@ -185,6 +197,34 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         send = self.scheduled_sender()
         if self.senders is not None and send is not None:
             self.senders[self.platform] = send
+
+    def stopping(self) -> None:
+        """A graceful stop (not a crash): the incarnation's waits end now, but a final reply
+        whose send is in flight finishes it (its call is shielded) and is marked sent; then the
+        adapter's last state is written. Both within :data:`STOP_DEADLINE`, before the
+        incarnation ends, so the next one (a restart, a new ``hermes serve``) neither answers a
+        sent reply again nor misses what this one decided."""
+        if self.context is None:
+            return
+        done = threading.Event()
+        try:
+            self.reactor.cancel_owner(self.actor_urn)  # polls, retry sleeps, followed turns: now
+            self.reactor.call_soon(trio.lowlevel.spawn_system_task, self._settle, self.durable(), done.set)
+        except ReactorStopped:
+            return  # the reactor is gone (its waits with it): nothing is in flight
+        if not done.wait(STOP_DEADLINE + 1.0):
+            log.warning("gateway %s: the state was not settled within %g s at stop", self.platform, STOP_DEADLINE)
+
+    async def _settle(self, state: Durable, done: Callable[[], None]) -> None:
+        try:
+            with trio.CancelScope(deadline=trio.current_time() + STOP_DEADLINE, shield=True) as scope:
+                await self.state_file.settle(state)
+            if scope.cancelled_caught:
+                log.warning("gateway %s: a reply's send or the last save did not end within %g s of the stop", self.platform, STOP_DEADLINE)
+        except Exception:  # a system task must not raise
+            log.exception("gateway %s: the last save at stop failed", self.platform)
+        finally:
+            done()
 
     def terminated(self, kind: Any) -> None:
         if self.senders is not None:  # any exit: a crashed adapter's platform is "not running" until it restarts
@@ -306,6 +346,9 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
                 log.info("gateway %s: message %s skipped by %s%s", self.platform, item.message_id, HOOK, f" ({detail})" if detail else "")
                 continue
             effects.extend(self.handle(msgspec.structs.replace(item, text=detail) if action == "rewrite" else item))
+        early, effects = split(effects)
+        for effect in early:  # the fast path first: the turns' StartTurn (``_effects.py``)
+            effect()
         previous = self.seen
         self.seen = previous.add(keys, offset=offset)
         if self.seen is previous and not effects:
@@ -315,10 +358,20 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
 
     def commit(self, effects: list[Effect], *, inbound: bool = False) -> None:
         """Save the seen log, the chats and the outbox, then run ``effects`` (in ``persist``'s
-        outcome); ``inbound``: the save of a received batch (``persisted`` follows)."""
+        outcome), their leading :class:`Early` ones at once; ``inbound``: the save of a received
+        batch (``persisted`` follows)."""
+        early, effects = split(effects)
+        durable = self.durable()
+        self.newest = durable  # before the early effects: a reply they send writes it if the save did not yet
+        for effect in early:  # the fast path: safe before the save (``_effects.py``)
+            effect()
+        self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
+
+    def durable(self) -> Durable:
+        """The adapter's state now, as the next version to save."""
         self.version += 1
         held = tuple(m for burst in self.bursts.values() for m in burst.messages)
-        durable = Durable(
+        return Durable(
             seen=self.seen,
             chats=tuple(self.chats.chats.values()),
             outbox=tuple(self.outbox.values()),
@@ -327,7 +380,6 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
             sessions=dict(self.sessions),
             held=held,
         )
-        self.start_wait(self._save, durable, effects, inbound, tag="persist", timeout=30.0)
 
     async def _save(self, durable: Durable, effects: list[Effect], inbound: bool) -> tuple[Durable, list[Effect], bool]:
         return await self.state_file.save(durable), effects, inbound
@@ -443,8 +495,10 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         (in ``session_id``, else the chat's key), as one wait."""
         start = StartTurn(text=message.text, turn_id=turn_id, policy="interrupt" if interrupt else "queue", instructions=self.instructions(message))
         registry = self._context().registry
-        store = self.home / "state.db" if resume else None
         stream, prepare = self.streamer(message, turn_id), self.preparer(message)
+        told = not resume and prepare is None
+        if told:  # the fast path: told now, from this thread; the wait follows it from the hub's first kept event
+            self.tell_session(session_id or key_of(message), start)
         self.start_wait(
             follow_turn,
             registry,
@@ -454,9 +508,10 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
             start,
             self.address.tell,
             TURN_DEADLINE,
-            store,
+            self.home / "state.db",  # every turn: a redelivered message's turn may have run already (``_effects.py``)
             stream,
             prepare,
+            told,
             tag="turn",
             timeout=math.inf,
         )
@@ -505,18 +560,25 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         for action in actions:
             if isinstance(action, Reply) and action.turn_id:
                 self.outbox[action.turn_id] = Outgoing(turn_id=action.turn_id, message=action.message, text=action.text)
-        self.commit([lambda: self.execute(actions)])  # the outbox and the chats on disk before the reply goes
+        replies: list[Action] = [a for a in actions if isinstance(a, Reply)]
+        rest: list[Action] = [a for a in actions if not isinstance(a, Reply)]
+        # The reply goes at once, while the outbox and the chat's end are saved; the chat's next
+        # turn starts only after that save, so a restart in between re-attaches to this turn as
+        # the session's last one and finds its answer in the store (``_effects.py``).
+        self.commit([Early(lambda: self.execute(replies)), lambda: self.execute(rest)])
 
     async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None) -> tuple[str, int, str]:
         """``(final, retries, why it was given up or "")``: the outcome always names the reply."""
         import trio
 
+        owed = final and final != "-"
         try:
-            with trio.fail_after(DELIVERY_DEADLINE):
-                retries = await self.deliver(message, pieces, markup)
-            if final and final != "-":
-                with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
-                    await self.state_file.mark_sent(final)
+            async with self.state_file.sending() if owed else contextlib.nullcontext():  # a graceful stop waits for it
+                with trio.fail_after(DELIVERY_DEADLINE):
+                    retries = await self.deliver(message, pieces, markup)
+                if owed:
+                    with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
+                        await self.state_file.mark_sent(final, self.newest)
             return final, retries, ""
         except trio.TooSlowError:
             return final, 0, f"not sent within {DELIVERY_DEADLINE:g} s"

@@ -35,13 +35,13 @@ from protocols import (
 
 from . import _burst
 from ._chat_commands import answer_text
-from ._chats import Action, Chats, Reply
+from ._chats import Action, Chats, Reply, Start
+from ._effects import Early, Effect
 from ._resets import ChatSession, ResetPolicy, session_id_of, stale_reason
 from ._session_key import key_of
 
 log = logging.getLogger("actors.platforms.gateway._adapter")
 
-Effect = Callable[[], None]
 
 COMPRESS_DEADLINE = 600.0
 """Seconds ``/compress`` is followed (its summary is a model call; it goes on past this)."""
@@ -115,7 +115,8 @@ class ChatSessions:
         session_id = session_id_of(key, generation)  # its first turn fires session:start (the session core does)
         self.sessions[key] = ChatSession(generation=generation, last_at=now)
         self.chats, actions = self.chats.on_message(message, session_id)
-        effects.append(lambda: self.execute(actions))
+        run = lambda: self.execute(actions)  # noqa: E731
+        effects.append(Early(run) if all(isinstance(a, Start) for a in actions) else run)
         return effects
 
     def new_session(self, message: PlatformMessage, why: str) -> list[Effect]:

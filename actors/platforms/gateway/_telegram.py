@@ -15,6 +15,7 @@ fetched for the turn (``_chat_files.py``, shared with Matrix).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import ssl
 from typing import Any
@@ -22,13 +23,15 @@ from typing import Any
 import httpx
 import trio
 
+from actors._errors import ReactorStopped
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
-from ._adapter import Effect, GatewayAdapter, approval_text
+from ._adapter import GatewayAdapter, approval_text
 from ._chat_files import Attachment, prepare_turn, read_attachment
 from ._chunks import utf16_units
 from ._dedup import SeenLog
 from ._edit_stream import FinalExtras, final_pieces
+from ._effects import Effect
 from ._markdown_v2 import to_markdown_v2
 from ._retry import CallFailed, retry_delay
 from ._state_file import Outgoing
@@ -41,6 +44,11 @@ _SSL: ssl.SSLContext | None = None
 UNAUTHORIZED_RETRY = 60.0
 TELEGRAM_LIMIT = 4096
 UPLOAD_TIMEOUT = 120.0
+
+
+async def _closed(client: httpx.AsyncClient) -> None:
+    with contextlib.suppress(Exception):  # a system task must not raise: closing is best effort
+        await client.aclose()
 
 
 class TelegramAdapter(GatewayAdapter):
@@ -63,6 +71,7 @@ class TelegramAdapter(GatewayAdapter):
         self.username = ""
         self.bot_id = ""
         self.failures = 0
+        self.http: httpx.AsyncClient | None = None
         self.polling = False
         """Invariant: at most one ``getUpdates`` in flight (a second would confirm a batch early)."""
 
@@ -75,22 +84,31 @@ class TelegramAdapter(GatewayAdapter):
         self.start_wait(self._call, "getMe", {}, 30.0, tag="me", timeout=60.0)
 
     async def _client(self) -> httpx.AsyncClient:
+        """This incarnation's one client (kept-alive connections to the Bot API; built in the
+        reactor, closed when the incarnation ends). Each call still has its own timeout; a call
+        cancelled mid-request only loses its own connection."""
         global _SSL
         if _SSL is None:  # building one costs ~70 ms (the CA bundle): once, off the reactor
             _SSL = await trio.to_thread.run_sync(httpx.create_ssl_context)
-        return httpx.AsyncClient(verify=_SSL)  # one a call: nothing left open when a wait is cancelled
+        if self.http is None:
+            self.http = httpx.AsyncClient(verify=_SSL)
+        return self.http
+
+    def terminated(self, kind: Any) -> None:
+        super().terminated(kind)
+        client, self.http = self.http, None
+        if client is not None:
+            with contextlib.suppress(ReactorStopped):  # a stopped reactor closed its sockets with it
+                self.reactor.call_soon(trio.lowlevel.spawn_system_task, _closed, client)
 
     async def _call(self, method: str, payload: dict[str, Any], timeout: float) -> Any:
-        async with await self._client() as client:
-            return await call(client, self.base_url, self.token, method, payload, timeout=timeout)
+        return await call(await self._client(), self.base_url, self.token, method, payload, timeout=timeout)
 
     async def _upload(self, method: str, fields: dict[str, Any], field: str, name: str, data: bytes) -> Any:
-        async with await self._client() as client:
-            return await upload(client, self.base_url, self.token, method, fields, field, name, data, timeout=UPLOAD_TIMEOUT)
+        return await upload(await self._client(), self.base_url, self.token, method, fields, field, name, data, timeout=UPLOAD_TIMEOUT)
 
     async def _fetch(self, file_id: str, limit: int) -> tuple[str, bytes]:
-        async with await self._client() as client:
-            return await download(client, self.base_url, self.token, file_id, limit=limit, timeout=UPLOAD_TIMEOUT)
+        return await download(await self._client(), self.base_url, self.token, file_id, limit=limit, timeout=UPLOAD_TIMEOUT)
 
     # -- streaming and files ----------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from actors import Reactor, Registry
 from actors.agent import HubRegistry
 from actors.agent._address import SESSIONS_PATH, tell_session
 from actors.agent._reader import TrioSubscriber
-from protocols import ApprovalRequested, CancelTurn, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
+from protocols import ApprovalRequested, CancelTurn, EnsureSession, SessionReady, StartTurn, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +52,7 @@ async def follow_turn(
     store: Path | None = None,
     stream: Stream | None = None,
     prepare: Prepare | None = None,
+    told: bool = False,
 ) -> Any:
     """Start ``start`` in its session and return the turn's end (``TurnCompleted`` / ``Failed`` /
     ``Cancelled`` / ``Rejected``; a ``TurnFailed`` of kind ``deadline`` after ``deadline`` seconds,
@@ -63,6 +64,14 @@ async def follow_turn(
     most once, so this only starts a turn that never reached it), and a turn the store already
     knows as ended returns from the store (the hub no longer keeps it, the process restarted).
 
+    ``told`` (with ``store``): the adapter told ``start`` itself already (from its own thread,
+    the fast path; not with ``prepare``). The wait replays the hub's kept events (none of the
+    turn's is missed) and tells the session ``EnsureSession``, whose ``SessionReady`` comes after
+    the session handled ``start``: a turn it took has announced itself by then (``TurnStarted``,
+    ``TurnQueued``, ``TurnRejected``); if none did, the session had run that turn id before (an
+    earlier incarnation told it and crashed before its save, ``_effects.py``), and the store's
+    word on its end is read then, only then.
+
     ``prepare`` completes ``start`` first (the message's files downloaded); ``stream`` sees every
     event of the turn and is closed before the end is returned, so no edit of a streamed message
     can land after the final reply's."""
@@ -72,11 +81,11 @@ async def follow_turn(
         except Exception as exc:  # a bug in a file's handling must not lose the message (nor crash-loop the adapter)
             log.warning("gateway: the files of turn %s could not be prepared (%s); the text goes alone", start.turn_id, exc)
     if stream is None:
-        return await _follow(registry, reactor, hubs, session_id, start, notify, deadline, store, None)
+        return await _follow(registry, reactor, hubs, session_id, start, notify, deadline, store, None, told)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(stream.run)
         try:
-            return await _follow(registry, reactor, hubs, session_id, start, notify, deadline, store, stream)
+            return await _follow(registry, reactor, hubs, session_id, start, notify, deadline, store, stream, told)
         finally:
             stream.close()
 
@@ -91,19 +100,32 @@ async def _follow(
     deadline: float,
     store: Path | None,
     stream: Stream | None,
+    told: bool,
 ) -> Any:
     subscriber = TrioSubscriber(reactor, turn_id=start.turn_id)
     hub = hubs.get(session_id)
     hub.subscribe(subscriber, after_seq=0 if store is not None else hub.last_seq)
     try:
-        tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, start)
-        if store is not None:
+        if told:  # the barrier: the session answers it after it took (or dropped) ``start``
+            tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, EnsureSession(reply_to=subscriber))
+        else:
+            tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, start)
+        if store is not None and not told:
             ended = await trio.to_thread.run_sync(stored_end, store, session_id, start.turn_id)
             if ended is not None:
                 return ended
+        took = False
+        """Whether an event of the turn came (a turn the session takes announces itself at once)."""
         with trio.move_on_after(deadline):
             while True:
                 event = await subscriber.get()
+                if isinstance(event, SessionReady):
+                    if not took and store is not None:  # dropped: the session ran this turn id before (``_effects.py``)
+                        ended = await trio.to_thread.run_sync(stored_end, store, session_id, start.turn_id)
+                        if ended is not None:
+                            return ended
+                    continue
+                took = took or getattr(event, "turn_id", "") == start.turn_id
                 if isinstance(event, ApprovalRequested):
                     notify(event)
                 elif isinstance(event, TERMINAL):

@@ -16,8 +16,10 @@ import email.parser
 import email.policy
 import http.server
 import json
+import socket
 import threading
 import time
+import weakref
 from typing import Any
 
 from tests.conftest import DEADLINE
@@ -30,6 +32,7 @@ BOT = {"id": 999, "is_bot": True, "first_name": "Hermes", "username": "hermes_te
 @dataclasses.dataclass
 class Sent:
     at: float
+    """When the request arrived (monotonic, read before the server checks it)."""
     payload: dict[str, Any]
     status: int
 
@@ -92,6 +95,11 @@ class TelegramServer:
         self.updates: list[dict[str, Any]] = []
         self.confirmed = 0
         """Every update_id below this was confirmed by an offset."""
+        self.epoch = 0
+        """Advanced by :meth:`redeliver`: an offset carried by a connection accepted before counts no more."""
+        self._epochs: weakref.WeakKeyDictionary[socket.socket, int] = weakref.WeakKeyDictionary()
+        self._barrier = 0
+        """The local port of :meth:`redeliver`'s own connection, until the server accepted it."""
         self.sent: list[Sent] = []
         self.failures: list[tuple[int, dict[str, Any]]] = []
         """Answers the next sendMessage calls get instead of success: (status, body)."""
@@ -99,7 +107,10 @@ class TelegramServer:
         """Answers the next getUpdates calls get instead of updates."""
         self.callbacks_answered: list[str] = []
         self.handed: dict[int, float] = {}
-        """update_id -> when a getUpdates answer first carried it (monotonic; benchmarks)."""
+        """update_id -> when a getUpdates answer carrying it was first written out (monotonic; benchmarks)."""
+        self.current = threading.local()
+        """The request its thread handles: ``at``, when it was read (monotonic: a sent message's
+        ``Sent.at``); ``epoch``, its connection's (``get_updates``)."""
         self.calls: dict[str, int] = {}
         self.texts: dict[int, tuple[str, str]] = {}
         """message_id -> (text, parse_mode) of every message the bot sent, as edited since."""
@@ -109,15 +120,27 @@ class TelegramServer:
         self.uploads: list[Uploaded] = []
         self.files: dict[str, tuple[str, bytes]] = {}
         """file_id -> (file_path, bytes): files users sent, for ``getFile``."""
+        self.polls_dropped = 0
+        """Long polls whose client closed the connection (an adapter stopping cancels its poll)."""
+        self.held: threading.Event | None = None
+        """While set: a sendMessage is taken (in ``sent``) but its answer waits for this event."""
         self.cond = threading.Condition()
         self._next_update = 1
         self._next_message = 1
         server = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as Telegram: a client reuses its connections
+            disable_nagle_algorithm = True  # the answer's headers and body go as two writes: no 40 ms delayed-ACK stall
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length)
+                server.current.at = time.monotonic()  # the request is here: a benchmark's clock stops at this
+                server.current.epoch = server.epoch_of(self.connection)
+                answered = threading.Event()
+                if self.path.endswith("/getUpdates"):
+                    threading.Thread(target=server.watch_poll, args=(self.connection, answered), daemon=True).start()
                 kind = self.headers.get("content-type") or ""
                 if self.path.startswith("/file/"):
                     status, content, answer_type = server.file(self.path)
@@ -135,15 +158,28 @@ class TelegramServer:
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a poll cancelled at its stop), as against Telegram
+                    self.close_connection = True  # the client gave up (a poll cancelled at its stop), as against Telegram
+                    return
+                finally:
+                    answered.set()
+                if self.path.endswith("/getUpdates") and status == 200:
+                    server.hand_out(answer["result"])
 
             do_GET = do_POST
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
-        self.http = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Server(http.server.ThreadingHTTPServer):
+            def process_request(self, request: Any, client_address: Any) -> None:
+                if server.accepted(request, client_address):
+                    self.shutdown_request(request)
+                    return
+                super().process_request(request, client_address)
+
+        self.http = Server(("127.0.0.1", 0), Handler)
         self.http.daemon_threads = True
         self.http.block_on_close = False
         self.base_url = f"http://127.0.0.1:{self.http.server_address[1]}"
@@ -180,7 +216,11 @@ class TelegramServer:
                 self.cond.notify_all()
             return 200, {"ok": True, "result": True}
         if method == "sendMessage":
-            return self.send_message(body)
+            answer = self.send_message(body)
+            held = self.held
+            if held is not None:
+                assert held.wait(DEADLINE), "a held sendMessage answer was never released"
+            return answer
         if method == "editMessageText":
             return self.edit_message(body)
         if method in ("sendPhoto", "sendDocument"):
@@ -223,7 +263,7 @@ class TelegramServer:
                     status, answer = 400, {"ok": False, "error_code": 400, "description": f"Bad Request: can't parse entities: {exc}"}
             if status == 200:
                 self.texts[message_id] = (text, mode)
-            self.edits.append(Sent(time.monotonic(), body, status))
+            self.edits.append(Sent(self._arrival(), body, status))
             self.cond.notify_all()
             return status, answer
 
@@ -244,34 +284,71 @@ class TelegramServer:
     def get_updates(self, offset: int, timeout: float) -> list[dict[str, Any]]:
         end = time.monotonic() + min(timeout, DEADLINE)
         with self.cond:
-            if offset > self.confirmed:
+            if offset > self.confirmed and getattr(self.current, "epoch", self.epoch) == self.epoch:
                 self.confirmed = offset
             while True:
                 ready = [u for u in self.updates if u["update_id"] >= max(offset, self.confirmed)]
                 left = end - time.monotonic()
                 if ready or left <= 0:
-                    now = time.monotonic()
-                    for update in ready:
-                        self.handed.setdefault(update["update_id"], now)
                     return ready
                 self.cond.wait(left)  # the long poll: until an update comes or the timeout
+
+    def hand_out(self, updates: list[dict[str, Any]]) -> None:
+        """A ``getUpdates`` answer carrying ``updates`` was written to its client."""
+        now = time.monotonic()
+        with self.cond:
+            for update in updates:
+                self.handed.setdefault(update["update_id"], now)
+
+    def _arrival(self) -> float:
+        return float(getattr(self.current, "at", None) or time.monotonic())
+
+    def accepted(self, request: socket.socket, address: tuple[str, int]) -> bool:
+        """The server accepted a connection (in order: the kernel queues them first come, first
+        served): note its epoch; True for :meth:`redeliver`'s own, which ends the last epoch."""
+        with self.cond:
+            if self._barrier and address[1] == self._barrier:
+                self._barrier = 0
+                self.epoch += 1
+                self.confirmed = 0
+                self.cond.notify_all()
+                return True
+            self._epochs[request] = self.epoch
+            return False
+
+    def epoch_of(self, connection: socket.socket) -> int:
+        with self.cond:
+            return self._epochs.get(connection, self.epoch)
+
+    def watch_poll(self, connection: socket.socket, answered: threading.Event) -> None:
+        """Count the poll as dropped if its client closes the connection before its answer was
+        written (a peek sees the end; the next request's bytes on the kept-alive connection, or
+        the server's own close, end the watch; a close after the answer is a pooled connection's)."""
+        try:
+            dropped = connection.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return
+        if dropped and not answered.is_set():
+            with self.cond:
+                self.polls_dropped += 1
+                self.cond.notify_all()
 
     def send_message(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         with self.cond:
             if self.failures:
                 status, answer = self.failures.pop(0)
-                self.sent.append(Sent(time.monotonic(), body, status))
+                self.sent.append(Sent(self._arrival(), body, status))
                 self.cond.notify_all()
                 return status, answer
             if body.get("parse_mode") == "MarkdownV2":
                 try:
                     parse_markdown_v2(str(body.get("text", "")))
                 except CantParse as exc:
-                    self.sent.append(Sent(time.monotonic(), body, 400))
+                    self.sent.append(Sent(self._arrival(), body, 400))
                     self.cond.notify_all()
                     return 400, {"ok": False, "error_code": 400, "description": f"Bad Request: can't parse entities: {exc}"}
             self._next_message += 1
-            self.sent.append(Sent(time.monotonic(), body, 200))
+            self.sent.append(Sent(self._arrival(), body, 200))
             self.texts[10_000 + self._next_message] = (str(body.get("text", "")), str(body.get("parse_mode") or ""))
             self.cond.notify_all()
             message = {
@@ -367,10 +444,22 @@ class TelegramServer:
             self.poll_failures.append((status, answer))
 
     def redeliver(self) -> None:
-        """Forget every confirmation (as if the offsets never reached Telegram): all updates come again."""
-        with self.cond:
-            self.confirmed = 0
-            self.cond.notify_all()
+        """Forget every confirmation (as if the offsets never reached Telegram): all updates come
+        again. That includes an offset the server has not read yet, sent on a connection made
+        before this call (a client killed right after its last ``getUpdates``: its request may
+        still wait in the socket): the connections accepted before the server accepts this
+        call's own connect no longer confirm anything."""
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as own:
+            own.bind(("127.0.0.1", 0))
+            with self.cond:
+                self._barrier = own.getsockname()[1]
+            own.connect(self.http.server_address)
+            end = time.monotonic() + DEADLINE
+            with self.cond:
+                while self._barrier:
+                    left = end - time.monotonic()
+                    assert left > 0, "the server did not accept a connection within the test deadline"
+                    self.cond.wait(left)
 
     def fail_next_send(self, status: int, description: str, retry_after: int | None = None) -> None:
         answer: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
