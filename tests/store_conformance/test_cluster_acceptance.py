@@ -112,7 +112,7 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
         watch = stack.enter_context(StoreWatch(url, ("nodes", "messages")))
         for n in NODES:  # a node reads the nodes table after each of its heartbeats
             watch.wait(lambda _db, n=n: len(live_nodes(base[n])) == 3, f"{n} sees three live nodes")  # type: ignore[misc]
-        client = stack.enter_context(httpx.Client(timeout=WAIT, limits=httpx.Limits(max_connections=128)))
+        client = stack.enter_context(httpx.Client(timeout=WAIT, limits=httpx.Limits(max_connections=max(128, SESSIONS))))
         pool = stack.enter_context(concurrent.futures.ThreadPoolExecutor(8))
 
         # 1. Two tool turns per session: the first through its owner's port, the second through the next node's.
@@ -177,7 +177,7 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == f"{sid} after", reply.text
             return at - expiry[sid]
 
-        with concurrent.futures.ThreadPoolExecutor(min(64, len(victims))) as burst:  # every victim's next message at once
+        with concurrent.futures.ThreadPoolExecutor(len(victims)) as burst:  # every victim's next message at once (a thread and a connection each)
             delays = list(burst.map(follow_up, victims))
         acked.extend(f"{sid} m4" for sid in victims)
         print(
