@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import math
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -231,9 +232,29 @@ def test_a_reply_is_told_only_after_the_write_is_visible_to_another_connection(s
     assert len(seen) == 20
 
 
+def test_a_batch_open_its_time_limit_commits_though_more_writes_wait(start_runtime: StartRuntime, tmp_path: Path) -> None:
+    # batch_seconds=0: every batch is past its limit at its first write, so ten queued appends
+    # commit one by one, each reply told at its own commit (a Postgres writer's first grant of
+    # a burst of takeovers is not held until the last one is written).
+    path = tmp_path / "state.db"
+    _, store = start_store(start_runtime, path, batch_seconds=0.0)
+    replies = Replies()
+    create(store, replies, "s1")
+    before = store.ask(GetStoreStatistics())
+    gate = hold(store)
+    for i in range(10):
+        store.tell(AppendMessages(session_id="s1", messages=(user(f"burst {i}"),), token=str(i), reply_to=replies))
+    gate.release.set()
+    acks = [replies.get() for _ in range(10)]
+    after = store.ask(GetStoreStatistics())
+    assert [a.token for a in acks] == [str(i) for i in range(10)]
+    assert isinstance(before, StoreStatistics) and isinstance(after, StoreStatistics)
+    assert (after.transactions - before.transactions, after.largest_batch, after.writes - before.writes) == (10, 1, 10)
+
+
 def test_group_commit_puts_a_thousand_queued_appends_in_two_transactions(start_runtime: StartRuntime, tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    _, store = start_store(start_runtime, path)
+    _, store = start_store(start_runtime, path, batch_seconds=math.inf)  # the count alone ends a batch (no clock in the test)
     replies = Replies()
     create(store, replies, "s1")
     before = store.ask(GetStoreStatistics())

@@ -15,6 +15,10 @@ store's clock, a node receiving a request for a session decides:
   sends no heartbeat (``hermes chat``) holds it live: retry later.
 
 A node is live while its last heartbeat is younger than the lease ttl (it beats every third).
+
+:func:`forward_until` gives the instant a forward stops being the right route unless the store
+says otherwise by then: the owner's lease ends or its heartbeat becomes a ttl old (a stopped
+owner still accepts connections, and would hold the request for ever).
 """
 
 from __future__ import annotations
@@ -82,3 +86,11 @@ def locate(lease: LeaseRecord | None, nodes: Mapping[str, NodeRecord], me: str, 
     if not owner.address:
         return Unavailable(f"node {lease.node_id!r} owns the session but advertises no address; set cluster.advertise_address there", lease.expires_at - now)
     return Forward(node_id=owner.node_id, address=owner.address)
+
+
+def forward_until(lease: LeaseRecord, owner: NodeRecord, ttl: float) -> float:
+    """The store-clock instant a request forwarded to ``owner`` (which holds ``lease`` live and
+    is live) is to be routed again: its lease's end or its heartbeat a ttl old, the earlier.
+    A live owner renews and beats before then (every third of the ttl), so reading the store
+    again then finds it still the owner; a stopped one is found gone at once."""
+    return min(lease.expires_at, owner.heartbeat_at + ttl)

@@ -13,13 +13,16 @@ The router runs in the ASGI app before a request reaches its route:
   (``actors.agent._locate``) from the session's lease row and the nodes table read at one
   instant of the store's clock; ``Forward`` sends it to the owner, ``Local`` and ``TakeOver``
   let the route serve it (the session actor acquires the lease; a takeover settles what the
-  dead owner left open), ``Unavailable`` is a 503 with Retry-After.
+  dead owner left open), ``Unavailable`` is a 503 with Retry-After. A forward is read again at
+  the instant its owner's lease ends or its heartbeat lapses (``forward_until``) and given up
+  (503 ``owner_lost``) when the owner no longer holds the session.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import math
 import socket
 import threading
@@ -34,7 +37,7 @@ import trio
 
 from actors.agent import ConfigError
 from actors.agent._heartbeat import ClusterView, NodeBeats
-from actors.agent._locate import Forward, Local, Location, TakeOver, Unavailable, locate
+from actors.agent._locate import Forward, Local, Location, TakeOver, Unavailable, forward_until, locate
 from actors.agent._node import NodeIdentity
 from actors.config import HermesConfig
 from protocols._leases import LeaseRecord, NodeRecord
@@ -42,6 +45,8 @@ from supervisor import ChildSpec
 
 from ._asgi import HttpError, Request, Send
 from ._forward import FROM_HEADER, Replays, check_signed, forward, new_client, target_of
+
+log = logging.getLogger(__name__)
 
 SECRET_VARIABLE = "HERMES_CLUSTER_SECRET"
 MIN_SECRET = 16
@@ -81,7 +86,7 @@ def cluster_setup(config: HermesConfig, env: Mapping[str, str], node: NodeIdenti
         )
         raise ConfigError(msg)
     view = ClusterView(node=node, address=advertised(config, host, port), store_file=str(store_file))
-    router = ClusterRouter(node=node, secret=secret.encode(), store_file=str(store_file), view=view)
+    router = ClusterRouter(node=node, secret=secret.encode(), store_file=str(store_file))
     return ClusterSetup(view=view, router=router, spec=ChildSpec(id="node", actor=NodeBeats, args=(view,)))
 
 
@@ -91,6 +96,9 @@ class Found:
 
     session_id: str
     location: Location
+    reroute_in: float = math.inf
+    """For a ``Forward``: seconds (of the store's clock, from the read) until the route is to be
+    read again (``forward_until``): the owner's lease ends or its heartbeat lapses then."""
 
 
 def session_key(request: Request, body: Mapping[str, Any] | None) -> tuple[str, str] | None:
@@ -156,7 +164,11 @@ def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found 
             return None  # the route answers (404) as it would anyway
         lease: LeaseRecord | None = read_lease(db, session_id)
         nodes: dict[str, NodeRecord] = {n.node_id: n for n in read_nodes(db)} if lease is not None and lease.node_id != me else {}
-        return Found(session_id, locate(lease, nodes, me, store_now(db), ttl))
+        now = store_now(db)
+        location = locate(lease, nodes, me, now, ttl)
+        if isinstance(location, Forward) and lease is not None:
+            return Found(session_id, location, forward_until(lease, nodes[location.node_id], ttl) - now)
+        return Found(session_id, location)
     except BaseException:
         _drop_reader()  # a broken connection is not kept
         raise
@@ -165,10 +177,8 @@ def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found 
 class ClusterRouter:
     """Decides, per request, whether this node serves it or forwards it to the session's owner."""
 
-    def __init__(self, *, node: NodeIdentity, secret: bytes, store_file: str, view: ClusterView | None = None) -> None:
+    def __init__(self, *, node: NodeIdentity, secret: bytes, store_file: str) -> None:
         self.node = node
-        self.view = view
-        """The live nodes ``/node`` read last: a forward is given up when its owner leaves it."""
         self.secret = secret
         self.store_file = store_file
         self.replays = Replays()
@@ -223,26 +233,37 @@ class ClusterRouter:
                 if self.client is None:
                     self.client = new_client()
                 self.forwarded += 1
-                await self._forward_while_live(request, send, address, owner)
+                await self._forward_while_owner(request, send, address, owner, found, key)
                 return True
             case Unavailable(reason=reason, retry_after=after):
                 raise HttpError(503, reason, type="server_error", code="owner_unavailable", headers={"retry-after": str(max(1, math.ceil(after)))})
         return False
 
-    async def _forward_while_live(self, request: Request, send: Send, address: str, owner: str) -> None:
-        """Forward, and give up as soon as the owner stops beating: a paused node still accepts
-        connections (the kernel does) and would hold the request for ever."""
+    async def _forward_while_owner(self, request: Request, send: Send, address: str, owner: str, found: Found, key: tuple[str, str]) -> None:
+        """Forward, and give up as soon as the owner stops holding the session: a stopped node
+        still accepts connections (the kernel does) and would hold the request for ever. The
+        store is read again when the owner's lease ends or its heartbeat lapses, as of the last
+        read (``forward_until``); a live owner has renewed both by then."""
         assert self.client is not None
-        lost = False
+        lost: list[Location | None] = []
+        """Set when the watch gives the forward up: where the store says the session is now."""
 
         async def watch(scope: trio.CancelScope) -> None:
-            nonlocal lost
+            reroute_in = found.reroute_in
             while True:
-                await trio.sleep(self.node.renew_every)
-                if self.view is not None and self.view.read_at and owner not in {n.node_id for n in self.view.nodes}:
-                    lost = True
-                    scope.cancel()
-                    return
+                await trio.sleep(max(0.0, reroute_in))
+                try:
+                    again = await trio.to_thread.run_sync(_read, self.store_file, key[0], key[1], self.node.node_id, self.node.lease_ttl)
+                except Exception as exc:  # the store is unreachable: keep waiting for the owner's answer
+                    log.warning("cluster: re-reading the owner of session %s failed: %s", found.session_id, exc)
+                    reroute_in = self.node.renew_every
+                    continue
+                if again is not None and isinstance(again.location, Forward) and again.location.node_id == owner:
+                    reroute_in = again.reroute_in
+                    continue
+                lost.append(None if again is None else again.location)
+                scope.cancel()
+                return
 
         failed: HttpError | None = None
         async with trio.open_nursery() as nursery:
@@ -255,9 +276,10 @@ class ClusterRouter:
         if failed is not None:
             raise failed
         if lost:
+            why = "its heartbeat stopped" if isinstance(lost[0], TakeOver) else "its lease ended"
             raise HttpError(
                 503,
-                f"node {owner!r}, which owns this session, stopped beating while it answered; retry: the session is taken over",
+                f"node {owner!r}, which owned this session, stopped holding it while it answered ({why}); retry: the session is served elsewhere now",
                 type="server_error",
                 code="owner_lost",
                 headers={"retry-after": "1"},

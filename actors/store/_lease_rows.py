@@ -94,12 +94,21 @@ def _refused(c: AcquireLease | RenewLease, refusal: Refusal) -> LeaseRefused:
 
 
 def acquire_lease(db: Connection, c: AcquireLease, clock: Clock) -> tuple[Message, int]:
-    # A row to lock first: two nodes acquiring a session never leased meet on it (the second
-    # insert waits for the first's commit, then does nothing).
-    db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) VALUES (?, '', 0, 0) ON CONFLICT DO NOTHING", (c.session_id,))
-    current = read_lease(db, c.session_id, lock="FOR UPDATE")
-    now = clock(db)
-    dead = c.dead_after > 0 and current is not None and current.node_id != c.node_id and _silent_for(db, current.node_id, now) >= c.dead_after
+    # The row locked first. A session never leased has none: a placeholder is inserted, and two
+    # nodes acquiring it meet on it (the second insert waits for the first's commit, then does
+    # nothing). A session leased before (every takeover) skips the insert: one round trip less.
+    row, now = _locked_with_now(db, c.session_id, "FOR UPDATE", clock)
+    if row is None:
+        db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) VALUES (?, '', 0, 0) ON CONFLICT DO NOTHING", (c.session_id,))
+        row, now = _locked_with_now(db, c.session_id, "FOR UPDATE", clock)
+    current = None if row is None or not row.node_id else row  # the placeholder: never leased
+    dead = (
+        c.dead_after > 0
+        and current is not None
+        and current.node_id != c.node_id
+        and current.expires_at > now  # a lapsed lease passes on anyway: its holder's heartbeat is not read
+        and _silent_for(db, current.node_id, now) >= c.dead_after
+    )
     decided = decide_acquire(current, c.session_id, c.node_id, now, c.ttl, holder_dead=dead)
     if isinstance(decided, Refusal):
         return _refused(c, decided), 0
@@ -119,6 +128,33 @@ def acquire_lease(db: Connection, c: AcquireLease, clock: Clock) -> tuple[Messag
     return LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token), 0
 
 
+def _locked_with_now(db: Connection, session_id: str, lock: str, clock: Clock) -> tuple[LeaseRecord | None, float]:
+    """The session's lease row, locked (``lock`` on Postgres; None: no row), and the store's now
+    read after the lock is taken. A placeholder row (inserted by an acquire, never granted) reads
+    as a lease of node ``""`` at epoch 0. On Postgres with the server's clock, one statement: the
+    clock is read in the query above the locked row's (a ``LockRows`` under a subquery scan), so
+    a lease statement that waited for the lock still sees the time it got it."""
+    if clock is store_now and not isinstance(db, apsw.Connection):
+        row = db.execute(
+            "SELECT node_id, epoch, expires_at, extract(epoch FROM clock_timestamp()) FROM"
+            f" (SELECT node_id, epoch, expires_at FROM leases WHERE session_id = ? {lock}) AS locked",
+            (session_id,),
+        ).fetchone()
+        if row is None:
+            return None, store_now(db)
+        return LeaseRecord(session_id=session_id, node_id=str(row[0]), epoch=int(row[1]), expires_at=float(row[2])), float(row[3])
+    suffix = "" if isinstance(db, apsw.Connection) else f" {lock}"
+    row = db.execute(f"SELECT node_id, epoch, expires_at FROM leases WHERE session_id = ?{suffix}", (session_id,)).fetchone()
+    record = None if row is None else LeaseRecord(session_id=session_id, node_id=str(row[0]), epoch=int(row[1]), expires_at=float(row[2]))
+    return record, clock(db)
+
+
+def _lease_with_now(db: Connection, session_id: str, lock: str, clock: Clock) -> tuple[LeaseRecord | None, float]:
+    """:func:`_locked_with_now`, a placeholder read as no lease (as :func:`read_lease`)."""
+    row, now = _locked_with_now(db, session_id, lock, clock)
+    return (None if row is None or not row.node_id else row), now
+
+
 def _silent_for(db: Connection, node_id: str, now: float) -> float:
     """Seconds since ``node_id``'s last heartbeat (0: it never beat; a node that sends no
     heartbeat, as ``hermes chat``, is not declared dead by its silence)."""
@@ -127,8 +163,8 @@ def _silent_for(db: Connection, node_id: str, now: float) -> float:
 
 
 def renew_lease(db: Connection, c: RenewLease, clock: Clock) -> tuple[Message, int]:
-    current = read_lease(db, c.session_id, lock="FOR UPDATE")
-    decided = decide_renew(current, c.session_id, c.node_id, c.epoch, clock(db), c.ttl)
+    current, now = _lease_with_now(db, c.session_id, "FOR UPDATE", clock)
+    decided = decide_renew(current, c.session_id, c.node_id, c.epoch, now, c.ttl)
     if isinstance(decided, Refusal):
         return _refused(c, decided), 0
     _store(db, decided)
@@ -136,8 +172,8 @@ def renew_lease(db: Connection, c: RenewLease, clock: Clock) -> tuple[Message, i
 
 
 def release_lease(db: Connection, c: ReleaseLease, clock: Clock) -> tuple[Message, int]:
-    current = read_lease(db, c.session_id, lock="FOR UPDATE")
-    decided = decide_release(current, c.node_id, c.epoch, clock(db))
+    current, now = _lease_with_now(db, c.session_id, "FOR UPDATE", clock)
+    decided = decide_release(current, c.node_id, c.epoch, now)
     if decided is not None:
         _store(db, decided)
     return LeaseReleased(session_id=c.session_id, node_id=c.node_id, released=decided is not None, token=c.token), 0
@@ -165,8 +201,8 @@ def fenced(apply: Callable[[Connection, C], tuple[Message, int]], clock: Clock) 
     def run(db: Connection, command: C) -> tuple[Message, int]:
         session_id: str = getattr(command, "session_id")  # noqa: B009 - every fenced command has one
         fence: Fence = getattr(command, "fence")  # noqa: B009
-        current = read_lease(db, session_id, lock="FOR SHARE")
-        why = check_fence(current, session_id, fence, clock(db))
+        current, now = _lease_with_now(db, session_id, "FOR SHARE", clock)
+        why = check_fence(current, session_id, fence, now)
         if why is not None:
             held = Fence(node_id="", epoch=0) if current is None else Fence(node_id=current.node_id, epoch=current.epoch)
             raise Fenced(why, held)

@@ -93,6 +93,10 @@ class PgCursor:
         self._rows = iter(())
 
 
+_ENDS_TRANSACTION = re.compile(r"\s*(COMMIT|END|BEGIN|START|ROLLBACK(?!\s+TO))\b", re.IGNORECASE)
+"""A statement after which no savepoint of the transaction before it is left."""
+
+
 class PgConnection:
     """One psycopg connection behind apsw's interface; open it with :func:`connect`."""
 
@@ -102,6 +106,9 @@ class PgConnection:
         self.name = redact(url)
         self._changes = 0
         self._savepoints = 0
+        self._unreleased: str | None = None
+        """An outermost write's SAVEPOINT left open after it succeeded: the next write's start
+        releases it in the same round trip as it opens its own, and COMMIT ends it anyway."""
 
     @property
     def in_transaction(self) -> bool:
@@ -115,6 +122,8 @@ class PgConnection:
         return self._changes
 
     def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> PgCursor:
+        if self._unreleased is not None and _ENDS_TRANSACTION.match(sql):
+            self._unreleased = None  # the transaction's end takes its savepoints with it
         with _errors_as_apsw(self.name):
             cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
             self._changes = max(cur.rowcount, 0)
@@ -143,10 +152,20 @@ class PgConnection:
         return bool(row and row[0])
 
     def in_savepoint(self, apply: Callable[[], T]) -> T:
-        """Run ``apply`` in a SAVEPOINT: if it raises, its statements are undone and the transaction goes on."""
+        """Run ``apply`` in a SAVEPOINT: if it raises, its statements are undone and the transaction goes on.
+
+        An outermost savepoint that succeeded is released by the next write's start, in one round
+        trip with that write's SAVEPOINT (two statements of one simple query), or by the
+        transaction's end: each write of a batch costs one round trip less.
+        """
         self._savepoints += 1
         name = f"write_{self._savepoints}"
-        self.execute(f"SAVEPOINT {name}")
+        previous, self._unreleased = self._unreleased, None
+        if previous is not None and self._savepoints == 1 and self.in_transaction:
+            with _errors_as_apsw(self.name):
+                self._conn.execute(f"RELEASE SAVEPOINT {previous}; SAVEPOINT {name}".encode())  # no parameters: the simple protocol takes both
+        else:
+            self.execute(f"SAVEPOINT {name}")
         try:
             result = apply()
         except BaseException:
@@ -155,7 +174,10 @@ class PgConnection:
             raise
         finally:
             self._savepoints -= 1
-        self.execute(f"RELEASE SAVEPOINT {name}")
+        if self._savepoints == 0:
+            self._unreleased = name
+        else:
+            self.execute(f"RELEASE SAVEPOINT {name}")
         return result
 
     def close(self) -> None:

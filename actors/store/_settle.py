@@ -193,10 +193,15 @@ def _held_elsewhere(db: Connection, session_id: str, node_id: str, now: float) -
 def settle_session(db: Connection, session_id: str, text: str, now: float) -> Interrupted | None:
     """In the caller's transaction: fail the session's running turns and answer its open calls
     (as at start, for one session); None when it had no running turn."""
-    turn_ids = tuple(str(r[0]) for r in db.execute("SELECT turn_id FROM turns WHERE session_id = ? AND status = 'running' ORDER BY started_at", (session_id,)))
-    if not turn_ids:
+    failed = list(
+        db.execute(
+            "UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running' RETURNING turn_id, started_at",
+            (INTERRUPTED, now, session_id),
+        )
+    )  # one statement: every acquire in cluster mode asks, and on Postgres each is a round trip
+    if not failed:
         return None
-    db.execute("UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running'", (INTERRUPTED, now, session_id))
+    turn_ids = tuple(str(r[0]) for r in sorted(failed, key=lambda r: (float(r[1]), str(r[0]))))
     return Interrupted(turn_ids=turn_ids, settled_calls=_answer(db, session_id, text, now))
 
 

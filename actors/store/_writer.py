@@ -1,7 +1,10 @@
 """The one writer of a session store file, with group commit.
 
 Writes accumulate in one open transaction and are committed together when the writer's
-inbox is empty (nothing more is coming right now) or ``batch_cap`` writes are waiting.
+inbox is empty (nothing more is coming right now), ``batch_cap`` writes are waiting, or the
+batch has been open ``batch_seconds`` (:func:`commit_now`: on Postgres a write is a few round
+trips, and 200 lease takeovers arriving together would otherwise be one transaction of
+seconds, each grant told only at its end and the lease rows locked until then).
 Only after the commit is each write's reply told to its ``reply_to``, so an
 acknowledgement always means "on disk".
 
@@ -35,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -79,7 +83,7 @@ from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
 from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
-from ._lease_rows import Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, store_now
+from ._lease_rows import Clock, Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, store_now
 from ._pg import redact
 from ._schema import Synchronous
 from ._writes import (
@@ -144,6 +148,15 @@ StoreWriterInbox = StoreCommand | SavePoolState | JobStoreCommand | FactStoreCom
 credential pools' saves and the scheduler's jobs."""
 
 DEFAULT_BATCH_CAP = 512
+DEFAULT_BATCH_SECONDS = 0.05
+"""The longest a batch stays open while more writes keep coming (its first write waits that long at most for its commit)."""
+
+
+def commit_now(writes: int, cap: int, open_for: float, limit: float, *, inbox_empty: bool) -> bool:
+    """Whether the writer commits its open batch now (pure): nothing more is waiting, or it
+    holds ``cap`` writes, or it has been open ``limit`` seconds."""
+    return inbox_empty or writes >= cap or open_for >= limit
+
 
 STORE_PATH: ActorPath[StoreCommand] = ActorPath("/store")
 """Where ``agent_specs`` puts the store writer: ``registry.lookup(STORE_PATH)`` is an
@@ -184,6 +197,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
     Args:
         path: the database file (created with the schema if missing).
         batch_cap: commit after this many writes even if more are waiting.
+        batch_seconds: commit a batch open this long even if more writes are waiting.
         busy_timeout: seconds to wait for a lock held by another connection before a
             write is answered ``StoreFailed(retryable=True)``. Nothing else should write
             the file, so this only matters when an outside tool holds it.
@@ -198,16 +212,22 @@ class StoreWriter(Actor[StoreWriterInbox]):
         path: str | os.PathLike[str],
         *,
         batch_cap: int = DEFAULT_BATCH_CAP,
+        batch_seconds: float = DEFAULT_BATCH_SECONDS,
         busy_timeout: float = 2.0,
         synchronous: Synchronous = "NORMAL",
         clock: Callable[[], float] | None = None,
     ) -> None:
         super().__init__()
-        self._clock = clock
+        self._now: Clock = (lambda _db: clock()) if clock is not None else store_now
+        """The store's clock for lease and fence decisions (``store_now`` itself when it is the
+        store's own: ``_lease_rows`` then reads it in the statement that locks the lease row)."""
         self._location = os.fspath(path)
         self.database = redact(self._location) if is_database_url(self._location) else self._location
         """The file, or the URL without its password (messages and statistics show it)."""
         self._batch_cap = max(1, batch_cap)
+        self._batch_seconds = batch_seconds
+        self._batch_began = 0.0
+        """``time.monotonic()`` at the open batch's first write."""
         self._busy_timeout = busy_timeout
         self._synchronous: Synchronous = synchronous
         self._db: Connection | None = None
@@ -321,6 +341,8 @@ class StoreWriter(Actor[StoreWriterInbox]):
             )
             return
         db = self._connection()
+        if self._batch_writes == 0:
+            self._batch_began = time.monotonic()
         self._batch_writes += 1
         try:
             if not db.in_transaction:
@@ -340,7 +362,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
         db = self._db
         if db is None or self._broken or not (self._pending or db.in_transaction):
             return
-        if self._batch_writes >= self._batch_cap or self.actor_inbox.empty():
+        if commit_now(self._batch_writes, self._batch_cap, time.monotonic() - self._batch_began, self._batch_seconds, inbox_empty=self.actor_inbox.empty()):
             self._flush()
 
     def _flush(self) -> None:
@@ -420,9 +442,6 @@ class StoreWriter(Actor[StoreWriterInbox]):
         self._close()
         msg = f"the connection to {self.database!r} broke ({_describe(exc)}); restarting the store writer"
         raise StoreConnectionBroken(msg) from exc
-
-    def _now(self, db: Connection) -> float:
-        return self._clock() if self._clock is not None else store_now(db)
 
     def _connection(self) -> Connection:
         if self._db is None:

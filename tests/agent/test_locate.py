@@ -7,7 +7,7 @@ from __future__ import annotations
 import hypothesis
 from hypothesis import strategies as st
 
-from actors.agent._locate import Forward, Local, TakeOver, Unavailable, live_nodes, locate, node_is_live
+from actors.agent._locate import Forward, Local, TakeOver, Unavailable, forward_until, live_nodes, locate, node_is_live
 from protocols._leases import LeaseRecord, NodeRecord
 
 NODES = ("me", "b", "c")
@@ -38,6 +38,12 @@ def test_every_lease_and_nodes_table_gives_one_safe_answer(lease: LeaseRecord | 
     match where:
         case Forward(node_id=node_id, address=address):
             assert lease is not None and node_id == lease.node_id != "me" and held_live_elsewhere and owner_live and address
+            # A forward is read again at a later instant, and no later than the first at which
+            # the session could be served elsewhere were the owner to stop now.
+            assert owner is not None
+            again = forward_until(lease, owner, TTL)
+            assert NOW < again == min(lease.expires_at, owner.heartbeat_at + TTL)
+            assert not isinstance(locate(lease, nodes, "me", again, TTL), Forward)
         case Local():
             assert not held_live_elsewhere  # never two nodes serving one live lease
             assert lease is None or lease.node_id == "me" or lease.expires_at <= NOW

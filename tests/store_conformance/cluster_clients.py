@@ -3,10 +3,11 @@
 A client sends one turn at a time in its session (``X-Hermes-Session-Id``), each attempt a new
 user message (``"<session> turn <k> try <a>"``: an attempt cut by a node's death may or may
 not be stored, so a retry never repeats a text), to the next port of the round robin: most
-requests land on a node that does not own the session and must be forwarded. A refused
-attempt (503 with Retry-After, a connection the dead node refused or cut) is retried on the
-next port after at most ``BACKOFF`` seconds (Retry-After is an upper bound a client may
-shorten); every turn has a deadline. The :class:`Ledger` records every text sent, each one
+requests land on a node that does not own the session and must be forwarded. A connection the
+dead node refused or cut is retried on the next port at once; a refusal with Retry-After (503:
+the owner did not answer, or stopped beating) is retried when the store says the session may
+be served (its holder's lease ended or its heartbeat is a ttl old:
+``cluster_watch.wait_to_retry``), at most Retry-After later. Every turn has a deadline. The :class:`Ledger` records every text sent, each one
 acknowledged (a 200 whose answer carries a node's mark; streamed: through ``[DONE]``), and
 the time of each answer, for ``cluster_checks``.
 """
@@ -25,9 +26,8 @@ import trio
 
 from tests.store_conformance.cluster_checks import StoredMessage
 from tests.store_conformance.cluster_nodes import KEY
+from tests.store_conformance.cluster_watch import StoreWatch, wait_to_retry
 
-BACKOFF = 0.25
-"""The longest a client waits before retrying a refused attempt."""
 TURN_DEADLINE = 30.0
 """Seconds one turn may take, retries included (a paused node holds its requests until it continues)."""
 
@@ -71,10 +71,13 @@ class Ledger:
 
 
 class RoundRobin:
-    """The nodes' base URLs, taken in turn by every request of every client."""
+    """The nodes' base URLs, taken in turn by every request of every client, and how a client
+    waits before retrying a refused attempt (the store's ``watch``, the nodes' lease ``ttl``)."""
 
-    def __init__(self, bases: Sequence[str]) -> None:
+    def __init__(self, bases: Sequence[str], watch: StoreWatch, ttl: float) -> None:
         self.bases = list(bases)
+        self.watch = watch
+        self.ttl = ttl
         self._next = itertools.count()
 
     def take(self) -> str:
@@ -86,7 +89,7 @@ def _headers(session: str) -> dict[str, str]:
 
 
 async def _attempt(client: httpx.AsyncClient, base: str, session: str, text: str, *, stream: bool) -> tuple[str | None, str, float]:
-    """One attempt: (the answer's content or None, why not, seconds to wait before the next)."""
+    """One attempt: (the answer's content or None, why not, the Retry-After given: the longest to wait before the next)."""
     body = {"messages": [{"role": "user", "content": text}], "stream": stream}
     try:
         reply = await client.post(f"{base}/v1/chat/completions", json=body, headers=_headers(session))
@@ -97,8 +100,7 @@ async def _attempt(client: httpx.AsyncClient, base: str, session: str, text: str
             code = reply.json()["error"].get("code")
         except (ValueError, KeyError, TypeError, AttributeError):
             code = None
-        wait = min(BACKOFF, float(reply.headers.get("retry-after", "0") or 0))
-        return None, f"{reply.status_code} {code}", wait
+        return None, f"{reply.status_code} {code}", float(reply.headers.get("retry-after", "0") or 0)
     if not stream:
         return str(reply.json()["choices"][0]["message"].get("content") or ""), "", 0.0
     lines = [line[6:] for line in reply.text.splitlines() if line.startswith("data: ")]
@@ -112,6 +114,7 @@ async def _attempt(client: httpx.AsyncClient, base: str, session: str, text: str
 
 async def ask_turn(client: httpx.AsyncClient, ledger: Ledger, ports: RoundRobin, session: str, label: str, *, stream: bool = False) -> None:
     """Send one turn until a node acknowledges it, at most ``TURN_DEADLINE`` s (then noted in ``unanswered``)."""
+    waited = True
     with trio.move_on_after(TURN_DEADLINE):
         for attempt in itertools.count():
             text = f"{label} try {attempt}"
@@ -128,7 +131,7 @@ async def ask_turn(client: httpx.AsyncClient, ledger: Ledger, ports: RoundRobin,
                 return
             ledger.refused[why] += 1
             if wait:
-                await trio.sleep(wait)
+                waited = await wait_to_retry(ports.watch, session, ports.ttl, wait, again=not waited)
     ledger.unanswered.append(f"{label} not answered within {TURN_DEADLINE} s (the last attempt: {ledger.pending[label]})")
 
 
@@ -144,6 +147,7 @@ async def run_session(client: httpx.AsyncClient, ledger: Ledger, ports: RoundRob
 
 async def api_messages(client: httpx.AsyncClient, ports: RoundRobin, session: str) -> list[StoredMessage] | None:
     """The session's transcript as ``GET /v1/sessions/{id}/messages`` gives it (through any node), as rows; None when no node gave it in time."""
+    waited = True
     with trio.move_on_after(TURN_DEADLINE):
         while True:
             try:
@@ -162,5 +166,5 @@ async def api_messages(client: httpx.AsyncClient, ports: RoundRobin, session: st
                     )
                     for m in reply.json()["data"]
                 ]
-            await trio.sleep(BACKOFF)
+            waited = await wait_to_retry(ports.watch, session, ports.ttl, float(reply.headers.get("retry-after", "1") or 1), again=not waited)
     return None

@@ -15,12 +15,11 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
 import psycopg
-import trio
 
 from actors._groups import reap_orphan_groups
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
@@ -142,54 +141,41 @@ def leases_of(url: str, node: str) -> dict[str, float]:
         return {str(r[0]): float(r[1]) for r in db.execute("SELECT session_id, expires_at FROM leases WHERE node_id = %s", (node,))}
 
 
-def running_turns_on(url: str, node: str) -> list[str]:
+def running_turns_on(db: psycopg.Connection, node: str) -> list[str]:
     """Sessions with a running turn whose live lease ``node`` holds."""
-    with psycopg.connect(url, autocommit=True) as db:
-        rows = db.execute(
-            "SELECT DISTINCT t.session_id FROM turns t JOIN leases l ON l.session_id = t.session_id"
-            " WHERE t.status = 'running' AND l.node_id = %s AND l.expires_at > extract(epoch FROM clock_timestamp())",
-            (node,),
-        )
-        return sorted(str(r[0]) for r in rows)
+    rows = db.execute(
+        "SELECT DISTINCT t.session_id FROM turns t JOIN leases l ON l.session_id = t.session_id"
+        " WHERE t.status = 'running' AND l.node_id = %s AND l.expires_at > extract(epoch FROM clock_timestamp())",
+        (node,),
+    )
+    return sorted(str(r[0]) for r in rows)
 
 
-def no_turn_running(url: str) -> bool:
+def no_turn_running(db: psycopg.Connection) -> bool:
     """True when no turn of the store is running (the nodes are quiet: no write is on its way)."""
-    with psycopg.connect(url, autocommit=True) as db:
-        row = db.execute("SELECT count(*) FROM turns WHERE status = 'running'").fetchone()
+    row = db.execute("SELECT count(*) FROM turns WHERE status = 'running'").fetchone()
     return row is not None and int(row[0]) == 0
 
 
-def node_lapsed(url: str, node: str, ttl: float) -> bool:
-    """True once ``node`` is past its leases: none of its leases live, its last heartbeat older than ``ttl`` (the store's clock)."""
-    with psycopg.connect(url, autocommit=True) as db:
-        row = db.execute(
-            "SELECT (SELECT count(*) FROM leases WHERE node_id = %s AND expires_at > now_),"
-            " (SELECT heartbeat_at FROM nodes WHERE node_id = %s), now_"
-            " FROM (SELECT extract(epoch FROM clock_timestamp()) AS now_) AS clock",
-            (node, node),
-        ).fetchone()
+def node_lapsed(db: psycopg.Connection, node: str, ttl: float) -> bool | float:
+    """True once ``node`` is past its leases: none of its leases live, its last heartbeat older
+    than ``ttl``; else the seconds until then if it writes nothing more (the store's clock)."""
+    row = db.execute(
+        "SELECT (SELECT max(expires_at) FROM leases WHERE node_id = %s),"
+        " (SELECT heartbeat_at FROM nodes WHERE node_id = %s), now_"
+        " FROM (SELECT extract(epoch FROM clock_timestamp()) AS now_) AS clock",
+        (node, node),
+    ).fetchone()
     assert row is not None
-    live_leases, beat, now = int(row[0]), row[1], float(row[2])
-    return live_leases == 0 and (beat is None or now - float(beat) >= ttl)
+    last_lease, beat, now = row[0], row[1], float(row[2])
+    until = max(float(last_lease) if last_lease is not None else now, float(beat) + ttl if beat is not None else now)
+    return True if until <= now else until - now
 
 
-async def wait_for_store(holds: Callable[[], bool], what: str, deadline: float, late: list[str]) -> None:
-    """Return once ``holds()`` (a question to the store, asked in a worker thread every 50 ms: a
-    condition in other processes), or after ``deadline`` s noted in ``late`` (the run goes on)."""
-    with trio.move_on_after(deadline):
-        while True:
-            if await trio.to_thread.run_sync(holds):
-                return
-            await trio.sleep(0.05)  # the other processes tell nothing: ask again
-    late.append(f"{what}: not within {deadline} s")
-
-
-def beating(url: str, ttl: float) -> set[str]:
+def beating(db: psycopg.Connection, ttl: float) -> set[str]:
     """The nodes whose last heartbeat is younger than ``ttl`` (the store's clock)."""
-    with psycopg.connect(url, autocommit=True) as db:
-        rows = db.execute("SELECT node_id FROM nodes WHERE extract(epoch FROM clock_timestamp()) - heartbeat_at < %s", (ttl,))
-        return {str(r[0]) for r in rows}
+    rows = db.execute("SELECT node_id FROM nodes WHERE extract(epoch FROM clock_timestamp()) - heartbeat_at < %s", (ttl,))
+    return {str(r[0]) for r in rows}
 
 
 def stop_node(node: Node) -> list[str]:

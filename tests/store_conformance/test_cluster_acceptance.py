@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import psycopg
 
 from actors._groups import reap_orphan_groups
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
@@ -39,7 +40,8 @@ from actors.store._lease_rows import read_leases
 from tests.conftest import DEADLINE
 from tests.platforms.serve_process import launched
 from tests.postgres_server import PostgresServer
-from tests.store_conformance.test_serve_cluster import KEY, eventually, health, node_home
+from tests.store_conformance.cluster_watch import StoreWatch, wait_to_retry_blocking
+from tests.store_conformance.test_serve_cluster import KEY, health, node_home
 
 SESSIONS = int(os.environ.get("HERMES_CLUSTER_SESSIONS", "24"))
 FULL_RUN = "HERMES_CLUSTER_SESSIONS" in os.environ
@@ -55,6 +57,13 @@ def call(sid: str, tag: str, command: str) -> ToolCallsReply:
     return ToolCallsReply(calls=(ScriptedCall(id=f"{sid}-{tag}", name="terminal", arguments=json.dumps({"command": command})),))
 
 
+def live_nodes(base: str) -> list[dict[str, Any]]:
+    """The live nodes the node at ``base`` saw at its last read of the nodes table."""
+    seen = health(base)["live_nodes"]
+    assert isinstance(seen, list), seen
+    return seen
+
+
 def launch_all(stack: contextlib.ExitStack, homes: list[Path]) -> list[tuple[Any, str]]:
     """Start a ``hermes serve`` per home at once (each stopped, its group killed, when ``stack`` closes)."""
     managers = [launched(home) for home in homes]
@@ -68,18 +77,24 @@ def launch_all(stack: contextlib.ExitStack, homes: list[Path]) -> list[tuple[Any
         return list(pool.map(enter, managers))
 
 
-def post(client: httpx.Client, base: str, sid: str, text: str, *, retry: bool = False) -> tuple[httpx.Response, float]:
-    """A chat turn; with ``retry``, 503s (owner not reachable yet, lease still live) are retried."""
-    end = time.monotonic() + WAIT
+def post(
+    client: httpx.Client, base: str, sid: str, text: str, *, watch: StoreWatch | None = None, refused: Counter[str] | None = None
+) -> tuple[httpx.Response, float]:
+    """A chat turn; with a ``watch``, 503s (owner not reachable yet, lease still live) are retried
+    once the store says the session may be served, at most Retry-After later (``wait_to_retry``)."""
+    end, waited = time.monotonic() + WAIT, True
     while True:
         reply = client.post(
             f"{base}/v1/chat/completions",
             json={"messages": [{"role": "user", "content": text}]},
             headers={"authorization": f"Bearer {KEY}", "x-hermes-session-id": sid},
         )
-        if not (retry and reply.status_code == 503 and time.monotonic() < end):
+        if not (watch is not None and reply.status_code == 503 and time.monotonic() < end):
             return reply, time.time()
-        time.sleep(0.1)
+        if refused is not None:
+            refused[reply.json().get("error", {}).get("code") or "503"] += 1
+        bound = min(float(reply.headers.get("retry-after", "1") or 1), end - time.monotonic())
+        waited = wait_to_retry_blocking(watch, sid, TTL, bound, again=not waited)
 
 
 def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whole(tmp_path: Path, postgres: PostgresServer) -> None:
@@ -93,9 +108,11 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
         launched_nodes = launch_all(stack, homes)
         process = {n: p for n, (p, _) in zip(NODES, launched_nodes, strict=True)}
         base = {n: b for n, (_, b) in zip(NODES, launched_nodes, strict=True)}
-        for n in NODES:
-            eventually(lambda n=n: True if len(health(base[n])["live_nodes"]) == 3 else None, f"{n} sees three live nodes")  # type: ignore[arg-type]
-        client = stack.enter_context(httpx.Client(timeout=WAIT, limits=httpx.Limits(max_connections=128)))
+        # The nodes tell nothing: their commits to these tables wake the test's waits.
+        watch = stack.enter_context(StoreWatch(url, ("nodes", "messages")))
+        for n in NODES:  # a node reads the nodes table after each of its heartbeats
+            watch.wait(lambda _db, n=n: len(live_nodes(base[n])) == 3, f"{n} sees three live nodes")  # type: ignore[misc]
+        client = stack.enter_context(httpx.Client(timeout=WAIT, limits=httpx.Limits(max_connections=max(128, SESSIONS))))
         pool = stack.enter_context(concurrent.futures.ThreadPoolExecutor(8))
 
         # 1. Two tool turns per session: the first through its owner's port, the second through the next node's.
@@ -124,8 +141,8 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
         acked.append("s000 streamed")
         deltas = [json.loads(line[6:]) for line in lines]
         assert "".join(d["choices"][0]["delta"].get("content") or "" for d in deltas if d["choices"]) == "streamed from node-1"
-        messages = client.get(f"{base['node-2']}/v1/sessions/s000/messages", headers={"authorization": f"Bearer {KEY}"})
-        assert messages.status_code == 200 and [m["content"] for m in messages.json()["data"] if m["role"] == "user"] == ["s000 m1", "s000 m2", "s000 streamed"]
+        listed = client.get(f"{base['node-2']}/v1/sessions/s000/messages", headers={"authorization": f"Bearer {KEY}"})
+        assert listed.status_code == 200 and [m["content"] for m in listed.json()["data"] if m["role"] == "user"] == ["s000 m1", "s000 m2", "s000 streamed"]
         forged = client.get(f"{base['node-1']}/v1/sessions/s000", headers={"x-hermes-cluster-from": "node-2", "x-hermes-cluster-timestamp": str(time.time())})
         assert forged.status_code == 401 and "HERMES_CLUSTER_SECRET" in forged.json()["error"]["message"]
 
@@ -139,15 +156,11 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             assert run.status_code == 202, run.text
             acked.append(f"{sid} m3")
 
-        def all_mid_tool() -> bool | None:
-            db = open_store_reader(url)
-            try:
-                row = db.execute("SELECT count(*) FROM messages WHERE role = 'assistant' AND tool_calls LIKE ?", ('%-k"%',)).fetchone()
-            finally:
-                db.close()
-            return True if row is not None and int(row[0]) == len(victims) else None
+        def all_mid_tool(db: psycopg.Connection) -> bool:
+            row = db.execute("SELECT count(*) FROM messages WHERE role = 'assistant' AND tool_calls LIKE %s", ('%-k"%',)).fetchone()
+            return row is not None and int(row[0]) == len(victims)
 
-        eventually(all_mid_tool, "every victim session mid-tool", deadline=WAIT)
+        watch.wait(all_mid_tool, "every victim session mid-tool", deadline=WAIT)
         os.killpg(process["node-1"].pid, signal.SIGKILL)
         os.killpg(process["node-2"].pid, signal.SIGSTOP)
         db = open_store_reader(url)
@@ -157,23 +170,29 @@ def test_three_nodes_lose_one_killed_and_one_paused_and_every_session_stays_whol
             db.close()
 
         # 3. node-3 answers every victim session once its owner's lease is gone.
+        refused: Counter[str] = Counter()
+
         def follow_up(sid: str) -> float:
-            reply, at = post(client, base["node-3"], sid, f"{sid} m4", retry=True)
+            reply, at = post(client, base["node-3"], sid, f"{sid} m4", watch=watch, refused=refused)
             assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == f"{sid} after", reply.text
             return at - expiry[sid]
 
-        with concurrent.futures.ThreadPoolExecutor(min(64, len(victims))) as burst:  # every victim's next message at once
+        with concurrent.futures.ThreadPoolExecutor(len(victims)) as burst:  # every victim's next message at once (a thread and a connection each)
             delays = list(burst.map(follow_up, victims))
         acked.extend(f"{sid} m4" for sid in victims)
         print(
             f"taken over: {len(delays)} sessions answered {max(delays):.2f} s at most after their lease expired (median {sorted(delays)[len(delays) // 2]:.2f} s)"
         )
+        for n in ("node-1", "node-2"):  # killed, paused: the delays and refusals per way of dying
+            of = sorted(d for sid, d in zip(victims, delays, strict=True) if owner[sid] == n)
+            print(f"  {n}'s {len(of)}: min {of[0]:.2f} s, median {of[len(of) // 2]:.2f} s, max {of[-1]:.2f} s")
+        print(f"  503s retried: {dict(refused)}")
 
         # 4. node-2 resumes: its stale sessions write nothing; its port forwards to the new owner.
         os.killpg(process["node-2"].pid, signal.SIGCONT)
-        eventually(lambda: True if {n["node_id"] for n in health(base["node-2"])["live_nodes"]} >= {"node-2", "node-3"} else None, "node-2 beats again")  # type: ignore[union-attr]
+        watch.wait(lambda _db: {n["node_id"] for n in live_nodes(base["node-2"])} >= {"node-2", "node-3"}, "node-2 beats again")
         for sid in (s for s in victims if owner[s] == "node-2"):
-            reply, _ = post(client, base["node-2"], sid, f"{sid} m5", retry=True)
+            reply, _ = post(client, base["node-2"], sid, f"{sid} m5", watch=watch)
             assert reply.status_code == 200 and reply.json()["choices"][0]["message"]["content"] == f"{sid} five", reply.text
             acked.append(f"{sid} m5")
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import httpx
 
@@ -27,7 +25,6 @@ from tests.postgres_server import PostgresServer
 
 KEY = "sk-hermes-test-key"
 SECRET = "test-cluster-secret-0123456789"
-T = TypeVar("T")
 
 
 def lease_of(url: str, session_id: str) -> LeaseRecord | None:
@@ -49,17 +46,6 @@ def node_home(tmp_path: Path, name: str, model_url: str, db_url: str, *, lease_t
     env = f"API_SERVER_KEY={KEY}\nHERMES_DATABASE_URL={db_url}\n" + (f"HERMES_CLUSTER_SECRET={secret}\n" if secret else "")
     (home / ".env").write_text(env)
     return home
-
-
-def eventually(read: Callable[[], T | None], what: str, deadline: float = DEADLINE) -> T:
-    """``read()`` once it is not None (a condition in another process: polled, bounded)."""
-    end = time.monotonic() + deadline
-    while time.monotonic() < end:
-        value = read()
-        if value is not None:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"{what}: not within {deadline} s")
 
 
 def chat(base: str, session_id: str, text: str, **extra: object) -> httpx.Response:
