@@ -16,6 +16,7 @@ import logging
 import os
 import platform
 import select
+import signal
 import statistics
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -27,8 +28,15 @@ KERNEL_LOGGERS = ("actors", "supervisor", "pykka")
 # -- command line -------------------------------------------------------------------------------
 
 
+def _exit_on_term(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def bench_parser(doc: str | None, *, quick_help: str = QUICK_HELP) -> argparse.ArgumentParser:
     """The parser every bench starts from: its docstring's first line, ``--json`` and ``--quick``."""
+    # SIGTERM (``kill``, ``timeout``) unwinds like Ctrl+C, so every bench's ``finally`` stops the
+    # servers it started (before, a killed bench_server --workers left its serve processes running).
+    signal.signal(signal.SIGTERM, _exit_on_term)
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
     parser.add_argument("--json", action="store_true", help="one JSON object per line")
     parser.add_argument("--quick", action="store_true", help=quick_help)
