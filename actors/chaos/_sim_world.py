@@ -152,6 +152,7 @@ class World:
         """Run until nothing is left to happen; False if ``max_steps`` ran out first."""
         heap, cancelled, pop = self._heap, self._cancelled, heapq.heappop
         checker = self.checker
+        leases = checker.pool
         steps = self.steps
         while heap:
             if steps >= max_steps:
@@ -164,7 +165,8 @@ class World:
             steps += 1
             self.steps = checker.step = steps
             action(*args)
-            checker.advance(when)
+            if when > checker.due or when > leases.next_due:  # a deadline may have passed: ``advance`` looks
+                checker.advance(when)
         return True
 
     # -- delivery with message faults --------------------------------------------------------------
