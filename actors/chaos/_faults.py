@@ -318,6 +318,35 @@ class Dice:
         self.injected.append(fault_id)
         return True
 
+    def message(self, faults: MessageFaults) -> tuple[float, float] | None:
+        """The drop, delay and reorder faults of one delivery, drawn from stream ``messages`` exactly as
+        ``fault`` and ``uniform`` would draw them, in one call (every delivery on a faulty channel draws
+        them): None when the message is dropped, else (the delay it gets, its reorder jitter)."""
+        entry = self._draws["messages"]
+        draw = entry.random
+        delay = jitter = 0.0
+        if faults.drop > 0.0:
+            entry.count += 1
+            if draw() < faults.drop and self._inject(f"messages:drop#{entry.count}"):
+                return None
+        if faults.delay > 0.0:
+            entry.count += 1
+            if draw() < faults.delay and self._inject(f"messages:delay#{entry.count}"):
+                delay = faults.delay_max_s * draw()
+        if faults.reorder > 0.0:
+            entry.count += 1
+            if draw() < faults.reorder and self._inject(f"messages:reorder#{entry.count}"):
+                delay += faults.reorder_window_s * draw()
+                jitter = -1.0 + 2.0 * draw()
+        return delay, jitter
+
+    def _inject(self, fault_id: str) -> bool:
+        """A drawn fault: injected (and recorded) unless the mask names it."""
+        if fault_id in self.mask:
+            return False
+        self.injected.append(fault_id)
+        return True
+
     def pick(self, stream: str, kinds: Sequence[tuple[str, float]]) -> str | None:
         """Which of ``kinds`` (name, chance; chances summing to at most 1) is injected at this
         decision, if any: one draw, one fault id (``"keys:auth#4"``)."""

@@ -172,7 +172,7 @@ class Invariants:
         self.slack = slack
         self.max_restarts = max_restarts
         self.within = within
-        self._due = math.inf
+        self.due = math.inf
         """No deadline (a turn's, a lease's) can be missed before this moment: :meth:`advance` looks only after it."""
         self.violations: list[Violation] = []
         self.step = -1
@@ -270,8 +270,8 @@ class Invariants:
         running = book.running
         if running is not None:  # a turn that may be running from now on: its deadline is watched
             due = book.started.get(running, now) + self.turn_timeout + self.slack
-            if due < self._due:
-                self._due = due
+            if due < self.due:
+                self.due = due
 
     @staticmethod
     def _reclaim(book: _Book, turn_id: str) -> None:
@@ -380,7 +380,7 @@ class Invariants:
 
     def advance(self, now: float) -> None:
         """Report running turns that passed their deadline (the simulator calls it as time moves)."""
-        if now <= self._due and now <= self.pool.next_due:
+        if now <= self.due and now <= self.pool.next_due:
             return
         self.pool.advance(now)
         due = math.inf
@@ -395,7 +395,7 @@ class Invariants:
                 self.violate("deadline_missed", session_id, f"turn {turn_id} still runs {now - started:.3f} s after it started", now)
             else:
                 due = min(due, started + limit)
-        self._due = due
+        self.due = due
 
     # -- model calls, tools and transcripts ---------------------------------------------------------------
 

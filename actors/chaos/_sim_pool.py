@@ -126,9 +126,9 @@ class SimPool:
         if crashes.pool and self.crashes < crashes.max_per_pool and self.world.dice.fault("pool", "crash", crashes.pool):
             self.mailbox.appendleft((message, session_id))  # InjectCrash was ahead of it
             self._crash()
-        elif isinstance(message, LeaseKey):
+        elif type(message) is LeaseKey:  # exact types: messages are final structs
             self._lease(message, session_id)
-        else:
+        elif type(message) is ReportKey:
             self._report(message, session_id)
 
     # -- leases and reports ------------------------------------------------------------------------

@@ -99,6 +99,8 @@ class World:
         """(step, virtual time, what happened), when ``trace`` is on."""
         workload = plan.workload
         delays = plan.messages.delay_max_s + plan.messages.reorder_window_s if "timer" in plan.messages.channels else 0.0
+        self._message_draws = plan.messages.drop + plan.messages.delay + plan.messages.reorder > 0.0
+        """Whether a delivery on a faulty channel draws drop, delay or reorder (``Dice.message``)."""
         self.checker = Invariants(turn_timeout=workload.turn_timeout_s, slack=0.05 + delays)
         self.store = SimStore(self)
         self.pool = SimPool(self, SIM_PROVIDER)
@@ -150,6 +152,7 @@ class World:
         """Run until nothing is left to happen; False if ``max_steps`` ran out first."""
         heap, cancelled, pop = self._heap, self._cancelled, heapq.heappop
         checker = self.checker
+        leases = checker.pool
         steps = self.steps
         while heap:
             if steps >= max_steps:
@@ -162,7 +165,8 @@ class World:
             steps += 1
             self.steps = checker.step = steps
             action(*args)
-            checker.advance(when)
+            if when > checker.due or when > leases.next_due:  # a deadline may have passed: ``advance`` looks
+                checker.advance(when)
         return True
 
     # -- delivery with message faults --------------------------------------------------------------
@@ -181,15 +185,12 @@ class World:
                 self.at(self.now + delay, action, *args)
             return
         dice = self.dice
-        if dice.fault("messages", "drop", faults.drop):
+        drawn = dice.message(faults) if self._message_draws else (0.0, 0.0)
+        if drawn is None:
             self.note(f"fault: dropped a {channel} message")
             return
-        jitter = 0.0
-        if dice.fault("messages", "delay", faults.delay):
-            delay += dice.uniform("messages", 0.0, faults.delay_max_s)
-        if dice.fault("messages", "reorder", faults.reorder):
-            delay += dice.uniform("messages", 0.0, faults.reorder_window_s)
-            jitter = dice.uniform("messages", -1.0, 1.0)
+        extra, jitter = drawn
+        delay += extra
         if now and delay == 0.0 and jitter == 0.0:
             action(*args)
         else:

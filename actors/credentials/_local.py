@@ -25,14 +25,13 @@ class LocalPool:
         """The answer the pool actor would give ``request`` at unix time ``now``."""
         self.state, outcome = lease(self.state, self.spec, request.lease_id, now)
         name = self.spec.name
-        match outcome:
-            case Granted(key_id=key_id):
-                api_key, shown = self._secrets[key_id]
-                return KeyLeased(lease_id=request.lease_id, provider=name, key_id=key_id, api_key=api_key, shown=shown)
-            case Cooling(until=until, why=why, kind=kind):
-                return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=until, reason=why, kind=kind)
-            case _:  # a refresh runs: no refresh command runs here, so no key is stale
-                return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=now, reason=f"{name}: a key is being refreshed", kind="rate_limit")
+        if type(outcome) is Granted:  # by exact type (outcomes are final structs): every model call leases
+            api_key, shown = self._secrets[outcome.key_id]
+            return KeyLeased(lease_id=request.lease_id, provider=name, key_id=outcome.key_id, api_key=api_key, shown=shown)
+        if type(outcome) is Cooling:
+            return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=outcome.until, reason=outcome.why, kind=outcome.kind)
+        # a refresh runs: no refresh command runs here, so no key is stale
+        return NoKeyAvailable(lease_id=request.lease_id, provider=name, until=now, reason=f"{name}: a key is being refreshed", kind="rate_limit")
 
     def report(self, outcome: ReportKey, now: float) -> None:
         self.state = report(self.state, self.spec, outcome, now)

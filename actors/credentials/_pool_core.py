@@ -141,7 +141,13 @@ def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tu
     if known_key is not None and known_key in state.keys:
         return state, Granted(key_id=known_key, again=True)
     keys_now = state.keys
-    order = [k for k in _facts(spec)[0] if k in keys_now]  # by priority, then configured position
+    ranked = _facts(spec)[0]
+    if spec.strategy == "fill_first":  # the first usable key by rank: found without the lists below
+        for k in ranked:
+            held = keys_now.get(k)
+            if held is not None and held.cooling_until <= now and not (held.stale or held.refreshing):
+                return _granted(state, lease_id, k, now)
+    order = [k for k in ranked if k in keys_now]  # by priority, then configured position
     # Usable: not cooling, not stale, not refreshing (written out here: every model call leases).
     usable = [k for k in order if (held := keys_now[k]).cooling_until <= now and not (held.stale or held.refreshing)]
     if not usable:
@@ -149,9 +155,12 @@ def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tu
         if refreshing:
             return state, Pending(refreshing=refreshing)
         return state, _cooling(state, spec, now)
-    key_id = _pick(spec.strategy, state, order, usable, lease_id)
-    key = keys_now[key_id]
-    keys = dict(keys_now)
+    return _granted(state, lease_id, _pick(spec.strategy, state, order, usable, lease_id), now)
+
+
+def _granted(state: PoolState, lease_id: str, key_id: str, now: float) -> tuple[PoolState, LeaseOutcome]:
+    key = state.keys[key_id]
+    keys = dict(state.keys)
     keys[key_id] = msgspec.structs.replace(key, granted=key.granted + 1)
     in_flight = dict(state.in_flight)  # a C-level copy: thousands of leases in flight stay cheap
     in_flight[lease_id] = Lease(key_id=key_id, granted_at=now)
