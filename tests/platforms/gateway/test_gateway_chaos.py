@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,18 +16,6 @@ from tests.conftest import DEADLINE
 from tests.platforms.gateway.telegram_server import TelegramServer
 from tests.platforms.gateway.test_serve_telegram import ALLOWED, KEY, _home, _stop
 from tests.platforms.serve_process import launched
-
-
-@pytest.fixture
-def telegram() -> Iterator[TelegramServer]:
-    with TelegramServer() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer(seed=1) as server:
-        yield server
 
 
 def _asked(model: ModelServer, text: str) -> None:

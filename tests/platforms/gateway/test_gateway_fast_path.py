@@ -15,7 +15,6 @@ import os
 import signal
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -32,18 +31,6 @@ from tests.conftest import DEADLINE
 from tests.platforms.gateway.telegram_server import TOKEN, TelegramServer
 from tests.platforms.gateway.test_serve_telegram import ALLOWED, KEY, _home, _stop
 from tests.platforms.serve_process import launched
-
-
-@pytest.fixture
-def telegram() -> Iterator[TelegramServer]:
-    with TelegramServer() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer(seed=1) as server:
-        yield server
 
 
 def _runs_of(model: ModelServer, text: str) -> int:

@@ -8,7 +8,6 @@ import dataclasses
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,12 +59,6 @@ def test_the_chat_platforms_presets_leave_out_clarify() -> None:
         assert resolve_toolsets([f"hermes-{name}"]) == api and "clarify" not in api
         assert GATEWAY_PLATFORMS[name].source == name and GATEWAY_PLATFORMS[name].hint
     assert resolve_toolsets(["hermes-gateway"]) == api
-
-
-@pytest.fixture
-def telegram() -> Iterator[TelegramServer]:
-    with TelegramServer() as server:
-        yield server
 
 
 def _config(model: ModelServer, telegram: TelegramServer, telegram_tools: str) -> str:

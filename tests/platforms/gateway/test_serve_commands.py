@@ -80,18 +80,6 @@ class Heard:
 
 
 @pytest.fixture
-def telegram() -> Iterator[TelegramServer]:
-    with TelegramServer() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer(seed=1) as server:
-        yield server
-
-
-@pytest.fixture
 def heard() -> Iterator[Heard]:
     h = Heard()
     yield h

@@ -10,11 +10,9 @@ import re
 import signal
 import subprocess
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
-import pytest
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.platforms.gateway._matrix import matrix_sender
@@ -27,12 +25,6 @@ from tests.platforms.gateway.synapse_server import MatrixUser, Synapse
 from tests.platforms.serve_process import CLEARED, HERMES, launched
 
 KEY = "sk-hermes-matrix-test"
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer(seed=1) as server:
-        yield server
 
 
 def _users(synapse: Synapse) -> tuple[MatrixUser, MatrixUser]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +22,6 @@ from tests.platforms.serve_process import launched
 
 KEY = "sk-hermes-matrix-media-test"
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer(seed=1) as server:
-        yield server
 
 
 def _setup(tmp_path: Path, model: ModelServer, synapse: Synapse, *, extra: str = "", vision: bool = False) -> tuple[Path, MatrixUser, MatrixUser]:

@@ -8,10 +8,7 @@ import os
 import re
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from tests.conftest import DEADLINE
@@ -22,18 +19,6 @@ from tests.platforms.serve_process import CLEARED, HERMES, launched
 ALLOWED = 111
 STRANGER = 222
 KEY = "sk-hermes-gateway-test"
-
-
-@pytest.fixture
-def telegram() -> Iterator[TelegramServer]:
-    with TelegramServer() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer(seed=1) as server:
-        yield server
 
 
 def _home(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> Path:

@@ -6,10 +6,7 @@ from __future__ import annotations
 import base64
 import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from actors.chaos import ModelServer, TextReply
 from tests.conftest import DEADLINE
@@ -18,18 +15,6 @@ from tests.platforms.serve_process import launched
 
 USER = 111
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
-
-
-@pytest.fixture
-def telegram() -> Iterator[TelegramServer]:
-    with TelegramServer() as server:
-        yield server
-
-
-@pytest.fixture
-def model() -> Iterator[ModelServer]:
-    with ModelServer(seed=1) as server:
-        yield server
 
 
 def _home(tmp_path: Path, model: ModelServer, telegram: TelegramServer, *, extra: str = "", vision: bool = False) -> Path:
