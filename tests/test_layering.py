@@ -1,5 +1,5 @@
-"""Package doors and layering: sorted ``__all__`` that matches the module, and a kernel that
-imports nothing from the agent, tools, platforms or memory packages."""
+"""Package doors and layering: sorted ``__all__`` that matches the module, a kernel that
+imports nothing from the agent, tools, platforms or memory packages, and thin session ports."""
 
 from __future__ import annotations
 
@@ -66,3 +66,13 @@ def _imports_from(files: list[Path], layers: tuple[str, ...]) -> list[str]:
                 modules = [prefix + node.module]
             offenders += [f"{path.name}: {m}" for m in modules if m.startswith(layers)]
     return offenders
+
+
+@pytest.mark.parametrize("path", ["actors/agent/_session.py", "actors/chaos/_sim_session.py"])
+def test_the_two_session_ports_stay_thin(path: str) -> None:
+    """Issue 13: the session actor and the simulator's session only implement the port (at most
+    200 lines each); what grows goes to a module named for it (``_session_ownership``,
+    ``_session_calls``, ``_session_events``, ``_sim_effects``, ...). Met once, then lost over four
+    issues unnoticed: hence this check."""
+    lines = (ROOT / path).read_text().count("\n")
+    assert lines <= 200, f"{path} has {lines} lines; move a concept out (see ARCHITECTURE.md) instead of growing the port"
