@@ -12,8 +12,8 @@ Two findings, both needing approval:
   piped or redirected into a network client.
 
 What counts as a secret is what ``_danger_paths.sensitive_file`` protects from changes, less
-shell start-up files (not secret), plus ``/etc/shadow`` and any directory holding the agent's
-home (``~``, ``/``).
+shell start-up files (not secret), plus ``/etc/shadow``, any directory holding the agent's
+home (``~``, ``/``), and the environment (``env``, ``printenv``, ``/proc/self/environ``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from ._danger_paths import sensitive_file
-from ._danger_scan import Analysis, Ctx, Rule, head_name, positionals
+from ._danger_scan import Analysis, Ctx, Rule, command_name, head_name, positionals
 from ._danger_shell import Command, Word
 
 NETCATS = frozenset({"nc", "ncat", "netcat", "nc.traditional", "nc.openbsd", "telnet"})
@@ -30,7 +30,10 @@ _READERS = frozenset(
     {"cat", "tac", "head", "tail", "base64", "base32", "xxd", "od", "gzip", "bzip2", "xz", "zstd", "tar", "zip", "gpg", "openssl", "less", "more"}
 )
 """Programs whose output is (a form of) the files they are given."""
+_ENV_DUMPERS = frozenset({"env", "printenv", "set", "declare", "typeset"})
+"""Without operands these print every variable (``env``, ``printenv``; ``set`` also functions)."""
 _EXEC_OPTIONS = frozenset({"-e", "-c", "--exec", "--sh-exec", "--lua-exec"})
+_ENVIRON = re.compile(r"^/proc/(?:self|\d+|\*)/environ$")
 _SOCAT_RUNS = re.compile(r"^(?:exec|system)[:,]", re.IGNORECASE)
 _SOCAT_FILE = re.compile(r"^(?:file|open|gopen|create)?:?(/[^,]+)", re.IGNORECASE)
 _CODE_SOCKET = re.compile(
@@ -48,7 +51,7 @@ def _secret(analysis: Analysis, word: Word) -> str | None:
     """The path ``word`` names as a person reads it, when it is a secret; else None."""
     paths = analysis.resolve(word)
     for path in paths if paths is not None else ():
-        if path in ("/etc/shadow", "/etc/gshadow"):
+        if path in ("/etc/shadow", "/etc/gshadow") or _ENVIRON.match(path):
             return path
         if path in ("/", analysis.home) or analysis.hermes_home.startswith(path + "/"):
             return analysis.show(path) + " (it holds the agent's keys)"
@@ -59,10 +62,13 @@ def _secret(analysis: Analysis, word: Word) -> str | None:
 
 
 def _read_secrets(analysis: Analysis, command: Command) -> list[str]:
-    """Secret files ``command`` puts on its output: a reader's arguments, or its ``<`` input."""
+    """Secrets ``command`` puts on its output: a reader's files, its ``<`` input, or the environment."""
     found = [s for r in command.redirects if r.op == "<" for s in [_secret(analysis, r.target)] if s]
-    if head_name(command) in _READERS:
+    name = head_name(command) or (command_name(command.words[0]) if command.words else "")  # a bare ``env`` is its own head
+    if name in _READERS:
         found += [s for w in positionals(command.words[1:]) for s in [_secret(analysis, w)] if s]
+    if (name in _ENV_DUMPERS and not positionals(command.words[1:])) or (name == "export" and "-p" in [w.text for w in command.words]):
+        found.append("the environment (its tokens and keys)")
     return found
 
 
