@@ -366,8 +366,35 @@ def _service(ctx: Ctx) -> None:
 
 
 def _crontab(ctx: Ctx) -> None:
-    if "r" in short_flags(ctx.args) or "remove" in long_options(ctx.args):
+    flags = short_flags(ctx.args)
+    if "r" in flags or "remove" in long_options(ctx.args):
         ctx.analysis.warn("crontab-remove", "deletes every job in the crontab (crontab -r)")
+        return
+    if "l" in flags or "e" in flags:
+        return  # list, or the editor (a person at the keyboard)
+    if positionals(ctx.args, frozenset({"-u"})):  # crontab FILE, crontab - (stdin)
+        ctx.analysis.warn("crontab-install", "replaces the crontab: its commands run on a schedule, unattended, from now on")
+        for text in _fed_texts(ctx):
+            for line in text.splitlines():
+                fields = line.split(None, 5)
+                if len(fields) == 6 and not line.lstrip().startswith("#"):
+                    ctx.analysis.text(fields[5], ctx.depth + 1)
+
+
+def _fed_texts(ctx: Ctx) -> list[str]:
+    """What reaches the command's stdin when it can be read: a heredoc or here-string, or ``echo``/``printf`` before it."""
+    texts = list(ctx.command.stdin_texts)
+    feeder = ctx.upstream[-1].words if ctx.upstream else []
+    if feeder and command_name(feeder[0]) in ("echo", "printf"):
+        texts.append(" ".join(w.text for w in feeder[1:]))
+    return texts
+
+
+def _at(ctx: Ctx) -> None:
+    """``at TIME`` / ``batch``: the commands on stdin run later, unattended: judged now, and flagged."""
+    ctx.analysis.warn("scheduled-command", f"schedules commands to run later, unattended ({ctx.name})")
+    for text in _fed_texts(ctx):
+        ctx.analysis.text(text, ctx.depth + 1)
 
 
 def _iptables(ctx: Ctx) -> None:
@@ -438,6 +465,8 @@ RULES: dict[str, Rule] = {
     "systemctl": _systemctl,
     "service": _service,
     "crontab": _crontab,
+    "at": _at,
+    "batch": _at,
     "iptables": _iptables,
     "ip6tables": _iptables,
     "iptables-legacy": _iptables,
