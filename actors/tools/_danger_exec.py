@@ -171,8 +171,12 @@ _LIST_CALL = re.compile(r"""\b(?:check_output|check_call|call|run|Popen|spawn\w*
 _BACKTICKS = re.compile(r"""`([^`]+)`|\bqx\s*[({\[/](.+?)[)}\]/]|%x[({\[](.+?)[)}\]]""")
 """Perl, Ruby and PHP run backticks (and ``qx``, ``%x``) as shell commands."""
 _TREE_DELETE = re.compile(
-    r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|rmSync|rmdirSync|remove_entry(?:_secure)?|removedirs|rmdir)\s*\(\s*(?:[rbuf]{0,2})(['"])([^'"]+)\1"""
+    r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|rmSync|rmdirSync|remove_entry(?:_secure)?|removedirs|rmdir)\s*\(\s*"""
+    r"""(?:(?:os\.path\.)?expanduser\(\s*|(?:pathlib\.)?Path\(\s*)?(?:[rbuf]{0,2})(['"])([^'"]+)\1"""
 )
+"""A tree delete of a literal path, also through ``os.path.expanduser('~/x')`` or ``Path('/x')``."""
+_HOME_TREE_DELETE = re.compile(r"""\b(?:rmtree|rm_rf|rm_r|remove_dir_all|rmSync)\s*\(\s*(?:(?:pathlib\.)?Path\.home\(\)|(?:[\w'"().]*\.)?homedir\(\))\s*[,)]""")
+"""``shutil.rmtree(Path.home())``, ``fs.rmSync(os.homedir(), ...)``: the home directory."""
 _STRING = re.compile(r"""(['"])(.*?)(?<!\\)\1""")
 
 
@@ -187,6 +191,7 @@ def _code_runs(ctx: Ctx, code: str) -> None:
     for text in shell:
         ctx.analysis.text(text, ctx.depth + 1)
     deleted = [Word(found.group(2), dynamic="$" in found.group(2)) for found in _TREE_DELETE.finditer(code)]
+    deleted += [Word("~") for _ in _HOME_TREE_DELETE.finditer(code)]
     if deleted:
         recursive_delete(ctx.analysis, deleted, f"{ctx.name} code deleting")
 

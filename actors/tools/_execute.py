@@ -1,6 +1,8 @@
 """``execute_code``: run a Python script in a subprocess that can call the session's tools.
 
-The script runs in its own process group with a timeout (the group is killed on timeout
+The script is judged first as the terminal judges ``python3 -c SCRIPT`` (blocked never runs,
+dangerous waits for approval), and its output is redacted as terminal output is. It runs in
+its own process group with a timeout (the group is killed on timeout
 or cancel). A module ``hermes_tools`` is importable from it: ``call_tool(name, **args)``
 sends the call over a Unix socket to this tool, which runs it with the session's own
 tools (never execute_code, delegate_task or clarify) and sends back the result.
@@ -11,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -23,7 +26,9 @@ import trio
 from actors import run_process
 from actors.agent import ToolContext, ToolOutput, ToolTraits
 
+from ._command_approval import judged
 from ._registry import tool
+from ._terminal_output import redact
 
 NOT_FROM_CODE = frozenset({"execute_code", "delegate_task", "clarify"})
 MAX_REQUEST = 1 << 20
@@ -97,6 +102,11 @@ async def _serve_calls(stream: trio.SocketStream, context: ToolContext, counter:
     traits=ToolTraits(exclusive=True),
 )
 async def execute_code(context: ToolContext, args: ExecuteArgs) -> ToolOutput:
+    # The script is judged as the inline code it is, as `python3 -c` in the terminal would be:
+    # what it hands a shell, what it deletes or writes, a socket given a shell.
+    refusal = await judged(context, f"python3 -c {shlex.quote(args.code)}", context.workspace.cwd)
+    if refusal is not None:
+        return refusal
     folder = Path(await trio.to_thread.run_sync(tempfile.mkdtemp, None, "hermes-code-"))
     try:
         await trio.to_thread.run_sync((folder / "hermes_tools.py").write_text, CLIENT)
@@ -117,9 +127,9 @@ async def execute_code(context: ToolContext, args: ExecuteArgs) -> ToolOutput:
             return ToolOutput(content=f"[error] the script ran longer than {args.timeout} s and was killed (with everything it started)", ok=False)
         parts = [f"exit code {result.returncode}"]
         if result.stdout:
-            parts.append(result.stdout.decode(errors="replace"))
+            parts.append(redact(result.stdout.decode(errors="replace")))
         if result.stderr:
-            parts.append("[stderr]\n" + result.stderr.decode(errors="replace"))
+            parts.append("[stderr]\n" + redact(result.stderr.decode(errors="replace")))
         if result.truncated:
             parts.append("[output was cut at the size limit]")
         return ToolOutput(content="\n".join(parts), ok=result.returncode == 0)

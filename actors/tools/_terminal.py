@@ -22,30 +22,24 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
 import msgspec
 import trio
 
-from actors.agent import ApprovalGate, ToolContext, ToolOutput, ToolTraits, Workspace
-from actors.agent._approvals import ALLOWING
+from actors.agent import ToolContext, ToolOutput, ToolTraits, Workspace
 from actors.hooks import first_text
 
-from ._danger import Verdict, check_command, display_command
+from ._command_approval import DEFAULT_APPROVAL_TIMEOUT as DEFAULT_APPROVAL_TIMEOUT
+from ._command_approval import DENY_GLOBS_KEY as DENY_GLOBS_KEY
+from ._command_approval import judged
 from ._registry import tool
 from ._terminal_background import start_background
 from ._terminal_output import HeadTail
 from ._terminal_run import ShellChannel, run_shell
 
 MAX_TIMEOUT = 600.0
-DEFAULT_APPROVAL_TIMEOUT = 300.0
-"""Seconds an approval request waits when the gate does not say (``gate.timeout``)."""
-INLINE_CHECK_CHARS = 4_096
-"""Longer commands are checked in a worker thread."""
-DENY_GLOBS_KEY = "terminal.deny_globs"
-"""``workspace.extras[DENY_GLOBS_KEY]``: the user's deny globs (a list of ``fnmatch`` patterns)."""
 
 
 class TerminalArgs(msgspec.Struct, kw_only=True):
@@ -84,47 +78,6 @@ def _start_directory(workspace: Workspace, workdir: str | None) -> tuple[Path, s
         return cwd, None
     parent = next((p for p in cwd.parents if p.is_dir()), Path("/"))
     return parent, f"[note: the working directory {cwd} no longer exists; ran in {parent}]"
-
-
-def _approval_timeout(gate: ApprovalGate) -> float:
-    value = getattr(gate, "timeout", None)
-    return float(value) if isinstance(value, (int, float)) and value > 0 else DEFAULT_APPROVAL_TIMEOUT
-
-
-async def _refusal(context: ToolContext, command: str, verdict: Verdict) -> ToolOutput | None:
-    """None when the command may run; otherwise the result that says why it did not."""
-    if verdict.ok:
-        return None
-    reasons = "; ".join(verdict.reasons)
-    if verdict.blocked:
-        return ToolOutput(
-            f"[blocked] This command was not run: {reasons}. Blocked commands never run, whatever is approved; "
-            "find another way, or ask the user to run it themselves.",
-            ok=False,
-        )
-    gate = context.workspace.approvals
-    if gate is None:
-        return ToolOutput(
-            f"[denied] This command needs approval ({reasons}) but no client can answer approval requests here; it was not run.",
-            ok=False,
-        )
-    decision = await gate.request(
-        turn_id=context.turn_id,
-        call_id=context.call_id,
-        command=display_command(command),
-        reasons=verdict.reasons,
-        keys=verdict.keys,
-        timeout=_approval_timeout(gate),
-    )
-    if decision in ALLOWING:
-        return None
-    if decision == "deny":
-        why = "the user denied it"
-    elif decision == "timeout":
-        why = "nobody answered the approval request in time"
-    else:
-        why = f"the approval request ended ({decision})"
-    return ToolOutput(f"[denied] This command was not run: {why} ({reasons}). Do not retry it as is; ask the user.", ok=False)
 
 
 def _exit_line(returncode: int) -> str:
@@ -187,14 +140,6 @@ async def _transformed(context: ToolContext, command: str, cwd: Path, capture: H
     return replaced
 
 
-def _deny_globs(workspace: Workspace) -> Sequence[str]:
-    """The user's deny globs: ``approvals.deny`` in config.yaml, plus any a caller put in ``extras``."""
-    globs = workspace.extras.get(DENY_GLOBS_KEY, ())
-    extra = [g for g in globs if isinstance(g, str)] if isinstance(globs, (list, tuple)) else []
-    configured = workspace.approvals.deny_globs if workspace.approvals is not None else ()
-    return [*configured, *extra]
-
-
 @tool(
     name="terminal",
     toolset="terminal",
@@ -214,12 +159,7 @@ async def terminal(context: ToolContext, args: TerminalArgs) -> ToolOutput:
         cwd, note = _start_directory(context.workspace, args.workdir)
     except OSError as exc:
         return ToolOutput(f"[error] {exc}", ok=False)
-    globs = _deny_globs(context.workspace)
-    if len(command) > INLINE_CHECK_CHARS:  # a long script takes milliseconds to read: not on the reactor thread
-        verdict = await trio.to_thread.run_sync(lambda: check_command(command, deny_globs=globs, cwd=cwd, hermes_home=context.home))
-    else:
-        verdict = check_command(command, deny_globs=globs, cwd=cwd, hermes_home=context.home)
-    refusal = await _refusal(context, command, verdict)
+    refusal = await judged(context, command, cwd)
     if refusal is not None:
         return refusal
     if args.background:
