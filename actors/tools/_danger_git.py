@@ -65,13 +65,37 @@ def _restore(ctx: Ctx, rest: list[Word]) -> None:
         ctx.analysis.warn("git-discard", f"overwrites uncommitted changes in the working tree (git restore {' '.join(paths)})")
 
 
-_SUBCOMMANDS = {"reset": _reset, "push": _push, "clean": _clean, "branch": _branch, "checkout": _checkout, "restore": _restore}
+_RUNS_COMMAND = frozenset(
+    {"core.sshcommand", "core.pager", "core.editor", "core.fsmonitor", "core.askpass", "sequence.editor", "diff.external", "gpg.program", "credential.helper"}
+)
+"""Settings whose value git runs as a shell command (``alias.*`` too, when it starts with ``!``)."""
+
+
+def _config_runs(ctx: Ctx, key: str, value: str) -> None:
+    """``git -c KEY=VALUE`` / ``git config KEY VALUE``: a value git will run is judged as the command it is."""
+    key = key.lower()
+    if key in _RUNS_COMMAND or key.startswith("filter.") or (key.startswith("alias.") and value.startswith("!")):
+        ctx.analysis.warn("git-runs-command", f"makes git run a command of its own choosing ({key})")
+        ctx.analysis.text(value.removeprefix("!"), ctx.depth + 1)
+    elif key == "core.hookspath":
+        ctx.analysis.warn("git-runs-command", "points git's hooks at another directory: its scripts run at each commit (core.hooksPath)")
+
+
+def _config(ctx: Ctx, rest: list[Word]) -> None:
+    plain = [w.text for w in rest if not w.text.startswith("-")]
+    if len(plain) >= 2:
+        _config_runs(ctx, plain[0], plain[1])
+
+
+_SUBCOMMANDS = {"config": _config, "reset": _reset, "push": _push, "clean": _clean, "branch": _branch, "checkout": _checkout, "restore": _restore}
 
 
 def git(ctx: Ctx) -> None:
     args = ctx.args
     j = 0
     while j < len(args) and args[j].text.startswith("-"):
+        if args[j].text == "-c" and j + 1 < len(args) and "=" in args[j + 1].text:
+            _config_runs(ctx, *args[j + 1].text.split("=", 1))
         j += 2 if args[j].text in _GLOBAL_WITH_ARG else 1
     if j < len(args) and args[j].text in _SUBCOMMANDS:
         _SUBCOMMANDS[args[j].text](ctx, args[j + 1 :])

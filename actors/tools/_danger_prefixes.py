@@ -233,6 +233,10 @@ def _host_access(ctx: Ctx, words: list[Word]) -> None:
 PREFIXES: dict[str, Prefix] = {
     "sudo": _sudo,
     "doas": _prefix(frozenset({"-u", "-C"})),
+    "pkexec": _prefix(frozenset({"--user"})),
+    "run0": _prefix(
+        frozenset({"-u", "--user", "-g", "--group", "-D", "--chdir", "--setenv", "--unit", "--description", "--slice", "--nice", "-p", "--property"})
+    ),
     "env": _env,
     "nohup": _prefix(),
     "exec": _prefix(frozenset({"-a"})),

@@ -13,6 +13,7 @@ Keys are part of the approval contract (``session`` / ``always`` approve keys, a
 
 from __future__ import annotations
 
+import itertools
 import re
 
 from ._danger_cloud import CLOUD_RULES
@@ -381,6 +382,57 @@ def _crontab(ctx: Ctx) -> None:
                     ctx.analysis.text(fields[5], ctx.depth + 1)
 
 
+def _tar(ctx: Ctx) -> None:
+    """``tar -x ... -C DIR`` (or ``--directory``): the archive's files land in DIR."""
+    texts = [w.text for w in ctx.args]
+    first = texts[0] if texts else ""
+    extracting = (
+        "--extract" in texts
+        or "--get" in texts
+        or (first[:1] != "-" and "x" in first)
+        or any(t.startswith("-") and not t.startswith("--") and "x" in t for t in texts)
+    )
+    if not extracting:
+        return
+    for j, text in enumerate(texts):
+        if text in ("-C", "--directory") and j + 1 < len(ctx.args):
+            _extracts_into(ctx, ctx.args[j + 1], "tar -x -C")
+        elif text.startswith("--directory="):
+            _extracts_into(ctx, Word(text.split("=", 1)[1]), "tar -x --directory")
+
+
+def _unzip(ctx: Ctx) -> None:
+    for j, word in enumerate(ctx.args):
+        if word.text == "-d" and j + 1 < len(ctx.args):
+            _extracts_into(ctx, ctx.args[j + 1], "unzip -d")
+
+
+def _extracts_into(ctx: Ctx, target: Word, verb: str) -> None:
+    """An archive's files land under ``target``: a write there, and anywhere at all when it is ``/``."""
+    if any(path == "/" for path in ctx.analysis.resolve(target) or ()):
+        ctx.analysis.warn("write-system", f"extracts an archive over the whole filesystem ({verb} /)")
+    ctx.analysis.writes([target], verb)
+
+
+_SECURITY_OFF = {
+    "setenforce": lambda words: words[:1] in (["0"], ["permissive"], ["Permissive"]),
+    "ufw": lambda words: words[:1] in (["disable"], ["reset"]),
+    "sysctl": lambda words: any(w == "-w" or w == "--write" or ("=" in w and not w.startswith("-")) for w in words),
+    "passwd": lambda words: any(w in ("-d", "--delete", "-u", "--unlock") for w in words),
+    "useradd": lambda words: any(w in ("-o", "--non-unique") for w in words) or any(a in ("-u", "--uid") and b == "0" for a, b in itertools.pairwise(words)),
+    "usermod": lambda words: any(w in ("-o", "--non-unique") for w in words) or any(a in ("-u", "--uid") and b == "0" for a, b in itertools.pairwise(words)),
+    "chattr": lambda words: True,
+    "mount": lambda words: any("remount" in w for w in words),
+}
+"""Commands that lower the machine's defences (SELinux, the firewall, ASLR, passwords, a second root)."""
+
+
+def _security(ctx: Ctx) -> None:
+    words = [w.text for w in ctx.args]
+    if _SECURITY_OFF[ctx.name](words):
+        ctx.analysis.warn("system-security", f"changes the machine's security settings ({ctx.name} {' '.join(words[:3])})")
+
+
 def _fed_texts(ctx: Ctx) -> list[str]:
     """What reaches the command's stdin when it can be read: a heredoc or here-string, or ``echo``/``printf`` before it."""
     texts = list(ctx.command.stdin_texts)
@@ -466,6 +518,10 @@ RULES: dict[str, Rule] = {
     "service": _service,
     "crontab": _crontab,
     "at": _at,
+    "tar": _tar,
+    "bsdtar": _tar,
+    "unzip": _unzip,
+    **{name: _security for name in _SECURITY_OFF},
     "batch": _at,
     "iptables": _iptables,
     "ip6tables": _iptables,
