@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 
 from ._danger_cloud import CLOUD_RULES
 from ._danger_exec import EXEC_RULES, SHELLS
@@ -414,7 +415,7 @@ def _extracts_into(ctx: Ctx, target: Word, verb: str) -> None:
     ctx.analysis.writes([target], verb)
 
 
-_SECURITY_OFF = {
+_SECURITY_OFF: dict[str, Callable[[list[str]], bool]] = {
     "setenforce": lambda words: words[:1] in (["0"], ["permissive"], ["Permissive"]),
     "ufw": lambda words: words[:1] in (["disable"], ["reset"]),
     "sysctl": lambda words: any(w == "-w" or w == "--write" or ("=" in w and not w.startswith("-")) for w in words),
