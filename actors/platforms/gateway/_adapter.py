@@ -73,7 +73,7 @@ from ._dedup import SeenLog
 from ._dispatch_hook import HOOK, screen
 from ._edit_stream import StreamSettings
 from ._effects import Early, Effect, split
-from ._pairing import new_code, request_code, update_book
+from ._pairing_door import PairingDoor
 from ._resets import ChatSession, ResetPolicy, chat_key_of
 from ._session_key import key_of
 from ._state_file import Durable, Outgoing, StateFile, restore
@@ -100,7 +100,7 @@ def approval_text(request: ApprovalRequested) -> str:
     return f"Approval needed: {request.command}\n({'; '.join(request.reasons)})"
 
 
-class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
+class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
     """One chat platform: inbound messages to sessions, each turn's end back as one reply."""
 
     platform = "platform"
@@ -404,38 +404,6 @@ class GatewayAdapter(ChatSessions, Actor[AdapterInbox]):
         if access == "pair":
             return [lambda: self.pair(message)]
         return []
-
-    def pair(self, message: PlatformMessage) -> None:
-        self.start_wait(self._pair, message, tag="pair", timeout=30.0)
-
-    async def _pair(self, message: PlatformMessage) -> tuple[PlatformMessage, bool, str | None]:
-        """The pairing book, read fresh: is the user paired now (``hermes pairing approve`` runs
-        in another process), else the code to send them (None: they already have one)."""
-        import trio
-
-        def change(book: Any) -> tuple[Any, tuple[bool, str | None]]:
-            if message.user_id in book.paired(self.platform):
-                return book, (True, None)
-            new, code = request_code(
-                book, platform=self.platform, user_id=message.user_id, user_name=message.user_name, chat_id=message.chat_id, now=time.time(), code=new_code()
-            )
-            return new, (False, code)
-
-        paired, code = await trio.to_thread.run_sync(update_book, self.home, change)
-        return message, paired, code
-
-    def paired(self, status: str, value: Any, error: str) -> None:
-        if status != "ok":
-            log.warning("gateway %s: the pairing book could not be read: %s", self.platform, error)
-            return
-        message, paired, code = value
-        if paired:
-            self.commit(self.allowed(message))
-            return
-        self.counts["refused"] += 1
-        if code is not None:
-            text = f"Hi! I don't know you yet. Your pairing code is {code}.\nAsk the owner of this bot to run: hermes pairing approve {self.platform} {code}"
-            self.execute([Reply(message, text, final=False)])
 
     def allowed(self, message: PlatformMessage) -> list[Effect]:
         """A message of an allowed user: a command, or a message for the agent (held while a burst lasts)."""
