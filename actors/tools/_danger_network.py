@@ -61,9 +61,14 @@ def _secret(analysis: Analysis, word: Word) -> str | None:
     return None
 
 
+def _redirected_secrets(analysis: Analysis, command: Command) -> list[str]:
+    """Secret files on ``command``'s ``<`` input."""
+    return [s for r in command.redirects if r.op == "<" for s in [_secret(analysis, r.target)] if s]
+
+
 def _read_secrets(analysis: Analysis, command: Command) -> list[str]:
     """Secrets ``command`` puts on its output: a reader's files, its ``<`` input, or the environment."""
-    found = [s for r in command.redirects if r.op == "<" for s in [_secret(analysis, r.target)] if s]
+    found = _redirected_secrets(analysis, command)
     name = head_name(command) or (command_name(command.words[0]) if command.words else "")  # a bare ``env`` is its own head
     if name in _READERS:
         found += [s for w in positionals(command.words[1:]) for s in [_secret(analysis, w)] if s]
@@ -74,7 +79,7 @@ def _read_secrets(analysis: Analysis, command: Command) -> list[str]:
 
 def _piped_secrets(ctx: Ctx) -> list[str]:
     """Secrets reaching this command's stdin: from a ``<`` redirect or an earlier reader in the pipeline."""
-    found = [s for r in ctx.command.redirects if r.op == "<" for s in [_secret(ctx.analysis, r.target)] if s]
+    found = _redirected_secrets(ctx.analysis, ctx.command)
     for earlier in ctx.upstream:
         found += _read_secrets(ctx.analysis, earlier)
     return found

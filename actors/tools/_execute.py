@@ -25,6 +25,7 @@ import trio
 
 from actors import run_process
 from actors.agent import ToolContext, ToolOutput, ToolTraits
+from protocols import ProcessResult
 
 from ._command_approval import judged
 from ._registry import tool
@@ -125,14 +126,19 @@ async def execute_code(context: ToolContext, args: ExecuteArgs) -> ToolOutput:
             nursery.cancel_scope.cancel()
         if result is None:
             return ToolOutput(content=f"[error] the script ran longer than {args.timeout} s and was killed (with everything it started)", ok=False)
-        parts = [f"exit code {result.returncode}"]
-        if result.stdout:
-            parts.append(redact(result.stdout.decode(errors="replace")))
-        if result.stderr:
-            parts.append("[stderr]\n" + redact(result.stderr.decode(errors="replace")))
-        if result.truncated:
-            parts.append("[output was cut at the size limit]")
-        return ToolOutput(content="\n".join(parts), ok=result.returncode == 0)
+        return await trio.to_thread.run_sync(_shown, result)  # redacting takes milliseconds: not on the reactor
     finally:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(shutil.rmtree, folder, True)
+
+
+def _shown(result: ProcessResult) -> ToolOutput:
+    """What the model sees of a finished script: its exit code and its output, secrets redacted."""
+    parts = [f"exit code {result.returncode}"]
+    if result.stdout:
+        parts.append(redact(result.stdout.decode(errors="replace")))
+    if result.stderr:
+        parts.append("[stderr]\n" + redact(result.stderr.decode(errors="replace")))
+    if result.truncated:
+        parts.append("[output was cut at the size limit]")
+    return ToolOutput(content="\n".join(parts), ok=result.returncode == 0)

@@ -245,4 +245,5 @@ async def search_files(call: ToolContext, args: SearchArgs) -> ToolOutput:
         found = await _search_content(query, executable)
     except SearchFailed as exc:
         return _failed(str(exc))
-    return _content_result(found, args, cwd, shown_root, limit, context)
+    # Formatting and redacting up to MAX_OUTPUT_CHARS of matches take milliseconds: not on the reactor.
+    return await trio.to_thread.run_sync(_content_result, found, args, cwd, shown_root, limit, context)

@@ -108,10 +108,15 @@ def test_an_adapter_crashed_after_start_turn_but_before_the_save_follows_the_tur
     assert _runs_of(model, "take your time") == 1
 
 
-def test_a_reply_confirmed_before_its_save_leaves_the_chat_ended_on_disk(tmp_path: Path) -> None:
+def _a_running_chat(tmp_path: Path) -> tuple[PlatformMessage, Path, Durable]:
+    """A chat whose turn t1 runs, as the state file holds it (version 1)."""
     message = PlatformMessage(platform="telegram", chat_type="dm", chat_id="7", user_id="7", message_id="1", text="hi")
-    path = tmp_path / "telegram.json"
     running = Durable(seen=SeenLog(ids=("7/1",)), chats=(Chat(running="t1", message=message),), version=1)
+    return message, tmp_path / "telegram.json", running
+
+
+def test_a_reply_confirmed_before_its_save_leaves_the_chat_ended_on_disk(tmp_path: Path) -> None:
+    message, path, running = _a_running_chat(tmp_path)
     ended = Durable(seen=running.seen, outbox=(Outgoing(turn_id="t1", message=message, text="hello"),), version=2)
 
     async def main() -> None:
@@ -128,9 +133,7 @@ def test_a_reply_confirmed_before_its_save_leaves_the_chat_ended_on_disk(tmp_pat
 
 
 def test_settle_waits_for_the_send_in_flight_then_writes_the_last_state_without_the_sent_reply(tmp_path: Path) -> None:
-    message = PlatformMessage(platform="telegram", chat_type="dm", chat_id="7", user_id="7", message_id="1", text="hi")
-    path = tmp_path / "telegram.json"
-    running = Durable(seen=SeenLog(ids=("7/1",)), chats=(Chat(running="t1", message=message),), version=1)
+    message, path, running = _a_running_chat(tmp_path)
     last = Durable(seen=running.seen, outbox=(Outgoing(turn_id="t1", message=message, text="hello"),), version=3)
 
     async def main() -> None:
