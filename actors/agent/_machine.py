@@ -63,6 +63,7 @@ from ._turn_io import (
     Resume,
     RunTool,
     StartTimer,
+    Stop,
     TimerFired,
     ToolDone,
     UserInput,
@@ -119,6 +120,7 @@ __all__ = [
     "RunningTools",
     "SessionState",
     "StartTimer",
+    "Stop",
     "TimerFired",
     "ToolDone",
     "Turn",
@@ -210,6 +212,8 @@ class _Step:
                 self.resume(event)
         elif type(event) is Cancel:
             self.on_cancel(turn, event)
+        elif type(event) is Stop:
+            self.on_stop(turn, event)
         elif turn is None:
             return  # a late outcome after the turn ended
         elif type(event) is Persisted:
@@ -256,6 +260,18 @@ class _Step:
             # A queued turn never started: it ends here, nothing to settle.
             self.state = msgspec.structs.replace(self.state, queued=tuple(q for q in self.state.queued if q.turn_id != target))
             self.emit(TurnCancelled(turn_id=target, reason=event.reason))
+
+    def on_stop(self, turn: Turn | None, event: Stop) -> None:
+        def ending(turn_id: str) -> TurnFailed | TurnCancelled:
+            if event.failed:
+                return TurnFailed(turn_id=turn_id, error=event.reason, kind=event.failed)
+            return TurnCancelled(turn_id=turn_id, reason=event.reason)
+
+        if turn is not None:
+            self.end_turn(turn, ending(turn.turn_id), event.now, dequeue=False)
+        queued, self.state = self.state.queued, msgspec.structs.replace(self.state, queued=())
+        for waiting in queued:  # never started: nothing of them to settle
+            self.emit(ending(waiting.turn_id))
 
     def on_persisted(self, turn: Turn, event: Persisted) -> None:
         phase, token = turn.phase, event.token

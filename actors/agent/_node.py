@@ -13,6 +13,7 @@ import dataclasses
 import socket
 
 from actors import HermesError
+from actors.store._pg import IDLE_IN_TRANSACTION_TIMEOUT
 
 DEFAULT_LEASE_TTL = 30.0
 
@@ -36,6 +37,14 @@ class NodeIdentity:
     def renew_every(self) -> float:
         """A lease is renewed at a third of its ttl: two renewals may be lost before it lapses."""
         return self.lease_ttl / 3
+
+    @property
+    def lock_hold(self) -> float:
+        """Seconds the store server lets this node's writer sit idle inside a transaction (a
+        stopped process) before it ends it and frees its row locks: at most a third of the
+        ttl. Longer, another node's writer waits on those locks past its own renewals, and
+        loses leases it holds while this node is stopped (three nodes with a 3 s ttl did)."""
+        return min(IDLE_IN_TRANSACTION_TIMEOUT, self.lease_ttl / 3)
 
     @classmethod
     def configured(cls, node_id: str, lease_ttl: float) -> NodeIdentity:

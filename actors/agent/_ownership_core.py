@@ -85,13 +85,18 @@ def not_owner_failures(session_id: str, why: str, state: SessionState | None, al
 
     Before the load: every turn asked, and every turn a crashed incarnation left open (the
     recovery that would answer them runs at a load, and none comes). After it: the running
-    turn, when a refused write ended this incarnation (no cancel will run).
+    turn, when a refused write ended this incarnation (its machine takes no more input); a
+    live one fails its running and queued turns through its machine instead.
     """
     if state is None:
         error = f"this node does not own session {session_id!r} ({why}); retry the request"
         asked = [m.turn_id for m in stash if isinstance(m, StartTurn | CompressContext) and m.turn_id]
         return [TurnFailed(turn_id=turn_id, error=error, kind="not_owner") for turn_id in dict.fromkeys([*open_turns, *asked])]
     if not alive and state.turn is not None:
-        error = f"this node lost session {session_id!r} to another node mid-turn ({why}); nothing more of this turn is stored"
-        return [TurnFailed(turn_id=state.turn.turn_id, error=error, kind="not_owner")]
-    return []
+        return [TurnFailed(turn_id=state.turn.turn_id, error=lost_mid_turn(session_id, why), kind="not_owner")]
+    return []  # a live incarnation ends its turns through its machine (``Stop``)
+
+
+def lost_mid_turn(session_id: str, why: str) -> str:
+    """The error of a turn that was running (or queued) when this node lost its session."""
+    return f"this node lost session {session_id!r} to another node mid-turn ({why}); nothing more of this turn is stored; send it again"

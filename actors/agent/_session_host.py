@@ -70,6 +70,7 @@ from ._machine import (
     RunTool,
     SessionState,
     StartTimer,
+    Stop,
     TimerFired,
     ToolDone,
     UserInput,
@@ -539,10 +540,11 @@ class SessionHost:
             else:
                 self.port.idle(self.idle_generation, self.state)
 
-    def stop_turn(self, reason: str) -> None:
-        """An orderly stop settles the running turn first (its results reach the store)."""
-        if self.state is not None and self.state.turn is not None:
-            self.feed(Cancel(reason=reason, now=self.port.now()))
+    def stop_turn(self, reason: str, *, failed: str = "") -> None:
+        """An orderly stop ends the running turn and the queued ones first (the running one's
+        results reach the store); ``failed``: they fail with that kind instead of being cancelled."""
+        if self.state is not None and (self.state.turn is not None or self.state.queued):
+            self.feed(Stop(reason=reason, failed=failed, now=self.port.now()))
 
 
 def _answer(reply_to: Any, message: Any) -> None:

@@ -20,7 +20,7 @@ from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused, R
 from protocols._store import GetStoreStatistics, StoreFailed
 
 from ._node import LeaseLapsed
-from ._ownership_core import Lease, after_failed, granted, lapsed, not_owner_failures, rejections, renews, to_release, write_fence
+from ._ownership_core import Lease, after_failed, granted, lapsed, lost_mid_turn, not_owner_failures, rejections, renews, to_release, write_fence
 from ._sanitize import INTERRUPTED_RESULT
 from ._session_port import StoreDiverged, Write
 from ._session_timers import LeaseRenewDue
@@ -129,6 +129,8 @@ class SessionOwnership:
         open_turns = (turn_id for turn_id, _ in actor.open_turns.snapshot())
         for failed in not_owner_failures(actor.session_id, why, host.state, host.alive, host.stash, open_turns):
             actor.hub.publish(failed)
+        if host.alive:  # its running and queued turns fail (503, retry), none starts; their writes are refused
+            host.stop_turn(lost_mid_turn(actor.session_id, why), failed="not_owner")
         if host.state is None:  # turns asked before the load: their callers heard it now (503, retry)
             host.stash.clear()
         actor.stop()

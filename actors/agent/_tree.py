@@ -35,7 +35,7 @@ def agent_specs(store_file: str | Path, deps: SessionDeps, platforms: Mapping[st
     pools = PoolOptions(store_file=str(store_file), store_path=deps.store_path)
     memory = memory_spec(deps.memory, deps.home, deps.tool_settings.memory, Path(store_file), store_path=deps.store_path)
     return [
-        ChildSpec(id="store", actor=StoreWriter, args=(str(store_file),)),
+        ChildSpec(id="store", actor=StoreWriter, args=(str(store_file),), kwargs={"lock_hold": deps.node.lock_hold} if deps.node is not None else {}),
         credential_specs(pool_specs(deps), pools),
         memory,
         ChildSpec(id="sessions", actor=DynamicSupervisor, args=(template,), kwargs={"intensity": SESSIONS_INTENSITY}),

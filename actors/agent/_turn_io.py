@@ -85,6 +85,16 @@ class Cancel(Input, frozen=True, kw_only=True):
     """Only this turn (running or queued); empty: the running one."""
 
 
+class Stop(Input, frozen=True, kw_only=True):
+    """This incarnation stops (shutdown, or the node lost the session): the running turn and
+    every queued one end now and nothing starts after them (a queued turn started by a stopping
+    incarnation would never be answered). They end cancelled with ``reason``, or, with
+    ``failed``, as failures of that kind (``not_owner``: another node serves the session; retry)."""
+
+    reason: str
+    failed: str = ""
+
+
 class TimerFired(Input, frozen=True, kw_only=True):
     token: Token
 
@@ -95,7 +105,7 @@ class Resume(Input, frozen=True, kw_only=True):
     turn_id: str
 
 
-MachineInput = UserInput | Persisted | PersistFailed | ModelReplied | ModelFailed | ToolDone | Cancel | TimerFired | Resume
+MachineInput = UserInput | Persisted | PersistFailed | ModelReplied | ModelFailed | ToolDone | Cancel | Stop | TimerFired | Resume
 
 
 # -- effects ---------------------------------------------------------------------------------

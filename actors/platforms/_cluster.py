@@ -243,21 +243,30 @@ class ClusterRouter:
         """Forward, and give up as soon as the owner stops holding the session: a stopped node
         still accepts connections (the kernel does) and would hold the request for ever. The
         store is read again when the owner's lease ends or its heartbeat lapses, as of the last
-        read (``forward_until``); a live owner has renewed both by then."""
+        read (``forward_until``); a live owner has renewed both by then. A store that cannot be
+        read is tried again every third of a ttl, for one ttl: past it nobody can say the owner
+        still holds the session, and the forward is given up too (503, retry)."""
         assert self.client is not None
-        lost: list[Location | None] = []
-        """Set when the watch gives the forward up: where the store says the session is now."""
+        lost: list[Location | str | None] = []
+        """Set when the watch gives the forward up: where the store says the session is now (a
+        string: why the store could not say)."""
 
         async def watch(scope: trio.CancelScope) -> None:
-            reroute_in = found.reroute_in
+            reroute_in, unread_since = found.reroute_in, math.inf
             while True:
                 await trio.sleep(max(0.0, reroute_in))
                 try:
                     again = await trio.to_thread.run_sync(_read, self.store_file, key[0], key[1], self.node.node_id, self.node.lease_ttl)
-                except Exception as exc:  # the store is unreachable: keep waiting for the owner's answer
+                except Exception as exc:  # the store is unreachable: wait for the owner's answer a while
                     log.warning("cluster: re-reading the owner of session %s failed: %s", found.session_id, exc)
-                    reroute_in = self.node.renew_every
-                    continue
+                    unread_since = min(unread_since, trio.current_time())
+                    if trio.current_time() - unread_since < self.node.lease_ttl:
+                        reroute_in = self.node.renew_every
+                        continue
+                    lost.append(f"this node could not read the store for {self.node.lease_ttl:g} s ({type(exc).__name__}: {exc})")
+                    scope.cancel()
+                    return
+                unread_since = math.inf
                 if again is not None and isinstance(again.location, Forward) and again.location.node_id == owner:
                     reroute_in = again.reroute_in
                     continue
@@ -275,6 +284,9 @@ class ClusterRouter:
             nursery.cancel_scope.cancel()
         if failed is not None:
             raise failed
+        if lost and isinstance(lost[0], str):
+            msg = f"node {owner!r} owns this session, and {lost[0]}: whether it still does is unknown; retry the request"
+            raise HttpError(503, msg, type="server_error", code="store_unavailable", headers={"retry-after": "1"})
         if lost:
             why = "its heartbeat stopped" if isinstance(lost[0], TakeOver) else "its lease ended"
             raise HttpError(

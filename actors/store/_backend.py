@@ -58,12 +58,13 @@ def apply_write(db: Connection, apply: Callable[[Any, C], T], command: C) -> T:
     return db.in_savepoint(lambda: apply(db, command))
 
 
-def open_store_writer(location: str, *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL") -> Connection:
-    """``_schema.open_writer`` for a file, or the Postgres writer connection for a URL."""
+def open_store_writer(location: str, *, busy_timeout: float = 2.0, synchronous: Synchronous = "NORMAL", lock_hold: float | None = None) -> Connection:
+    """``_schema.open_writer`` for a file, or the Postgres writer connection for a URL
+    (``lock_hold``: see ``open_pg_writer``; a file needs none, its locks end with the process)."""
     if is_database_url(location):
         from ._pg_schema import open_pg_writer
 
-        return open_pg_writer(location, busy_timeout=busy_timeout)
+        return open_pg_writer(location, busy_timeout=busy_timeout, lock_hold=lock_hold)
     return open_writer(location, busy_timeout=busy_timeout, synchronous=synchronous)
 
 

@@ -33,7 +33,8 @@ IDLE_IN_TRANSACTION_TIMEOUT = 5.0
 it ends that session (``idle_in_transaction_session_timeout``). The writer never waits between
 the statements of a batch, so only a stopped process (SIGSTOP, a frozen VM) trips it; without it
 such a node's open transaction keeps its row locks — a session's lease row among them — and every
-other node's lease statement on that row fails after the lock timeout until it resumes."""
+other node's lease statement on that row fails after the lock timeout until it resumes. A
+cluster node's writer uses less when its lease ttl is short (``NodeIdentity.lock_hold``)."""
 """Seconds to reach the server before a clear error (host:port, what to check)."""
 
 

@@ -79,14 +79,17 @@ def postgres_ddl() -> tuple[str, ...]:
     return tuple(out)
 
 
-def open_pg_writer(url: str, *, busy_timeout: float = 2.0) -> PgConnection:
-    """Connect to ``url`` for writing, creating the layout on an empty database.
+def open_pg_writer(url: str, *, busy_timeout: float = 2.0, lock_hold: float | None = None) -> PgConnection:
+    """Connect to ``url`` for writing, creating the layout on an empty database. ``lock_hold``:
+    the seconds the server lets this connection sit idle inside a transaction before it ends it
+    (None: ``IDLE_IN_TRANSACTION_TIMEOUT``); a cluster node passes less than its lease ttl.
 
     Raises:
         StoreError: psycopg missing, or the server unreachable.
         SchemaVersionError: the database holds another layout or version.
     """
-    db = connect(url, lock_timeout=busy_timeout, idle_in_transaction=IDLE_IN_TRANSACTION_TIMEOUT)  # a stopped node frees its row locks
+    idle = IDLE_IN_TRANSACTION_TIMEOUT if lock_hold is None else lock_hold
+    db = connect(url, lock_timeout=busy_timeout, idle_in_transaction=idle)  # a stopped node frees its row locks
     try:
         db.execute("BEGIN")
         try:

@@ -205,6 +205,9 @@ class StoreWriter(Actor[StoreWriterInbox]):
             power loss may undo the last ones) or ``"FULL"`` (an fsync per commit).
         clock: the store's clock for leases and fences (Unix seconds); None: this machine's
             for a file, the database server's for Postgres (``_lease_rows.store_now``).
+        lock_hold: Postgres: seconds the server lets this writer sit idle inside a transaction
+            (only a stopped process does) before it ends it, freeing its row locks; None:
+            ``_pg.IDLE_IN_TRANSACTION_TIMEOUT``. A cluster node gives ``NodeIdentity.lock_hold``.
     """
 
     def __init__(
@@ -216,6 +219,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
         busy_timeout: float = 2.0,
         synchronous: Synchronous = "NORMAL",
         clock: Callable[[], float] | None = None,
+        lock_hold: float | None = None,
     ) -> None:
         super().__init__()
         self._now: Clock = (lambda _db: clock()) if clock is not None else store_now
@@ -230,6 +234,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
         """``time.monotonic()`` at the open batch's first write."""
         self._busy_timeout = busy_timeout
         self._synchronous: Synchronous = synchronous
+        self._lock_hold = lock_hold
         self._db: Connection | None = None
         self._broken = False
         self._pending: list[tuple[Any, Message, int]] = []
@@ -246,7 +251,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
     # -- lifecycle ---------------------------------------------------------------------
 
     def started(self) -> None:
-        self._db = open_store_writer(self._location, busy_timeout=self._busy_timeout, synchronous=self._synchronous)
+        self._db = open_store_writer(self._location, busy_timeout=self._busy_timeout, synchronous=self._synchronous, lock_hold=self._lock_hold)
 
     def receive(self, message: StoreWriterInbox) -> Any:
         result: Any = None

@@ -8,6 +8,7 @@ hour ahead, so node-a's live lease is a lapsed one to it (a takeover without wai
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -15,13 +16,13 @@ import pytest
 
 from actors.agent import ConfigError
 from actors.agent._node import NodeIdentity, cluster_health
-from actors.chaos import ModelServer, TextReply
+from actors.chaos import ModelServer, ScriptedCall, TextReply, ToolCallsReply
 from actors.config import load_config
 from actors.platforms._runtime_deps import Platform, configured_deps
 from actors.store._backend import open_store_reader
 from actors.store._lease_rows import read_lease
 from protocols._leases import AcquireLease, LeaseGranted, LeaseRecord
-from protocols._session import TurnCompleted, TurnFailed
+from protocols._session import ToolStarted, TurnCancelled, TurnCompleted, TurnFailed, TurnQueued, TurnStarted
 from supervisor import ChildSpec
 from tests.agent.session_kit import start_kit, until
 from tests.config.test_applied_sections import home_with
@@ -120,5 +121,39 @@ def test_a_turn_asked_of_a_session_another_node_holds_fails_at_once_with_not_own
         failed = until(probe, (TurnCompleted, TurnFailed))[-1]
         assert isinstance(failed, TurnFailed) and failed.kind == "not_owner" and failed.turn_id == "turn-1" and "node-b" in failed.error
         assert kit.transcript("s4") == []
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_a_session_that_loses_its_lease_mid_turn_fails_the_running_and_the_queued_turn_with_not_owner(
+    tmp_path: Path, model_server: ModelServer, start_runtime: StartRuntime
+) -> None:
+    """node-a runs a turn (a tool sleeping) with a second one queued behind it; node-b takes the
+    session over. At node-a's next renewal (refused), both turns fail ``not_owner`` (503, retry
+    elsewhere) at once: neither is "cancelled by a shutdown", and the queued one does not start
+    in an incarnation that is stopping (where nothing would ever answer it)."""
+    store_file = tmp_path / "state.db"
+    kit = start_kit(store_file, model_server, node=NodeIdentity(node_id="node-a", lease_ttl=1.5))
+    try:
+        model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": "sleep 30"})),))], session="s3")
+        probe = kit.subscribe("s3")
+        kit.start_turn("s3", "run it", turn_id="turn-1")
+        until(probe, ToolStarted)
+        kit.start_turn("s3", "and then this", turn_id="turn-2", policy="queue")
+        until(probe, TurnQueued)
+
+        node_b = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(store_file,), kwargs={"clock": lambda: time.time() + 3600})])
+        replies = Replies()
+        node_b.lookup("/store").tell(AcquireLease(session_id="s3", node_id="node-b", ttl=600.0, reply_to=replies))
+        assert isinstance(replies.get(), LeaseGranted)
+
+        ended: dict[str, object] = {}
+        while len(ended) < 2:
+            event = until(probe, (TurnCompleted, TurnFailed, TurnCancelled, TurnStarted))[-1]
+            assert not isinstance(event, TurnStarted), f"a turn started in the incarnation that lost the session: {event}"
+            ended[event.turn_id] = event
+        for turn_id in ("turn-1", "turn-2"):
+            failed = ended[turn_id]
+            assert isinstance(failed, TurnFailed) and failed.kind == "not_owner" and "lost session 's3'" in failed.error, failed
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)

@@ -21,6 +21,7 @@ from actors.agent._machine import (
     PersistFailed,
     RunTool,
     StartTimer,
+    Stop,
     TimerFired,
     ToolDone,
     UserInput,
@@ -150,6 +151,28 @@ def test_cancel_during_tools_cancels_them_settles_the_transcript_and_ignores_lat
     assert sanitize(driver.state.transcript)[1] == 0
     assert driver.feed(ToolDone(call_id="a", content="late")) == []
     assert driver.state.transcript[-1].content == CANCELLED
+
+
+def test_a_stop_ends_the_running_and_the_queued_turns_and_starts_none() -> None:
+    """A stopping incarnation (shutdown, a lost lease) answers every turn it holds; a queued turn
+    it started would never be answered. Cancelled, or failed with the kind given."""
+    for failed in ("", "not_owner"):
+        driver = Driver()
+        model = start(driver)
+        reply_with_calls(driver, model.token, (call("a", "terminal", '{"command": "sleep 30"}'),))
+        queued = driver.feed(UserInput(turn_id="t2", text="and then", now=1.0)) + driver.feed(UserInput(turn_id="t3", text="later", now=1.0))
+        assert all(isinstance(e, TurnQueued) for e in events(queued)) and [q.turn_id for q in driver.state.queued] == ["t2", "t3"]
+        effects = driver.feed(Stop(reason="node-b took it", failed=failed, now=2.0))
+        ended = events(effects)
+        assert [e.turn_id for e in ended] == ["t1", "t2", "t3"]
+        if failed:
+            assert all(isinstance(e, TurnFailed) and e.kind == "not_owner" and e.error == "node-b took it" for e in ended), ended
+        else:
+            assert all(isinstance(e, TurnCancelled) and e.reason == "node-b took it" for e in ended), ended
+        assert CancelTool(call_id="a") in effects and driver.of(CallModel, effects) == [] and not any(isinstance(e, TurnStarted) for e in ended)
+        assert driver.state.turn is None and driver.state.queued == ()
+        assert driver.state.transcript[-1].role == "tool" and sanitize(driver.state.transcript)[1] == 0  # the call has its one result
+        assert driver.feed(ToolDone(call_id="a", content="late")) == []
 
 
 def test_cancel_during_the_model_call_cancels_the_stream() -> None:

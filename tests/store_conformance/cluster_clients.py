@@ -48,6 +48,8 @@ class Ledger:
     """Sessions whose client sent all its turns."""
     pending: dict[str, str] = dataclasses.field(default_factory=dict)
     """Per turn, the attempt on its way (where, what, since when), for a failure's message."""
+    tries: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """Per turn, each refused attempt (where, when, why), for a failure's message."""
     unanswered: list[str] = dataclasses.field(default_factory=list)
     """Turns no node answered within ``TURN_DEADLINE`` (a violation; the client went on to its next turn)."""
     late: list[str] = dataclasses.field(default_factory=list)
@@ -130,9 +132,11 @@ async def ask_turn(client: httpx.AsyncClient, ledger: Ledger, ports: RoundRobin,
                 ledger.changed()
                 return
             ledger.refused[why] += 1
+            ledger.tries.setdefault(label, []).append(f"{text!r} to {base} at {time.time():.2f}: {why}")
             if wait:
                 waited = await wait_to_retry(ports.watch, session, ports.ttl, wait, again=not waited)
-    ledger.unanswered.append(f"{label} not answered within {TURN_DEADLINE} s (the last attempt: {ledger.pending[label]})")
+    earlier = "; ".join(ledger.tries.get(label, [])) or "none"
+    ledger.unanswered.append(f"{label} not answered within {TURN_DEADLINE} s (the last attempt: {ledger.pending[label]}; refused before: {earlier})")
 
 
 async def run_session(client: httpx.AsyncClient, ledger: Ledger, ports: RoundRobin, session: str, *, turns: int, stop: trio.Event) -> None:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import time
 
+import psycopg
+
 from actors.agent._node import NodeIdentity
 from actors.chaos import ModelServer, TextReply
 from actors.store._pg import IDLE_IN_TRANSACTION_TIMEOUT
@@ -79,3 +81,31 @@ def test_a_session_whose_lease_row_a_paused_node_locks_is_answered_and_taken_ove
         assert "from node-a" not in contents and contents[-1] == "node-b answers", contents
     finally:
         assert node_b.runtime.stop(timeout=DEADLINE)
+
+
+def test_a_cluster_node_s_writer_frees_its_row_locks_within_a_third_of_its_lease_ttl(postgres: PostgresServer, start_runtime: StartRuntime) -> None:
+    """With a 3 s ttl, a node stopped mid-batch must not keep a lease row locked for the server's
+    default 5 s: another node's renewals (every 1 s) would wait on it past its own lease. The
+    writer asks for ``NodeIdentity.lock_hold`` (1 s here): a statement that waits at most 3 s
+    for the row gets it, where the default would have kept it locked longer."""
+    url = postgres.new_database()
+    node = NodeIdentity(node_id="node-a", lease_ttl=3.0)
+    assert node.lock_hold == 1.0 and NodeIdentity(node_id="n", lease_ttl=60.0).lock_hold == IDLE_IN_TRANSACTION_TIMEOUT
+    paused = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(url,), kwargs={"lock_hold": node.lock_hold})])
+    store, replies = paused.lookup("/store"), Replies()
+    store.tell(AcquireLease(session_id="s1", node_id="node-a", ttl=600.0, token="a", reply_to=replies))
+    granted = replies.get()
+    assert isinstance(granted, LeaseGranted)
+    first = hold(store)
+    fence = Fence(node_id="node-a", epoch=granted.epoch)
+    store.tell(CreateSession(session_id="s1", source="api", fence=fence, token="c", reply_to=replies))  # reads s1's lease row FOR SHARE
+    stopped = Hold()
+    store.tell(stopped)
+    first.release.set()
+    assert stopped.held.wait(DEADLINE)  # the writer is parked inside its open transaction
+    try:
+        with psycopg.connect(url, autocommit=True, connect_timeout=5, options="-c lock_timeout=3000") as other:
+            row = other.execute("SELECT epoch FROM leases WHERE session_id = 's1' FOR UPDATE").fetchone()
+        assert row == (granted.epoch,)
+    finally:
+        stopped.release.set()

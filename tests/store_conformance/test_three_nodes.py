@@ -194,8 +194,9 @@ async def test_three_nodes_survive_a_killed_and_a_paused_node_with_every_turn_se
         stopped = stop_node(paused) + stop_node(survivor)
         phase(began, "node-2 and node-3 stopped")
         internal = [error for server in servers.values() for error in server.internal_errors]
-        for node in nodes.values():
-            (tmp_path / f"{node.name}.log").write_text("".join(node.output))
+        logs = {node.name: "".join(node.output) for node in nodes.values()}
+        for name, text in logs.items():
+            (tmp_path / f"{name}.log").write_text(text)
 
     acknowledged = set(ledger.acknowledged)
     readable = {s: rows for s, rows in api.items() if rows is not None}
@@ -237,6 +238,15 @@ async def test_three_nodes_survive_a_killed_and_a_paused_node_with_every_turn_se
     assert user_messages_stored_once(planted, ledger.sent, acknowledged), "the duplicate planted in a copy of the rows was not caught"
     assert expiries, "node-1 held no live lease when it was killed: the takeover was not exercised"
     assert in_flight, "node-2 had no running turn when it was stopped: the fences were not exercised"
-    assert not any(violations.values()), f"the nodes' output: {tmp_path}/node-*.log\n" + "\n".join(
-        f"{check}: {line}" for check, found in violations.items() for line in found[:10]
+    assert not any(violations.values()), (
+        f"the nodes' output: {tmp_path}/node-*.log\n"
+        + "\n".join(f"{check}: {line}" for check, found in violations.items() for line in found[:10])
+        + _log_lines(logs, ledger.unanswered)
     )
+
+
+def _log_lines(logs: dict[str, str], unanswered: list[str]) -> str:
+    """What each node logged about the sessions of unanswered turns (a CI run's tmp dir is gone when it is read)."""
+    sessions = {line.split()[0] for line in unanswered}
+    found = [f"{name}: {line}" for name, text in logs.items() for line in text.splitlines() if any(s in line for s in sessions)]
+    return "".join(f"\n    {line}" for line in found[:60])
