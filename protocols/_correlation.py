@@ -22,7 +22,7 @@ session's own writes: recovery (``recover``), a client's history (``seed``), its
 and the write of the segment it leaves (``segment``)."""
 
 
-class Token(msgspec.Struct, frozen=True, kw_only=True, cache_hash=True):
+class Token(msgspec.Struct, frozen=True, kw_only=True, cache_hash=True, gc=False):
     """One piece of work of a session (frozen, hashable, encodable)."""
 
     step: Step

@@ -9,7 +9,7 @@ from ._base import Message
 Role = Literal["system", "user", "assistant", "tool"]
 
 
-class ToolCall(Message, frozen=True, kw_only=True):
+class ToolCall(Message, frozen=True, kw_only=True, gc=False):
     """One function call requested by the model in an assistant message."""
 
     id: str
@@ -18,7 +18,7 @@ class ToolCall(Message, frozen=True, kw_only=True):
     """The arguments exactly as the model sent them (a JSON object as text, maybe malformed)."""
 
 
-class ChatMessage(Message, frozen=True, kw_only=True):
+class ChatMessage(Message, frozen=True, kw_only=True, gc=False):
     """One transcript entry (system / user / assistant with tool_calls / tool result)."""
 
     role: Role

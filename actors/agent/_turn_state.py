@@ -25,13 +25,13 @@ from ._turn_io import UserInput
 # is on the Turn itself.
 
 
-class PersistingUser(msgspec.Struct, frozen=True, kw_only=True, tag="persist_user"):
+class PersistingUser(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="persist_user"):
     """The opening (a user message, or a client's tool results) is being committed."""
 
     token: Token
 
 
-class Calling(msgspec.Struct, frozen=True, kw_only=True, tag="model"):
+class Calling(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="model"):
     """A model call runs."""
 
     token: Token
@@ -43,7 +43,7 @@ class Calling(msgspec.Struct, frozen=True, kw_only=True, tag="model"):
     """What failed the previous attempt when it benched a key (said again if no key is left)."""
 
 
-class BackingOff(msgspec.Struct, frozen=True, kw_only=True, tag="backoff"):
+class BackingOff(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="backoff"):
     """A model call failed and is retried when the timer ``token`` fires."""
 
     token: Token
@@ -51,13 +51,13 @@ class BackingOff(msgspec.Struct, frozen=True, kw_only=True, tag="backoff"):
     extra: tuple[ChatMessage, ...] = ()
 
 
-class PersistingCalls(msgspec.Struct, frozen=True, kw_only=True, tag="persist_calls"):
+class PersistingCalls(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="persist_calls"):
     """The assistant message with tool calls is being committed (write-ahead: no tool runs before)."""
 
     token: Token
 
 
-class RunningTools(msgspec.Struct, frozen=True, kw_only=True, tag="tools"):
+class RunningTools(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="tools"):
     """A group of tool calls runs; the other groups wait their turn."""
 
     groups: tuple[tuple[str, ...], ...]
@@ -67,7 +67,7 @@ class RunningTools(msgspec.Struct, frozen=True, kw_only=True, tag="tools"):
     """Each planned call's arguments, parsed once."""
 
 
-class PersistingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="persist_answer"):
+class PersistingAnswer(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="persist_answer"):
     """The final answer (or the end of a turn that pauses for the client's tools) is being committed."""
 
     token: Token
@@ -76,7 +76,7 @@ class PersistingAnswer(msgspec.Struct, frozen=True, kw_only=True, tag="persist_a
     """The client's calls the turn ends with (``pause_for_client``)."""
 
 
-class Compressing(msgspec.Struct, frozen=True, kw_only=True, tag="compress"):
+class Compressing(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="compress"):
     """The model summarises the middle of the conversation (``plan``) before the next call."""
 
     token: Token
@@ -85,7 +85,7 @@ class Compressing(msgspec.Struct, frozen=True, kw_only=True, tag="compress"):
     """The model asked for the summary (empty: the session's own)."""
 
 
-class PersistingSegment(msgspec.Struct, frozen=True, kw_only=True, tag="persist_segment"):
+class PersistingSegment(msgspec.Struct, frozen=True, kw_only=True, gc=False, tag="persist_segment"):
     """The compressed conversation is being committed as the session's next segment."""
 
     token: Token
@@ -99,7 +99,7 @@ Committing = PersistingUser | PersistingCalls | PersistingAnswer | PersistingSeg
 """The phases that wait for the commit of their ``token``."""
 
 
-class Turn(msgspec.Struct, frozen=True, kw_only=True):
+class Turn(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     turn_id: str
     phase: Phase
     deadline: float
@@ -138,7 +138,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     """Set on a ``/compress`` turn (the topic; empty for none): one forced pass, no model answer."""
 
 
-class SessionState(msgspec.Struct, frozen=True, kw_only=True):
+class SessionState(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     session_id: str
     system_prompt: str
     transcript: tuple[ChatMessage, ...] = ()
