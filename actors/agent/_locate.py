@@ -24,6 +24,7 @@ owner still accepts connections, and would hold the request for ever).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 from protocols._leases import LeaseRecord, NodeRecord
@@ -94,3 +95,11 @@ def forward_until(lease: LeaseRecord, owner: NodeRecord, ttl: float) -> float:
     A live owner renews and beats before then (every third of the ttl), so reading the store
     again then finds it still the owner; a stopped one is found gone at once."""
     return min(lease.expires_at, owner.heartbeat_at + ttl)
+
+
+def retry_unreachable(reroute_in: float, ttl: float) -> int:
+    """Retry-After (whole seconds, at least 1) for a request whose owner could not be reached
+    ``reroute_in`` seconds before its ``forward_until``: until then no other node may take the
+    session, so a retry sooner is refused again; at most a third of the ttl (a restarted owner
+    has beaten again by then and serves it)."""
+    return max(1, math.ceil(min(reroute_in, ttl / 3)))

@@ -19,7 +19,6 @@ import uuid
 from typing import Any
 
 from actors import Actor, HermesError, WaitHandle
-from actors.memory import system_prompt_blocks
 from actors.store import store_address
 from protocols import KeyLeased, LeaseKey, ReportKey, WaitFinished
 from protocols._session import AnswerClarification, RefreshSettings, ResolveApproval, SessionEvent, SessionInbox, Subscribe, Unsubscribe
@@ -29,7 +28,7 @@ from ._approvals import ApprovalGate
 from ._clarify import Clarifier
 from ._delegation import Delegation, SessionOverrides
 from ._deps_table import DepsTable, deps_for
-from ._loading import as_loaded, build_system_prompt, load_with_retry
+from ._loading import as_loaded, build_system_prompt
 from ._machine import CallModel, RunTool, SessionState
 from ._providers import Providers
 from ._session_calls import SessionCalls
@@ -38,7 +37,7 @@ from ._session_deps import SessionDeps, child_deps
 from ._session_events import SessionEvents
 from ._session_events_core import HOOKED_COMMANDS
 from ._session_host import SessionHost
-from ._session_ownership import SessionOwnership
+from ._session_ownership import SessionOwnership, start_load
 from ._session_port import HostConfig, StoreDiverged, Write
 from ._session_timers import IdleTimer, Timer
 from ._tools import Workspace
@@ -102,10 +101,7 @@ class SessionActor(Actor[SessionInbox | Timer]):
             case Unsubscribe(subscriber=subscriber):
                 self.hub.unsubscribe(subscriber)
             case StoreStatistics() if self.host.state is None:
-                deps = self.deps
-                recall = functools.partial(system_prompt_blocks, self.registry, deps.memory)
-                read = (deps.open_reader, self.session_id, deps.home, deps.workdir, deps.tool_settings.memory, recall)
-                self.start_wait(load_with_retry, *read, tag="load", timeout=deps.load_timeout)
+                start_load(self)
             case WaitFinished(tag="load"):
                 self.host.receive(self.loaded(message))
             case WaitFinished(tag="review"):

@@ -1,7 +1,7 @@
 """Cluster mode: a session actor's lease on its session, and the fence on its writes.
 
 With a ``NodeIdentity`` in ``SessionDeps.node``, a session acquires its lease before it loads
-(the grant, told after its commit, starts the load; a takeover of a dead holder settles what it
+(the grant, told after its commit, starts the load at once; a takeover of a dead holder settles what it
 left open first), renews it every third of its ttl (``LeaseRenewDue``), fences every write,
 stops without restart when the lease is refused or a write of it is fenced, and releases it when
 it stops in order. :class:`SessionOwnership` executes that for one incarnation; the decisions are
@@ -10,15 +10,18 @@ in ``_ownership_core``. Without a node (one ``hermes serve``) it sends nothing a
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from actors.memory import system_prompt_blocks
 from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused, ReleaseLease, RenewLease
 from protocols._store import GetStoreStatistics, StoreFailed
 
+from ._loading import load_with_retry
 from ._node import LeaseLapsed
 from ._ownership_core import Lease, after_failed, granted, lapsed, lost_mid_turn, not_owner_failures, rejections, renews, to_release, write_fence
 from ._sanitize import INTERRUPTED_RESULT
@@ -31,6 +34,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 LeaseMessage = LeaseGranted | LeaseRefused | LeaseRenewDue
+
+
+def start_load(actor: SessionActor) -> None:
+    """Read the session from the store (every write the actor told the writer before now is committed)."""
+    deps, recall = actor.deps, functools.partial(system_prompt_blocks, actor.registry, actor.deps.memory)
+    actor.start_wait(
+        load_with_retry, deps.open_reader, actor.session_id, deps.home, deps.workdir, deps.tool_settings.memory, recall, tag="load", timeout=deps.load_timeout
+    )
 
 
 class SessionOwnership:
@@ -88,8 +99,13 @@ class SessionOwnership:
                 first = self.lease.fence is None
                 self.lease = granted(self.lease, node.node_id, epoch, node.lease_ttl)
                 actor.send_after(node.renew_every, LeaseRenewDue())
-                if first:  # every write told before the grant is committed: load now
-                    actor.store.tell(GetStoreStatistics(reply_to=actor.actor_ref))
+                if first and actor.host.state is None:
+                    # The grant is told after the commit of the batch holding the acquire, and
+                    # the writer takes commands in order: whatever this session (or a crashed
+                    # incarnation of it) told it before the acquire is committed too. Load now:
+                    # a barrier through the writer's queue here waited behind every write queued
+                    # there (200 takeovers at once: seconds).
+                    start_load(actor)
             case LeaseRefused(reason=reason):
                 for rejected in rejections(actor.session_id, actor.host.stash, message.owner, message.expires_at, time.time(), node.lease_ttl):
                     actor.publish(rejected)

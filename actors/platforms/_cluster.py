@@ -37,7 +37,7 @@ import trio
 
 from actors.agent import ConfigError
 from actors.agent._heartbeat import ClusterView, NodeBeats
-from actors.agent._locate import Forward, Local, Location, TakeOver, Unavailable, forward_until, locate
+from actors.agent._locate import Forward, Local, Location, TakeOver, Unavailable, forward_until, locate, retry_unreachable
 from actors.agent._node import NodeIdentity
 from actors.config import HermesConfig
 from protocols._leases import LeaseRecord, NodeRecord
@@ -275,6 +275,7 @@ class ClusterRouter:
                 return
 
         failed: HttpError | None = None
+        began = trio.current_time()
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch, nursery.cancel_scope)
             try:
@@ -283,6 +284,8 @@ class ClusterRouter:
                 failed = exc
             nursery.cancel_scope.cancel()
         if failed is not None:
+            if failed.code == "owner_unreachable":  # a retry before the owner may be taken over is refused again
+                failed.headers["retry-after"] = str(retry_unreachable(found.reroute_in - (trio.current_time() - began), self.node.lease_ttl))
             raise failed
         if lost and isinstance(lost[0], str):
             msg = f"node {owner!r} owns this session, and {lost[0]}: whether it still does is unknown; retry the request"

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import apsw
@@ -169,6 +169,44 @@ def renew_lease(db: Connection, c: RenewLease, clock: Clock) -> tuple[Message, i
         return _refused(c, decided), 0
     _store(db, decided)
     return LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token), 0
+
+
+def renew_leases(db: Connection, renewals: Sequence[RenewLease]) -> tuple[list[tuple[RenewLease, Message]], list[RenewLease]]:
+    """Renewals waiting in one batch, in two statements on Postgres with the server's clock
+    (the rows locked ``FOR UPDATE SKIP LOCKED`` with the clock read above them, then one
+    ``UPDATE`` of every granted row), each decided by ``decide_renew`` as :func:`renew_lease`
+    would. Returns the answered renewals, and those left for :func:`renew_lease` one by one:
+    a row another transaction holds (it is waited for there, as ever) or none at all."""
+    ids = sorted({c.session_id for c in renewals})
+    rows: list[Any] = db.execute(
+        "SELECT session_id, node_id, epoch, expires_at, extract(epoch FROM clock_timestamp()) FROM"
+        " (SELECT session_id, node_id, epoch, expires_at FROM leases WHERE session_id = ANY(?) ORDER BY session_id FOR UPDATE SKIP LOCKED) AS locked",
+        (ids,),
+    ).fetchall()
+    found = {str(r[0]): (LeaseRecord(session_id=str(r[0]), node_id=str(r[1]), epoch=int(r[2]), expires_at=float(r[3])), float(r[4])) for r in rows}
+    answered: list[tuple[RenewLease, Message]] = []
+    left: list[RenewLease] = []
+    renewed: dict[str, float] = {}
+    for c in renewals:
+        held = found.get(c.session_id)
+        if held is None or not held[0].node_id:
+            left.append(c)
+            continue
+        current, now = held
+        if c.session_id in renewed:  # a second renewal of one session in the batch sees the first's
+            current = LeaseRecord(session_id=c.session_id, node_id=current.node_id, epoch=current.epoch, expires_at=renewed[c.session_id])
+        decided = decide_renew(current, c.session_id, c.node_id, c.epoch, now, c.ttl)
+        if isinstance(decided, Refusal):
+            answered.append((c, _refused(c, decided)))
+            continue
+        renewed[c.session_id] = decided.expires_at
+        answered.append((c, LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token)))
+    if renewed:
+        db.execute(
+            "UPDATE leases SET expires_at = v.expires_at FROM unnest(?::text[], ?::double precision[]) AS v(session_id, expires_at) WHERE leases.session_id = v.session_id",
+            (list(renewed), list(renewed.values())),
+        )
+    return answered, left
 
 
 def release_lease(db: Connection, c: ReleaseLease, clock: Clock) -> tuple[Message, int]:

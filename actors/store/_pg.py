@@ -110,6 +110,9 @@ class PgConnection:
         self._unreleased: str | None = None
         """An outermost write's SAVEPOINT left open after it succeeded: the next write's start
         releases it in the same round trip as it opens its own, and COMMIT ends it anyway."""
+        self._opening: tuple[str, ...] = ()
+        """The open write's SAVEPOINT statements not sent yet: they go with its first statement,
+        in one round trip (psycopg's pipeline mode)."""
 
     @property
     def in_transaction(self) -> bool:
@@ -125,13 +128,21 @@ class PgConnection:
     def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> PgCursor:
         if self._unreleased is not None and _ENDS_TRANSACTION.match(sql):
             self._unreleased = None  # the transaction's end takes its savepoints with it
+        opening, self._opening = self._opening, ()
         with _errors_as_apsw(self.name):
-            cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
+            if opening:
+                with self._conn.pipeline():  # the savepoint and this statement: one round trip
+                    for statement in opening:
+                        self._conn.execute(statement.encode())
+                    cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
+            else:
+                cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
             self._changes = max(cur.rowcount, 0)
             rows = cur.fetchall() if cur.description is not None else []
         return PgCursor(self, rows)
 
     def executemany(self, sql: str, sequence: Iterable[Sequence[Any]]) -> PgCursor:
+        self._send_opening()
         text = translate(sql)
         returning = " RETURNING " in text
         rows: list[tuple[Any, ...]] = []
@@ -152,30 +163,43 @@ class PgConnection:
         row = self.execute("SELECT to_regclass(?) IS NOT NULL", (table_name,)).fetchone()
         return bool(row and row[0])
 
+    def _send_opening(self) -> None:
+        """Send the open write's SAVEPOINT statements now (before a statement that cannot take them along)."""
+        opening, self._opening = self._opening, ()
+        with _errors_as_apsw(self.name):
+            for statement in opening:
+                self._conn.execute(statement.encode())
+
     def in_savepoint(self, apply: Callable[[], T]) -> T:
         """Run ``apply`` in a SAVEPOINT: if it raises, its statements are undone and the transaction goes on.
 
-        An outermost savepoint that succeeded is released by the next write's start, in one round
-        trip with that write's SAVEPOINT (two statements of one simple query), or by the
-        transaction's end: each write of a batch costs one round trip less.
+        The SAVEPOINT is sent with the write's first statement, in one round trip (pipeline mode);
+        an outermost savepoint that succeeded is released by the next write's start, in that same
+        round trip, or by the transaction's end: a write of a batch costs no round trip of its own
+        for its savepoint. A write that sends no statement opens none.
         """
+        self._send_opening()  # an enclosing write's, before this one's
         self._savepoints += 1
         name = f"write_{self._savepoints}"
         previous, self._unreleased = self._unreleased, None
-        if previous is not None and self._savepoints == 1 and self.in_transaction:
-            with _errors_as_apsw(self.name):
-                self._conn.execute(f"RELEASE SAVEPOINT {previous}; SAVEPOINT {name}".encode())  # no parameters: the simple protocol takes both
-        else:
-            self.execute(f"SAVEPOINT {name}")
+        released = previous is not None and self._savepoints == 1 and self.in_transaction
+        self._opening = (f"RELEASE SAVEPOINT {previous}", f"SAVEPOINT {name}") if released else (f"SAVEPOINT {name}",)
         try:
             result = apply()
         except BaseException:
-            self.execute(f"ROLLBACK TO SAVEPOINT {name}")
-            self.execute(f"RELEASE SAVEPOINT {name}")
+            if self._opening:  # nothing was sent: nothing to undo
+                self._opening = ()
+                self._unreleased = previous if released else None
+            else:
+                self.execute(f"ROLLBACK TO SAVEPOINT {name}")
+                self.execute(f"RELEASE SAVEPOINT {name}")
             raise
         finally:
             self._savepoints -= 1
-        if self._savepoints == 0:
+        if self._opening:  # it sent nothing: the earlier savepoint stays the one to release
+            self._opening = ()
+            self._unreleased = previous if released else None
+        elif self._savepoints == 0:
             self._unreleased = name
         else:
             self.execute(f"RELEASE SAVEPOINT {name}")

@@ -27,7 +27,12 @@ Cluster mode (issue 22): ``AcquireLease`` / ``RenewLease`` / ``ReleaseLease`` / 
 are writes like the others (``_lease_rows``), answered after their commit; a session write that
 carries a ``fence`` runs only if the fence is the session's live lease, checked in the same
 transaction (a stale one: ``StoreFailed(fenced=...)``, nothing written). A write without a
-fence is checked against nothing.
+fence is checked against nothing. On Postgres with the server's clock, the renewals of a batch
+wait for its end and are renewed together in two statements (``_lease_rows.renew_leases``: a
+node of 300 sessions renews 90 a second, one writer round trip or more each before), each
+answered as alone; a later write, acquire or release of a renewed session runs its renewal
+first, so each session's commands still run, and are answered, in the order it sent them
+(across sessions a renewal's answer may come after a later command's).
 
 Invariant: a reply is told only after the transaction holding the write has committed.
 Invariant: every write command gets exactly one reply (a success or ``StoreFailed``),
@@ -83,7 +88,7 @@ from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
 from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
-from ._lease_rows import Clock, Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, store_now
+from ._lease_rows import Clock, Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, renew_leases, store_now
 from ._pg import redact
 from ._schema import Synchronous
 from ._writes import (
@@ -245,6 +250,10 @@ class StoreWriter(Actor[StoreWriterInbox]):
         self._failures = 0
         self._messages = 0
         self._largest_batch = 0
+        self._renewals: list[RenewLease] = []
+        """Postgres: renewals waiting for the batch's end, renewed together (``_renew_deferred``)."""
+        self._renewing: set[str] = set()
+        """Their sessions: another write of one of them renews them first (its order kept)."""
         self._fenced: set[str] = set()
         """Sessions whose transcript write was refused: their next ones are refused too (see ReopenWrites)."""
 
@@ -290,6 +299,8 @@ class StoreWriter(Actor[StoreWriterInbox]):
                 self._write(message, delete_fact)
             case AcquireLease():
                 self._write(message, lambda db, c: acquire_lease(db, c, self._now))
+            case RenewLease() if self._now is store_now and is_database_url(self._location):
+                self._defer_renewal(message)
             case RenewLease():
                 self._write(message, lambda db, c: renew_lease(db, c, self._now))
             case ReleaseLease():
@@ -345,6 +356,8 @@ class StoreWriter(Actor[StoreWriterInbox]):
                 command, Rejected("an earlier write of this session was refused, and this one may build on it; the session reloads from the store first")
             )
             return
+        if self._renewing and getattr(command, "session_id", None) in self._renewing:
+            self._renew_deferred()  # this session's renewal before its next write, as they came
         db = self._connection()
         if self._batch_writes == 0:
             self._batch_began = time.monotonic()
@@ -363,9 +376,39 @@ class StoreWriter(Actor[StoreWriterInbox]):
             return
         self._pending.append((command.reply_to, reply, rows))
 
+    def _defer_renewal(self, command: RenewLease) -> None:
+        if self._batch_writes == 0:
+            self._batch_began = time.monotonic()
+        self._batch_writes += 1
+        self._renewals.append(command)
+        self._renewing.add(command.session_id)
+
+    def _renew_deferred(self) -> None:
+        """The renewals waiting in this batch, in two statements (``renew_leases``); a row another
+        transaction holds, or none, is renewed alone as ever (``renew_lease``, which waits for it)."""
+        renewals, self._renewals = self._renewals, []
+        self._renewing.clear()
+        if not renewals:
+            return
+        db = self._connection()
+        try:
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            answered, left = apply_write(db, renew_leases, renewals)
+        except Exception as exc:
+            if isinstance(exc, _BROKEN):
+                self._renewals = renewals  # answered failed with everything pending
+                self._break(exc)
+            log.warning("%s: renewing %d leases together failed, renewing each alone: %s", self.path, len(renewals), _describe(exc))
+            answered, left = [], renewals
+        for command, reply in answered:
+            self._pending.append((command.reply_to, reply, 0))
+        for command in left:
+            self._write(command, lambda db, c: renew_lease(db, c, self._now))
+
     def _maybe_flush(self) -> None:
         db = self._db
-        if db is None or self._broken or not (self._pending or db.in_transaction):
+        if db is None or self._broken or not (self._pending or self._renewals or db.in_transaction):
             return
         if commit_now(self._batch_writes, self._batch_cap, time.monotonic() - self._batch_began, self._batch_seconds, inbox_empty=self.actor_inbox.empty()):
             self._flush()
@@ -375,6 +418,8 @@ class StoreWriter(Actor[StoreWriterInbox]):
         db = self._db
         if db is None or self._broken:
             return
+        if self._renewals:
+            self._renew_deferred()
         self._batch_writes = 0
         if db.in_transaction:
             try:
@@ -421,7 +466,22 @@ class StoreWriter(Actor[StoreWriterInbox]):
             self._break(exc)
 
     def _fail_pending(self, why: str, *, retryable: bool) -> None:
-        """Tell everything pending now: queued failures as they are, uncommitted writes as failed."""
+        """Tell everything pending now: queued failures as they are, uncommitted writes as failed
+        (and renewals not yet run)."""
+        renewals, self._renewals = self._renewals, []
+        self._renewing.clear()
+        for renewal in renewals:
+            self._failures += 1
+            _tell(
+                renewal.reply_to,
+                StoreFailed(
+                    token=renewal.token,
+                    error=f"RenewLease for session {renewal.session_id!r} was not stored: {why}",
+                    command="RenewLease",
+                    session_id=renewal.session_id,
+                    retryable=retryable,
+                ),
+            )
         batch, self._pending = self._pending, []
         self._batch_writes = 0
         for reply_to, reply, _rows in batch:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hypothesis
 from hypothesis import strategies as st
 
-from actors.agent._locate import Forward, Local, TakeOver, Unavailable, forward_until, live_nodes, locate, node_is_live
+from actors.agent._locate import Forward, Local, TakeOver, Unavailable, forward_until, live_nodes, locate, node_is_live, retry_unreachable
 from protocols._leases import LeaseRecord, NodeRecord
 
 NODES = ("me", "b", "c")
@@ -68,3 +68,10 @@ def test_the_four_answers() -> None:
     assert isinstance(unreachable, Unavailable) and "advertise_address" in unreachable.reason and unreachable.retry_after == 4
     assert isinstance(locate(lease, {}, "me", NOW, TTL), Unavailable)  # held live by a node that never beat
     assert [n.node_id for n in live_nodes({**beat, "c": NodeRecord(node_id="c", address="", heartbeat_at=NOW - 7)}, NOW, TTL)] == ["b"]
+
+
+def test_an_unreachable_owner_is_retried_when_the_session_may_be_taken_over_at_most_a_third_of_a_ttl_later() -> None:
+    assert retry_unreachable(2.3, 10.0) == 3  # its lease or heartbeat ends in 2.3 s: retry then (whole seconds, rounded up)
+    assert retry_unreachable(0.2, 10.0) == 1 and retry_unreachable(-1.0, 10.0) == 1  # at least a second
+    assert retry_unreachable(25.0, 30.0) == 10  # a restarted owner beats again within a third of the ttl
+    assert retry_unreachable(float("inf"), 9.0) == 3
