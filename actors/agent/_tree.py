@@ -12,7 +12,6 @@ from typing import Any
 from actors.credentials import PoolOptions, credential_specs
 from actors.memory import memory_spec
 from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter, import_hermes_store, is_database_url, settle_interrupted
-from actors.store._kept_readers import KeptReaders
 from actors.store._owner import claim_store, refuse_beside_workers
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
@@ -48,11 +47,8 @@ def sessions_argument(deps: SessionDeps, platforms: Mapping[str, SessionDeps] | 
     return DepsTable(default=deps, platforms=dict(platforms)) if platforms else deps
 
 
-def reader_opener(store_file: str | Path) -> Callable[[], Any]:
-    """What ``SessionDeps.open_reader`` wants: opens a read-only connection to the store file
-    (a Postgres store's are kept per thread between loads: ``KeptReaders``)."""
-    if is_database_url(str(store_file)):
-        return KeptReaders(str(store_file))
+def reader_opener(store_file: str | Path) -> functools.partial[Any]:
+    """What ``SessionDeps.open_reader`` wants: opens a read-only connection to the store file."""
     return functools.partial(StoreReader, str(store_file))
 
 
