@@ -21,8 +21,6 @@ import msgspec
 from protocols import ChatMessage, Token, ToolCall
 from protocols._session import (
     BusyPolicy,
-    ModelFallback,
-    ModelRetrying,
     SessionEvent,
     TurnCancelled,
     TurnCompleted,
@@ -35,12 +33,13 @@ from protocols._session import (
 from protocols._store import TokenUsage, TurnMark
 
 from . import _machine_compress as compression
+from . import _machine_failures as failures
 from . import _machine_tools as tools
 from ._answer_format import answer_problem
 from ._compress import CompressionSettings
+from ._machine_failures import NO_KEY_MIN_WAIT
 from ._machine_tools import PREVIEW_CHARS
 from ._plan import ToolTraits
-from ._retry import ModelError, backoff_delay
 from ._sanitize import CANCELLED, sanitize, synthetic_result
 from ._tokens import DEFAULT_CONTEXT_WINDOW, RequestSize
 from ._turn_io import (
@@ -131,8 +130,6 @@ __all__ = [
 GRACE_INSTRUCTION = "You have used all tool calls this turn allows. Do not call tools. Summarise what you did, what you found, and what is left to do."
 FORMAT_INSTRUCTION = "Your answer was not accepted: {why}. Reply again with only the JSON the requested response format asks for, nothing before or after it."
 CONTINUE_INSTRUCTION = "Your answer was cut off by the output token limit. Continue exactly where it stopped, without repeating anything."
-NO_KEY_MIN_WAIT = 0.5
-"""Seconds at least between two leases of a provider whose keys are all benched."""
 EMPTY_ANSWER = "(empty)"
 """The answer recorded when the model twice replied with nothing (or only reasoning)."""
 RECENT_TURNS = 256
@@ -240,7 +237,7 @@ class _Step:
         elif type(event) is ModelFailed:
             phase = turn.phase
             if type(phase) is Calling and event.token == phase.token:
-                self.on_model_failed(turn, phase, event)
+                failures.on_model_failed(self, turn, phase, event)
             elif type(phase) is Compressing and event.token == phase.token:
                 compression.on_summary_failed(self, turn, phase, event)
         elif type(event) is PersistFailed:
@@ -462,66 +459,6 @@ class _Step:
             self.call_model(turn, reply.now, grace=True)
             return
         self.set_turn(msgspec.structs.replace(turn, phase=PersistingCalls(token=reply_token)))
-
-    def on_model_failed(self, turn: Turn, phase: Calling, failure: ModelFailed) -> None:
-        """What a failed call leads to: the classifier's action (retry, rotate the key, fall
-        back, compress, fail), bounded by the attempts and the turn's deadline."""
-        now = failure.now
-        if failure.kind == NO_KEY:  # every key of this provider is benched
-            why = "; ".join(part for part in (phase.problem, failure.detail) if part)
-            if self.fall_back(turn, why, now):
-                return
-            wait = max(NO_KEY_MIN_WAIT, failure.retry_after or 0.0)
-            transient = failure.benched in ("", "rate_limit")
-            if transient and now + wait < turn.deadline:  # a rate limit passes: wait for the first key back
-                self.back_off(turn, phase, wait, why, now)
-                return
-            if transient:
-                why += "; that is after this turn's deadline: ask again then, or add a key"
-            self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=why, kind=failure.benched or "rate_limit"), now)
-            return
-        error = ModelError(kind=failure.kind, status=failure.status, detail=failure.detail, retry_after=failure.retry_after)  # type: ignore[arg-type]
-        attempt = phase.attempt + 1
-        action = error.action
-        if action == "compress" and compression.after_overflow(self, turn, now):
-            return  # the call is made again once the compressed conversation is committed
-        if action == "rotate" and attempt < self.config.max_attempts:
-            # The host benched the key; the next lease takes another one (or says none is left).
-            self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=0.0, reason=f"{error.describe()}; trying another key"))
-            self.call_model(turn, now, attempt=attempt, extra=phase.extra, problem=error.describe())
-            return
-        if action == "retry" and attempt < self.config.max_attempts:
-            delay = backoff_delay(attempt, str(phase.token), retry_after=error.retry_after, base=self.config.retry_base, cap=self.config.retry_cap)
-            if now + delay < turn.deadline:
-                self.back_off(turn, phase, delay, error.describe(), now)
-                return
-            text = f"{error.describe()}; gave up: waiting {delay:.1f} s more would pass the turn's deadline"
-        elif action in ("retry", "rotate"):
-            text = f"{error.describe()}; gave up after {attempt} attempts, try again later"
-        else:
-            text = error.describe()
-        if action in ("retry", "rotate", "fallback") and self.fall_back(turn, text, now):
-            return
-        self.end_turn(turn, TurnFailed(turn_id=turn.turn_id, error=text, kind=error.kind), now)
-
-    def back_off(self, turn: Turn, phase: Calling, delay: float, reason: str, now: float) -> None:
-        attempt = phase.attempt + 1
-        token = Token(step="model", turn_id=turn.turn_id, n=turn.iteration, attempt=attempt, provider=turn.provider)
-        self.set_turn(msgspec.structs.replace(turn, phase=BackingOff(token=token, attempt=attempt, extra=phase.extra)))
-        self.effects.append(StartTimer(token=token, delay=delay))
-        self.emit(ModelRetrying(turn_id=turn.turn_id, attempt=attempt, delay_s=delay, reason=reason))
-
-    def fall_back(self, turn: Turn, reason: str, now: float) -> bool:
-        """Go on with the next provider of the chain, if there is one (the call is made again there)."""
-        chain = self.config.providers
-        if turn.provider + 1 >= len(chain):
-            return False
-        (old, _), (new, model) = chain[turn.provider], chain[turn.provider + 1]
-        self.emit(ModelFallback(turn_id=turn.turn_id, from_provider=old, to_provider=new, model=model, reason=reason))
-        phase = turn.phase
-        extra = phase.extra if isinstance(phase, Calling) else ()
-        self.call_model(msgspec.structs.replace(turn, provider=turn.provider + 1), now, attempt=0, extra=extra)
-        return True
 
     def settle(self, turn: Turn, text: str, end: TurnMark) -> None:
         """Give every unanswered call of the latest assistant message a synthetic result, and record the end."""
