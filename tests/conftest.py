@@ -6,10 +6,13 @@ Synchronisation is by barriers with deadlines (a probe queue's ``get(timeout=...
 
 from __future__ import annotations
 
+import compileall
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,6 +24,33 @@ from supervisor import ChildSpec, Runtime
 # Property tests share a 2-core machine with other work: slowness is not a failure.
 settings.register_profile("shared-machine", suppress_health_check=[HealthCheck.too_slow], deadline=None)
 settings.load_profile("shared-machine")
+
+MAX_WORKERS = 4
+"""``-n auto`` (pyproject's addopts) runs this many pytest-xdist workers at most, one per core:
+each worker starts its own session-wide servers (Postgres, Synapse), so more would cost more
+than they save."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores))
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Compile the project once, before any worker starts: the hundreds of subprocesses the
+    tests start (``hermes serve``, the CLI, chaos children) then import it from bytecode instead
+    of compiling every module again, which they do where nothing writes bytecode (a clean clone,
+    ``PYTHONDONTWRITEBYTECODE`` set, as on CI)."""
+    if hasattr(session.config, "workerinput"):  # an xdist worker: its controller compiled
+        return
+    root = Path(__file__).resolve().parent.parent
+    for name in ("actors", "protocols", "tests"):
+        compileall.compile_dir(root / name, quiet=2)
+    compileall.compile_file(root / "supervisor.py", quiet=2)
+
 
 DEADLINE = 10.0
 """Seconds any barrier in the tests waits before the test fails (instead of hanging)."""
