@@ -40,7 +40,7 @@ from ._compress import CompressionSettings
 from ._machine_failures import NO_KEY_MIN_WAIT
 from ._machine_tools import PREVIEW_CHARS
 from ._plan import ToolTraits
-from ._sanitize import CANCELLED, sanitize, synthetic_result
+from ._sanitize import cancelled_result, sanitize, synthetic_result
 from ._tokens import DEFAULT_CONTEXT_WINDOW, RequestSize
 from ._turn_io import (
     NO_KEY,
@@ -254,9 +254,8 @@ class _Step:
         if turn is not None and target in ("", turn.turn_id):
             self.end_turn(turn, TurnCancelled(turn_id=turn.turn_id, reason=event.reason), event.now)
         elif target and any(q.turn_id == target for q in self.state.queued):
-            # A queued turn never started: it ends here, nothing to settle.
             self.state = msgspec.structs.replace(self.state, queued=tuple(q for q in self.state.queued if q.turn_id != target))
-            self.emit(TurnCancelled(turn_id=target, reason=event.reason))
+            self.end_queued(TurnCancelled(turn_id=target, reason=event.reason))
 
     def on_stop(self, turn: Turn | None, event: Stop) -> None:
         def ending(turn_id: str) -> TurnFailed | TurnCancelled:
@@ -267,8 +266,19 @@ class _Step:
         if turn is not None:
             self.end_turn(turn, ending(turn.turn_id), event.now, dequeue=False)
         queued, self.state = self.state.queued, msgspec.structs.replace(self.state, queued=())
-        for waiting in queued:  # never started: nothing of them to settle
-            self.emit(ending(waiting.turn_id))
+        for waiting in queued:
+            self.end_queued(ending(waiting.turn_id))
+
+    def end_queued(self, terminal: TurnCancelled | TurnFailed) -> None:
+        """End a queued turn that never started: nothing of it to settle, but its end is recorded
+        (a row of its own in ``turns``), so a client that was told it was accepted (a run's 202)
+        reads how it ended, also after a restart."""
+        if isinstance(terminal, TurnFailed):
+            mark = TurnMark(turn_id=terminal.turn_id, event="failed", reason=terminal.kind)
+        else:
+            mark = TurnMark(turn_id=terminal.turn_id, event="cancelled", reason=terminal.reason)
+        self.effects.append(Persist(token=Token(step="end", turn_id=terminal.turn_id), messages=(), turn=mark))
+        self.emit(terminal)
 
     def on_persisted(self, turn: Turn, event: Persisted) -> None:
         phase, token = turn.phase, event.token
@@ -511,7 +521,7 @@ class _Step:
             self.effects.extend(CancelTool(call_id=call_id) for call_id in phase.running)
         self.effects.append(CancelTimer(token=_deadline_token(turn.turn_id)))
         if type(terminal) is TurnCancelled:
-            self.settle(turn, CANCELLED, TurnMark(turn_id=turn.turn_id, event="cancelled", reason=terminal.reason))
+            self.settle(turn, cancelled_result(terminal.reason), TurnMark(turn_id=turn.turn_id, event="cancelled", reason=terminal.reason))
         else:
             kind = terminal.kind if type(terminal) is TurnFailed else "error"
             self.settle(turn, "[not run] The turn failed before this tool finished.", TurnMark(turn_id=turn.turn_id, event="failed", reason=kind))

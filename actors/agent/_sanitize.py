@@ -14,7 +14,14 @@ from protocols import ChatMessage, ToolCall
 UNKNOWN_OUTCOME = (
     "[outcome unknown] The session stopped while this tool was running, so its result was lost. It was not run again; check its effects before retrying."
 )
-CANCELLED = "[cancelled] The user interrupted the turn before this tool finished."
+
+
+def cancelled_result(reason: str) -> str:
+    """The result a call still running gets when its turn is cancelled: ``reason`` is the turn's
+    (a user's ``/stop``, a new message, the server shutting down), so the model reads why."""
+    return f"[cancelled] The turn was cancelled before this tool finished ({reason or 'no reason given'})."
+
+
 INTERRUPTED_RESULT = "[not finished] the runtime stopped while this tool ran; its outcome is unknown: check its effects before running it again."
 """The result a call gets when the runtime stopped while it ran (written at the next start)."""
 

@@ -26,8 +26,8 @@ from actors.agent._machine import (
     ToolDone,
     UserInput,
 )
-from actors.agent._sanitize import CANCELLED, sanitize
-from protocols import Token
+from actors.agent._sanitize import cancelled_result, sanitize
+from protocols import Token, TurnMark
 from protocols._session import (
     ModelFallback,
     ModelRetrying,
@@ -147,10 +147,10 @@ def test_cancel_during_tools_cancels_them_settles_the_transcript_and_ignores_lat
     effects = driver.feed(Cancel(reason="stop"))
     assert CancelTool(call_id="a") in effects
     assert isinstance(events(effects)[-1], TurnCancelled)
-    assert driver.state.transcript[-1].content == CANCELLED
+    assert driver.state.transcript[-1].content == cancelled_result("stop")
     assert sanitize(driver.state.transcript)[1] == 0
     assert driver.feed(ToolDone(call_id="a", content="late")) == []
-    assert driver.state.transcript[-1].content == CANCELLED
+    assert driver.state.transcript[-1].content == cancelled_result("stop")
 
 
 def test_a_stop_ends_the_running_and_the_queued_turns_and_starts_none() -> None:
@@ -172,6 +172,11 @@ def test_a_stop_ends_the_running_and_the_queued_turns_and_starts_none() -> None:
         assert CancelTool(call_id="a") in effects and driver.of(CallModel, effects) == [] and not any(isinstance(e, TurnStarted) for e in ended)
         assert driver.state.turn is None and driver.state.queued == ()
         assert driver.state.transcript[-1].role == "tool" and sanitize(driver.state.transcript)[1] == 0  # the call has its one result
+        # every turn's end is recorded, the queued ones' too (they never started: no messages)
+        marks = {p.turn.turn_id: p for p in driver.of(Persist, effects) if p.turn is not None}
+        assert sorted(marks) == ["t1", "t2", "t3"]
+        assert {marks[t].turn.event for t in marks} == {"failed" if failed else "cancelled"}  # type: ignore[union-attr]
+        assert marks["t2"].messages == () and marks["t3"].messages == ()
         assert driver.feed(ToolDone(call_id="a", content="late")) == []
 
 
@@ -317,6 +322,17 @@ def test_busy_policies_queue_reject_and_interrupt() -> None:
     effects = driver.feed(UserInput(turn_id="t4", text="now!", policy="interrupt"))
     kinds = [(type(e).__name__, e.turn_id) for e in events(effects)]
     assert kinds == [("TurnCancelled", "t2"), ("TurnStarted", "t4")]
+
+
+def test_cancelling_a_queued_turn_by_id_ends_it_with_its_own_row_and_leaves_the_running_turn() -> None:
+    driver = Driver()
+    start(driver)
+    driver.feed(UserInput(turn_id="t2", text="next"))
+    effects = driver.feed(Cancel(reason="never mind", turn_id="t2"))
+    assert [(type(e).__name__, e.turn_id) for e in events(effects)] == [("TurnCancelled", "t2")]
+    [row] = [p for p in driver.of(Persist, effects) if p.turn is not None]
+    assert row.turn == TurnMark(turn_id="t2", event="cancelled", reason="never mind") and row.messages == ()
+    assert driver.state.turn is not None and driver.state.turn.turn_id == "t1" and driver.state.queued == ()
 
 
 def test_the_turn_deadline_fails_the_turn() -> None:

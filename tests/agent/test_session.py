@@ -8,7 +8,7 @@ import threading
 import time
 from pathlib import Path
 
-from actors.agent._sanitize import CANCELLED, INTERRUPTED_RESULT, UNKNOWN_OUTCOME, sanitize
+from actors.agent._sanitize import INTERRUPTED_RESULT, UNKNOWN_OUTCOME, cancelled_result, sanitize
 from actors.chaos import HttpError, ScriptedCall, TextReply, ToolCallsReply
 from protocols import ChildStarted
 from protocols._session import (
@@ -111,7 +111,7 @@ def test_cancel_during_a_subprocess_tool_kills_its_group_and_settles_the_transcr
     assert until(probe, TurnCancelled)[-1].reason == "enough"
     transcript = agent.transcript("s3")
     assert [m.role for m in transcript] == ["user", "assistant", "tool"]
-    assert transcript[-1].content == CANCELLED
+    assert transcript[-1].content == cancelled_result("enough") == "[cancelled] The turn was cancelled before this tool finished (enough)."
     assert agent.runtime.stop(timeout=DEADLINE)  # waits until the reactor let go of the group
     assert live_processes_with(f"sleep {marker}") == []
 

@@ -19,13 +19,15 @@ CLEARED = ("API_SERVER_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "HERMES_MODEL"
 
 
 @contextlib.contextmanager
-def launched(home: Path) -> Iterator[tuple[subprocess.Popen[str], str]]:
-    """Start ``hermes serve --port 0`` on ``home``; yield the process and its base URL. On leaving,
+def launched(home: Path, *options: str) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """Start ``hermes serve --port 0 [options]`` on ``home``; yield the process and its base URL. On leaving,
     a process still running is killed with its group and reaped; one the test stopped, the
     test has reaped."""
     env = {k: v for k, v in os.environ.items() if k not in CLEARED}
     env["HERMES_HOME"] = str(home)
-    process = subprocess.Popen([*HERMES, "serve", "--port", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    process = subprocess.Popen(
+        [*HERMES, "serve", "--port", "0", *options], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+    )
     try:
         assert process.stdout is not None
         first = process.stdout.readline()
