@@ -62,3 +62,36 @@ def test_sigterm_with_a_turn_queued_behind_a_running_tool_ends_both_and_reaps_th
     results = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
     assert calls and sorted(calls) == sorted(results), messages  # every call, exactly one result
     assert [m["content"] for m in messages if m["role"] == "user"] == ["run the slow thing"], messages  # the queued turn never started
+
+
+def test_sigterm_while_a_run_waits_for_an_approval_never_runs_the_command_and_the_late_answer_is_refused(tmp_path: Path, model_server: ModelServer) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text(f"model:\n  default: test-model\n  base_url: {model_server.base_url}\n  api_key: upstream\n")
+    (home / ".env").write_text(f"API_SERVER_KEY={KEY}\n")
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (victim / "keep").write_text("precious")
+    model_server.script(
+        [ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {victim}"})),))], session="asking"
+    )
+    with launched(home, "--drain-timeout", "1") as (process, url), httpx.Client(base_url=url, headers=HEADERS, timeout=DEADLINE) as http:
+        run_id = http.post("/v1/runs", json={"input": "clean up", "session_id": "asking"}).json()["run_id"]
+        with http.stream("GET", f"/v1/runs/{run_id}/events") as response:
+            stream = SSE(response)
+            while stream.next().get("event") != "approval.request":
+                pass
+        assert http.get(f"/v1/runs/{run_id}").json()["status"] == "waiting_for_approval"
+        process.send_signal(signal.SIGTERM)
+        _, stderr = process.communicate(timeout=DEADLINE)
+        assert process.returncode == 0 and "Traceback" not in stderr, stderr
+    with serving(home) as url, httpx.Client(base_url=url, headers=HEADERS, timeout=DEADLINE) as http:
+        run = http.get(f"/v1/runs/{run_id}").json()
+        late = http.post(f"/v1/runs/{run_id}/approval", json={"choice": "once"})
+        messages = http.get("/v1/sessions/asking/messages").json()["data"]
+    assert run["status"] in ENDED and run["status"] != "completed", run
+    assert late.status_code in (404, 409) and late.json()["error"]["message"], late.text  # a late answer never runs anything
+    calls = [c["id"] for m in messages for c in m.get("tool_calls") or ()]
+    results = [m["tool_call_id"] for m in messages if m["role"] == "tool"]
+    assert calls and sorted(calls) == sorted(results), messages
+    assert (victim / "keep").read_text() == "precious"  # never run: not approved
