@@ -72,9 +72,7 @@ def test_sigterm_while_a_run_waits_for_an_approval_never_runs_the_command_and_th
     victim = tmp_path / "victim"
     victim.mkdir()
     (victim / "keep").write_text("precious")
-    model_server.script(
-        [ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {victim}"})),))], session="asking"
-    )
+    model_server.script([ToolCallsReply(calls=(ScriptedCall(name="terminal", arguments=json.dumps({"command": f"rm -rf {victim}"})),))], session="asking")
     with launched(home, "--drain-timeout", "1") as (process, url), httpx.Client(base_url=url, headers=HEADERS, timeout=DEADLINE) as http:
         run_id = http.post("/v1/runs", json={"input": "clean up", "session_id": "asking"}).json()["run_id"]
         with http.stream("GET", f"/v1/runs/{run_id}/events") as response:
