@@ -178,6 +178,8 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         self.laned: dict[str, Laned] = {}
         """Turn id -> the lane's decision for a message of the batch being decided (``_inbound_lane``)."""
         self.told_by_lane: set[str] = set()
+        self.retrying: set[str] = set()
+        """Chat keys whose ``/retry`` is asked: no poll's lane starts a turn there meanwhile."""
         """Turns of this batch whose ``StartTurn`` the poll's wait told already."""
         self.plans: dict[str, AnswerPlan] = {}
         """Turn id -> the reply its completed end gets, sent by its wait (``_answer_plan``)."""
@@ -547,7 +549,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         hooks screen messages, or bursts are held)."""
         if (self.hooks is not None and self.hooks.wants(HOOK)) or self.burst_window > 0 or not self.takes_commands:
             return None
-        busy = frozenset(self.chats.chats) | frozenset(self.bursts)
+        busy = frozenset(self.chats.chats) | frozenset(self.bursts) | frozenset(self.retrying)
         return Lane(self.seen, busy, dict(self.sessions), self.policy, self.reset_policy, self.tz, self.platform, self.context_line)
 
     def answering(self, end: TurnCompleted) -> None:

@@ -64,6 +64,7 @@ class ChatSessions:
     clock: Callable[[], float]
     approvals: dict[str, ApprovalRequested]
     laned: dict[str, Laned]
+    retrying: set[str]
     told_by_lane: set[str]
     reactor: Any
     start_wait: Callable[..., Any]
@@ -153,6 +154,8 @@ class ChatSessions:
         """Ask the chat's session (``/undo``, ``/retry``, ``/model <name>``) or the store (``/usage``, ``/model``), as a wait."""
         session_id = self.current_session(key_of(message))
         registry = self._context().registry
+        if what == "retry":  # its answer starts a turn outside a batch: no poll's lane starts one in this chat meanwhile
+            self.retrying.add(key_of(message))
         self.start_wait(self._ask, registry, message, what, argument, session_id, tag="ask", timeout=COMPRESS_DEADLINE + 30.0)
 
     async def _ask(self, registry: Any, message: PlatformMessage, what: str, argument: str, session_id: str) -> tuple[PlatformMessage, str, str, str, Any]:
@@ -204,6 +207,8 @@ class ChatSessions:
             log.warning("gateway %s: a command's question got no answer (%s: %s)", self.platform, status, error)
             return
         message, what, argument, session_id, answer = value
+        if what == "retry":
+            self.retrying.discard(key_of(message))
         if what == "retry" and isinstance(answer, TurnUndone) and not answer.error and answer.text:
             self.commit(self.dispatch(msgspec.structs.replace(message, text=answer.text)))  # the /retry message's id: a turn of its own
             return

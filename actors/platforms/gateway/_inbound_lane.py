@@ -6,10 +6,12 @@ two (reactor → adapter actor → session).
 A message takes the lane only where the adapter's own decision is certain to be that same
 ``StartTurn`` in that same session: a fresh message (not in the seen log, the first of its chat
 in the answer) of an allowed user, plain text (no command, no file), in a chat with no running
-turn and no held burst, whose session is not due for a reset; never with the
-``pre_gateway_dispatch`` hooks (they may skip or rewrite it) nor a burst window. Between the poll's
-start and its answer nothing else decides a batch (one poll at a time, the next starts after the
-batch is saved), so the snapshot holds; the adapter then adopts the lane's decision for these
+turn, no held burst and no ``/retry`` asked, whose session is not due for a reset; never with
+the ``pre_gateway_dispatch`` hooks (they may skip or rewrite it) nor a burst window. Between the
+poll's start and its answer nothing else decides a batch (one poll at a time, the next starts
+after the batch is saved) and nothing else starts a turn in such a chat (a paired user, whose
+turn starts after a read of the book, never takes the lane: the lane knows only the static
+allowlist), so the snapshot holds; the adapter then adopts the lane's decision for these
 messages (the same session, not told again).
 
 Safety as for every early ``StartTurn`` (``_effects.py``): its turn id is the message's and the
@@ -46,7 +48,7 @@ class Lane:
 
     seen: SeenLog
     busy: frozenset[str]
-    """Chat keys with a running turn or a held burst."""
+    """Chat keys with a running turn, a held burst, or a ``/retry`` asked (its answer starts a turn)."""
     sessions: dict[str, ChatSession]
     policy: AccessPolicy
     resets: ResetPolicy

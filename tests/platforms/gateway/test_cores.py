@@ -10,6 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from actors.agent import HubRegistry
+from actors.platforms.gateway import TelegramAdapter
 from actors.platforms.gateway._access import AccessPolicy, decide_access
 from actors.platforms.gateway._answer_plan import AnswerPlan, answer_text
 from actors.platforms.gateway._chats import Cancel, Chats, Reply, Start
@@ -131,6 +133,7 @@ def test_the_answer_planned_when_a_turn_starts_is_the_one_its_completed_end_gets
         first = actions[0]
         assert isinstance(first, Start)
         planned = chats.answer_to(key, first.turn_id)
+        assert planned == msg("one", mid="1")
         chats, _ = chats.on_message(msg("two", mid="2"))  # queued: the plan holds
         chats, _ = chats.on_stop(msg("/stop", mid="3"))  # so does a /stop racing the completion
         assert chats.answer_to(key, first.turn_id) == planned
@@ -176,6 +179,27 @@ def test_the_inbound_lane_starts_only_what_the_adapter_would_start_at_once() -> 
     assert first.session_id == f"{key}#3" and first.generation == 3 and first.start.policy == "queue"
     assert first.start.text == "hello" and first.start.instructions == instructions_for(batch[0], "telegram", "")
     assert laned(lane, batch[:1], ["1/1"], now=1000.0 + 61) == {}  # its session is due for a reset: the adapter decides that
+
+
+def test_an_adapter_s_lane_holds_back_chats_that_run_hold_or_retry_and_is_off_with_a_burst_window(tmp_path: Path) -> None:
+    def adapter(**extra: object) -> TelegramAdapter:
+        return TelegramAdapter(
+            token="t",
+            base_url="http://127.0.0.1:9",
+            poll_timeout=1.0,
+            home=tmp_path,
+            hubs=HubRegistry(),
+            policy=AccessPolicy(allow_all=True),
+            chats=Chats(),
+            **extra,
+        )
+
+    plain = adapter()
+    plain.chats, _ = plain.chats.on_message(msg(chat="1"))
+    plain.retrying.add(key_of(msg(chat="2")))  # a /retry asked: its answer starts a turn outside a batch
+    lane = plain.lane()
+    assert lane is not None and lane.busy == {key_of(msg(chat="1")), key_of(msg(chat="2"))} and lane.seen is plain.seen
+    assert adapter(burst_window=1.0).lane() is None
 
 
 def test_chunks_fit_the_limit_in_utf16_units_are_numbered_and_keep_code_fences_closed() -> None:
