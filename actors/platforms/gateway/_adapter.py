@@ -32,6 +32,7 @@ import contextlib
 import datetime as dt
 import logging
 import math
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -67,7 +68,7 @@ from protocols import (
 
 from . import _burst
 from ._access import AccessPolicy, decide_access
-from ._answer_plan import Answering, AnswerPlan, answer_text
+from ._answer_plan import AnswerDesk, Answering, AnswerPlan, Fired, answer_text
 from ._chat_commands import AskSession, Builtin, NewSession, Notice, decide_command
 from ._chat_sessions import ChatSessions
 from ._chats import Action, Cancel, Chats, Reply, Start
@@ -183,6 +184,10 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         """Turns of this batch whose ``StartTurn`` the poll's wait told already."""
         self.plans: dict[str, AnswerPlan] = {}
         """Turn id -> the reply its completed end gets, sent by its wait (``_answer_plan``)."""
+        self.answered: set[str] = set()
+        """Turn ids of plans fired whose chat end this actor decided (``Answering``)."""
+        self.desk = AnswerDesk()
+        """The fired plans, in the reactor thread only (this actor calls it by ``call_soon``)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -218,17 +223,27 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         sent reply again nor misses what this one decided."""
         if self.context is None:
             return
-        for plan in list(self.plans.values()):  # none fires from now on; a fired one's chat end is decided now
-            if not plan.revoke() and plan.end is not None:
-                self.answering(plan.end)
         done = threading.Event()
         try:
+            for end in self.close_desk():  # none fires from now on; a fired one's chat end is decided now
+                self.answering(end)
             self.reactor.cancel_owner(self.actor_urn)  # polls, retry sleeps, followed turns: now
             self.reactor.call_soon(trio.lowlevel.spawn_system_task, self._settle, self.durable(), done.set)
         except ReactorStopped:
             return  # the reactor is gone (its waits with it): nothing is in flight
         if not done.wait(STOP_DEADLINE + 1.0):
             log.warning("gateway %s: the state was not settled within %g s at stop", self.platform, STOP_DEADLINE)
+
+    def close_desk(self) -> list[TurnCompleted]:
+        """Revoke every plan, in the reactor (where the waits fire them): the answer lists the
+        ends fired already (their replies go; the chat ends are decided here before the last save)."""
+        answer: queue.SimpleQueue[list[TurnCompleted]] = queue.SimpleQueue()
+        self.reactor.call_soon(lambda: answer.put(self.desk.close()))
+        try:
+            return answer.get(timeout=1.0)  # a call_soon answered at once; the stop has STOP_DEADLINE in all
+        except queue.Empty:  # a reactor that busy: a reply it fires later is still marked sent (with the file's newest state)
+            log.warning("gateway %s: the reactor did not answer the stop's revoke within 1 s", self.platform)
+            return []
 
     async def _settle(self, state: Durable, done: Callable[[], None]) -> None:
         try:
@@ -513,12 +528,16 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         """Follow the turn; if it completes (and ``plan`` was not revoked), send its reply from
         here, telling the actor at once: ``(the end, the delivery's outcome or None)``."""
         end = await follow_turn(*follow)
-        if not isinstance(end, TurnCompleted) or not plan.fire(end):
+        fired = self.desk.fire(plan.turn_id, end) if isinstance(end, TurnCompleted) else None
+        if fired is None:
             return end, None
-        self.address.tell(Answering(end))
-        owed = Outgoing(turn_id=plan.turn_id, message=plan.message, text=answer_text(end.text))
-        pieces, markup = self.final_call(owed, "")  # no stream: a streamed turn has no plan
-        return end, await self._deliver(owed.message, pieces, owed.turn_id, markup, plan)
+        try:
+            self.address.tell(Answering(fired.end))
+            owed = Outgoing(turn_id=plan.turn_id, message=plan.message, text=answer_text(fired.end.text))
+            pieces, markup = self.final_call(owed, "")  # no stream: a streamed turn has no plan
+            return end, await self._deliver(owed.message, pieces, owed.turn_id, markup, fired)
+        finally:
+            self.desk.done(plan.turn_id)
 
     def streamer(self, message: PlatformMessage, turn_id: str) -> Stream | None:
         """What shows the turn's answer while it runs (platforms that edit messages; None: the final reply only)."""
@@ -555,9 +574,9 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
     def answering(self, end: TurnCompleted) -> None:
         """A planned reply is being sent by the turn's wait: decide the chat's end now (once)."""
         plan = self.plans.get(end.turn_id)
-        if plan is None or plan.absorbed:
+        if plan is None or end.turn_id in self.answered:
             return
-        plan.absorbed = True
+        self.answered.add(end.turn_id)
         self.turn_ended("ok", end, "", sent=plan)
 
     def answered_turn(self, status: str, value: Any, error: str) -> None:
@@ -565,6 +584,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
             raise RuntimeError(f"following a turn failed ({status}: {error})")
         end, outcome = value
         self.plans.pop(end.turn_id, None)
+        self.answered.discard(end.turn_id)
         if outcome is None:  # not completed (or revoked): decided here as any end
             self.turn_ended(status, end, error)
         else:
@@ -590,7 +610,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
                 actions = []
         if not actions:
             if sent is not None:
-                sent.decide(self.newest, self.reactor.call_soon)
+                self.decided(sent)
             return
         for action in actions:
             if isinstance(action, Reply) and action.turn_id:
@@ -603,14 +623,19 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         # reply went already: its send marks it sent with the state decided here.
         self.commit([Early(lambda: self.execute(replies)), lambda: self.execute(rest)])
         if sent is not None:
-            sent.decide(self.newest, self.reactor.call_soon)
+            self.decided(sent)
+
+    def decided(self, plan: AnswerPlan) -> None:
+        """Hand the state holding a fired plan's chat end to its wait (in the reactor)."""
+        with contextlib.suppress(ReactorStopped):  # its wait is gone with the reactor
+            self.reactor.call_soon(self.desk.decide, plan.turn_id, self.newest)
 
     async def _deliver(
-        self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None, plan: AnswerPlan | None = None
+        self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None, fired: Fired | None = None
     ) -> tuple[str, int, str]:
         """``(final, retries, why it was given up or "")``: the outcome always names the reply.
-        ``plan``: a planned reply, sent before the actor decided its chat's end: marked sent with
-        the state the actor decides (not at all if it never does: it crashed)."""
+        ``fired``: a planned reply, sent before the actor decided its chat's end: marked sent with
+        the state the actor decides (``_answer_plan``: waited for without a short deadline)."""
         import trio
 
         owed = final and final != "-"
@@ -619,15 +644,24 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
                 with trio.fail_after(DELIVERY_DEADLINE):
                     retries = await self.deliver(message, pieces, markup)
                 if owed:
+                    newest = self.newest if fired is None else await self._decision(final, fired)
                     with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
-                        decided, newest = (True, self.newest) if plan is None else await plan.decided()
-                        if decided:
-                            await self.state_file.mark_sent(final, newest)
+                        await self.state_file.mark_sent(final, newest)
             return final, retries, ""
         except trio.TooSlowError:
             return final, 0, f"not sent within {DELIVERY_DEADLINE:g} s"
         except Exception as exc:
             return final, 0, str(exc) or type(exc).__name__
+
+    async def _decision(self, turn_id: str, fired: Fired) -> Any:
+        """The state the actor decided a sent reply's chat end in. Cancelled (the adapter stopped
+        or crashed), the reply is marked sent all the same, with the best state known, first."""
+        try:
+            return await self.desk.decision(turn_id, fired)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self.state_file.mark_sent(turn_id, fired.newest)
+            raise
 
     async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
         """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, or its extras for a final reply), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""

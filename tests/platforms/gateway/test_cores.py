@@ -9,11 +9,12 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import trio
 
 from actors.agent import HubRegistry
 from actors.platforms.gateway import TelegramAdapter
 from actors.platforms.gateway._access import AccessPolicy, decide_access
-from actors.platforms.gateway._answer_plan import AnswerPlan, answer_text
+from actors.platforms.gateway._answer_plan import AnswerDesk, answer_text
 from actors.platforms.gateway._chats import Cancel, Chats, Reply, Start
 from actors.platforms.gateway._chunks import chunk_text, utf16_units
 from actors.platforms.gateway._dedup import KEEP, SeenLog
@@ -145,12 +146,21 @@ def test_the_answer_planned_when_a_turn_starts_is_the_one_its_completed_end_gets
     assert answer_text("") == "(no answer)"
 
 
-def test_an_answer_plan_is_fired_or_revoked_once() -> None:
-    end = TurnCompleted(session_id=key_of(msg()), turn_id="t", text="done")
-    fired = AnswerPlan("t", msg())
-    assert fired.fire(end) and not fired.fire(end) and not fired.revoke() and fired.end is end
-    revoked = AnswerPlan("t", msg())
-    assert revoked.revoke() and revoked.revoke() and not revoked.fire(end) and revoked.end is None
+def test_the_answer_desk_fires_until_closed_and_hands_each_fired_reply_its_decision() -> None:
+    first, late = (TurnCompleted(session_id=key_of(msg()), turn_id=t, text="done") for t in ("t1", "t2"))
+
+    async def main() -> None:
+        desk = AnswerDesk()
+        fired = desk.fire("t1", first)
+        assert fired is not None and fired.end is first
+        assert desk.close() == [first]  # the stop: fired but not decided yet, the actor decides it now
+        assert desk.fire("t2", late) is None  # closed: nothing goes up front any more
+        desk.decide("t1", "state-7")
+        assert await desk.decision("t1", fired) == "state-7"
+        desk.done("t1")
+        assert desk.close() == []
+
+    trio.run(main)
 
 
 def test_the_inbound_lane_starts_only_what_the_adapter_would_start_at_once() -> None:
