@@ -630,9 +630,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         with contextlib.suppress(ReactorStopped):  # its wait is gone with the reactor
             self.reactor.call_soon(self.desk.decide, plan.turn_id, self.newest)
 
-    async def _deliver(
-        self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None, fired: Fired | None = None
-    ) -> tuple[str, int, str]:
+    async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None, fired: Fired | None = None) -> tuple[str, int, str]:
         """``(final, retries, why it was given up or "")``: the outcome always names the reply.
         ``fired``: a planned reply, sent before the actor decided its chat's end: marked sent with
         the state the actor decides (``_answer_plan``: waited for without a short deadline)."""
