@@ -340,7 +340,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         """Dedup a batch, decide what is new, save the log with the chats, then run the effects
         (the ``pre_gateway_dispatch`` hooks first, when any is registered: batches wait their turn)."""
         self.counts["received"] += len(batch)
-        if self.hooks is not None and self.hooks.wants(HOOK):
+        if self.screened():
             self.screening.append((batch, offset))
             if len(self.screening) == 1:
                 self.screen_next()
@@ -566,10 +566,16 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
     def lane(self) -> Lane | None:
         """What a poll's wait needs to start turns itself (``_inbound_lane``); None: no lane (the
         hooks screen messages, or bursts are held)."""
-        if (self.hooks is not None and self.hooks.wants(HOOK)) or self.burst_window > 0 or not self.takes_commands:
+        if self.screened() or self.burst_window > 0 or not self.takes_commands:
             return None
         busy = frozenset(self.chats.chats) | frozenset(self.bursts) | frozenset(self.retrying)
         return Lane(self.seen, busy, dict(self.sessions), self.policy, self.reset_policy, self.tz, self.platform, self.context_line)
+
+    def screened(self) -> bool:
+        """Whether a ``pre_gateway_dispatch`` hook screens inbound messages now. The hooks'
+        subscriptions change in the reactor only (a plugin's load, reload or disabling), so a
+        poll's wait, which runs there, reads them as they are when its answer comes."""
+        return self.hooks is not None and bool(self.hooks.wants(HOOK))
 
     def answering(self, end: TurnCompleted) -> None:
         """A planned reply is being sent by the turn's wait: decide the chat's end now (once)."""

@@ -176,9 +176,11 @@ class TelegramAdapter(GatewayAdapter):
 
     async def _poll(self, payload: dict[str, Any], lane: Lane | None) -> tuple[Any, dict[str, Laned]]:
         """``getUpdates``; the messages that take the lane (``_inbound_lane``) are told to their
-        sessions from here, at once: ``(the updates, the lane's decisions)``."""
+        sessions from here, at once: ``(the updates, the lane's decisions)``. No lane if a
+        ``pre_gateway_dispatch`` hook came since the poll started (a plugin loaded or reloaded
+        meanwhile): the adapter screens the answer's messages first, as usual."""
         updates = await self._call("getUpdates", payload, self.poll_timeout + 10.0)
-        if lane is None or not updates:
+        if lane is None or not updates or self.screened():
             return updates, {}
         messages = [m for m in (to_message(u, self.username, self.bot_id) for u in updates) if m is not None]
         decided = laned(lane, messages, [self.dedup_key(m) for m in messages], self.clock())

@@ -15,50 +15,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from actors.agent import HubRegistry, MachineConfig, ModelClients, ModelSettings, SessionDeps, agent_specs, reader_opener
 from actors.chaos import ModelServer, TextReply
-from actors.platforms.gateway import AccessPolicy, Chats, TelegramAdapter
-from protocols import AdapterStatus, AdapterStatusRequest, InjectCrash
-from supervisor import ChildSpec, Runtime, Supervisor
+from protocols import AdapterStatusRequest, InjectCrash
 from tests.conftest import DEADLINE
-from tests.platforms.gateway.telegram_server import TOKEN, TelegramServer
+from tests.platforms.gateway.inprocess import ALLOWED, started_runtime, wait_status
+from tests.platforms.gateway.telegram_server import TelegramServer
 
-ALLOWED = 111
 OLD_DEADLINE = 3.0
 """Seconds the adapter's sent reply used to wait for the actor's decision before it gave up
 (and left the reply owed): the hold below outlasts it."""
-
-
-def _runtime(tmp_path: Path, model: ModelServer, telegram: TelegramServer) -> Runtime:
-    home = tmp_path / "home"
-    home.mkdir()
-    store = home / "state.db"
-    hubs = HubRegistry()
-    deps = SessionDeps(
-        hubs=hubs,
-        open_reader=reader_opener(store),
-        model=ModelSettings(model="test-model", base_url=model.base_url, api_key="test-key"),
-        clients=ModelClients(),
-        tools={},
-        config=MachineConfig(traits={}, retry_base=0.01, turn_timeout=60.0),
-        idle_timeout=0,
-        store_file=store,
-        home=home,
-    )
-    adapter = {
-        "token": TOKEN,
-        "base_url": telegram.base_url,
-        "poll_timeout": 30.0,
-        "home": home,
-        "hubs": hubs,
-        "policy": AccessPolicy(allowed=frozenset({str(ALLOWED)})),
-        "chats": Chats(),
-    }
-    platforms = ChildSpec(id="platforms", actor=Supervisor, args=((ChildSpec(id="telegram", actor=TelegramAdapter, kwargs=adapter),),))
-    runtime = Runtime([*agent_specs(store, deps), platforms])
-    runtime.reactor.at_stop(deps.clients.aclose)
-    runtime.start()
-    return runtime
 
 
 class _SlowRecipient:
@@ -74,24 +39,16 @@ class _SlowRecipient:
         assert self.release.wait(DEADLINE), "the test never released the adapter"
 
 
-def _status(runtime: Runtime) -> AdapterStatus:
-    status = runtime.lookup("/platforms/telegram").ask(AdapterStatusRequest(), timeout=DEADLINE)
-    assert isinstance(status, AdapterStatus)
-    return status
-
-
 def test_a_reply_whose_chat_end_the_busy_adapter_decides_late_is_marked_sent_and_not_sent_again_after_a_restart(
     tmp_path: Path, model: ModelServer, telegram: TelegramServer
 ) -> None:
     # The answer comes 2 s after the model is asked: time for the adapter to take the message
     # and for the test to hold the adapter's thread before the turn ends.
     model.script([TextReply(content="the late answer", latency=2.0), TextReply(content="the next answer")])
-    runtime = _runtime(tmp_path, model, telegram)
+    runtime = started_runtime(tmp_path, model, telegram)
     try:
         telegram.push(ALLOWED, "answer me")
-        deadline = time.monotonic() + DEADLINE
-        while _status(runtime).chats < 1:  # the adapter took the message: it follows the turn now
-            assert time.monotonic() < deadline, "the adapter never took the message"
+        wait_status(runtime, lambda s: s.chats == 1, "the adapter took the message (it follows the turn now)")
         slow = _SlowRecipient()
         runtime.lookup("/platforms/telegram").tell(AdapterStatusRequest(reply_to=slow))
         assert slow.holding.wait(DEADLINE)
@@ -99,8 +56,7 @@ def test_a_reply_whose_chat_end_the_busy_adapter_decides_late_is_marked_sent_and
         (sent,) = telegram.wait_delivered(ALLOWED, 1)  # the turn's wait sent it; the actor has not decided the chat's end
         threading.Event().wait(max(0.0, sent.at + OLD_DEADLINE + 0.5 - time.monotonic()))  # the busy spell itself, not a sync
         slow.release.set()
-        while _status(runtime).answered < 1:  # counted once the wait marked it sent
-            assert time.monotonic() < deadline + DEADLINE, "the reply was never counted as sent"
+        wait_status(runtime, lambda s: s.answered == 1, "the reply counted as sent (once its wait marked it sent)")
         runtime.lookup("/platforms/telegram").tell(InjectCrash(reason="the test restarts the adapter"))
         telegram.push(ALLOWED, "and then")  # the restarted adapter's reply to it is the barrier
         telegram.wait_delivered(ALLOWED, 2)
