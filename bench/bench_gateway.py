@@ -15,13 +15,15 @@ is one clock for the machine).
   stay, their hubs, the gateway's seen log; the chats' sessions are idle then).
 - ``inbound`` (S samples, one message at a time, round robin over the N chats): from the Bot
   API server's ``getUpdates`` answer carrying the update written to the socket to
-  ``TurnStarted`` of the chat's session: reading and parsing the answer, dedup, the decision,
-  the ``StartTurn`` and the session taking it (the state file is written beside it, not
-  before: ``_effects.py``). Baseline (same run): ``StartTurn`` told straight to a session of
+  ``TurnStarted`` of the chat's session: reading and parsing the answer, the lane's decision
+  (``_inbound_lane.py``: dedup, access, an idle chat) and the ``StartTurn`` told from the poll's
+  wait, and the session taking it (the adapter decides the batch and writes the state file
+  beside it, not before: ``_effects.py``). Baseline (same run): ``StartTurn`` told straight to a session of
   the same chats, as idle as the samples' (as the API server tells it) to ``TurnStarted``.
 - ``outbound``: from ``TurnCompleted`` to the ``sendMessage`` request read by the Bot API
-  server: the hub hop, the adapter's decision, MarkdownV2, the HTTP call on a kept-alive
-  connection (the outbox is written beside it). Baseline: a plain thread woken by
+  server: the hub hop, the reply decided when the turn started (``_answer_plan.py``), sent by
+  the turn's wait: MarkdownV2, the HTTP call on a kept-alive connection (the actor decides the
+  chat's end and writes the outbox beside it). Baseline: a plain thread woken by
   ``TurnCompleted`` that POSTs the same ``sendMessage`` with httpx.
 
 The difference of the medians is the gateway's own cost; the ratio is against the baseline;

@@ -11,7 +11,9 @@ An adapter executes the gateway's decisions; it decides nothing itself:
   ``StartTurn`` is told at once (an :class:`Early` effect, ``_effects.py``), the seen log and the
   chats are saved together (:class:`StateFile`, a reactor wait) and only then are the other
   decided effects run (and, for a poller, the batch confirmed to the platform);
-- a turn is one wait (:func:`follow_turn`) that ends with the turn's end event;
+- a turn is one wait (:func:`follow_turn`) that ends with the turn's end event; where the
+  reply a completed end gets is decided when the turn starts (:class:`AnswerPlan`), that wait
+  sends it itself and tells the actor (:class:`Answering`), one hop instead of three;
 - a final reply goes into the outbox and is sent at once as one wait (the subclass's
   ``deliver``) that retries by :func:`retry_delay`, while the outbox is saved (with the chat's
   end); it is taken out of the file once sent (``mark_sent``);
@@ -30,6 +32,7 @@ import contextlib
 import datetime as dt
 import logging
 import math
+import queue
 import threading
 import time
 from collections.abc import Callable
@@ -65,6 +68,7 @@ from protocols import (
 
 from . import _burst
 from ._access import AccessPolicy, decide_access
+from ._answer_plan import AnswerDesk, Answering, AnswerPlan, Fired, answer_text
 from ._chat_commands import AskSession, Builtin, NewSession, Notice, decide_command
 from ._chat_sessions import ChatSessions
 from ._chats import Action, Cancel, Chats, Reply, Start
@@ -73,6 +77,7 @@ from ._dedup import SeenLog
 from ._dispatch_hook import HOOK, screen
 from ._edit_stream import StreamSettings
 from ._effects import Early, Effect, split
+from ._inbound_lane import Lane, Laned, instructions_for
 from ._pairing_door import PairingDoor
 from ._resets import ChatSession, ResetPolicy, chat_key_of
 from ._session_key import key_of
@@ -81,7 +86,7 @@ from ._waits import Prepare, Stream, follow_turn
 
 log = logging.getLogger(__name__)
 
-AdapterInbox = WaitFinished | AdapterStatusRequest | AdapterTimer | ApprovalRequested | PlatformMessage | StreamOpened | Literal["port"]
+AdapterInbox = WaitFinished | Answering | AdapterStatusRequest | AdapterTimer | ApprovalRequested | PlatformMessage | StreamOpened | Literal["port"]
 """What an adapter takes: its waits' ends, status requests, its timers, approval requests of the
 turns it follows, inbound messages (a webhook request tells them), ``ask("port")``."""
 
@@ -171,6 +176,18 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         self.counts = dict.fromkeys(("received", "answered", "duplicates", "refused", "send_retries"), 0)
         self.approvals: dict[str, ApprovalRequested] = {}
         """Session id -> the approval its running turn waits for."""
+        self.laned: dict[str, Laned] = {}
+        """Turn id -> the lane's decision for a message of the batch being decided (``_inbound_lane``)."""
+        self.told_by_lane: set[str] = set()
+        self.retrying: set[str] = set()
+        """Chat keys whose ``/retry`` is asked: no poll's lane starts a turn there meanwhile."""
+        """Turns of this batch whose ``StartTurn`` the poll's wait told already."""
+        self.plans: dict[str, AnswerPlan] = {}
+        """Turn id -> the reply its completed end gets, sent by its wait (``_answer_plan``)."""
+        self.answered: set[str] = set()
+        """Turn ids of plans fired whose chat end this actor decided (``Answering``)."""
+        self.desk = AnswerDesk()
+        """The fired plans, in the reactor thread only (this actor calls it by ``call_soon``)."""
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -208,12 +225,25 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
             return
         done = threading.Event()
         try:
+            for end in self.close_desk():  # none fires from now on; a fired one's chat end is decided now
+                self.answering(end)
             self.reactor.cancel_owner(self.actor_urn)  # polls, retry sleeps, followed turns: now
             self.reactor.call_soon(trio.lowlevel.spawn_system_task, self._settle, self.durable(), done.set)
         except ReactorStopped:
             return  # the reactor is gone (its waits with it): nothing is in flight
         if not done.wait(STOP_DEADLINE + 1.0):
             log.warning("gateway %s: the state was not settled within %g s at stop", self.platform, STOP_DEADLINE)
+
+    def close_desk(self) -> list[TurnCompleted]:
+        """Revoke every plan, in the reactor (where the waits fire them): the answer lists the
+        ends fired already (their replies go; the chat ends are decided here before the last save)."""
+        answer: queue.SimpleQueue[list[TurnCompleted]] = queue.SimpleQueue()
+        self.reactor.call_soon(lambda: answer.put(self.desk.close()))
+        try:
+            return answer.get(timeout=1.0)  # a call_soon answered at once; the stop has STOP_DEADLINE in all
+        except queue.Empty:  # a reactor that busy: a reply it fires later is still marked sent (with the file's newest state)
+            log.warning("gateway %s: the reactor did not answer the stop's revoke within 1 s", self.platform)
+            return []
 
     async def _settle(self, state: Durable, done: Callable[[], None]) -> None:
         try:
@@ -253,6 +283,8 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
                 return status
             case PlatformMessage():
                 self.accept([message])
+            case Answering(end=end):
+                self.answering(end)
             case StreamOpened(turn_id=turn_id, message_id=message_id):
                 self.streams[turn_id] = message_id
                 # a restart edits this message, not a second one; the stream edits only once it is saved
@@ -282,6 +314,8 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
                 self.paired(status, value, error)
             case WaitFinished(tag="turn", status=status, value=value, error=error):
                 self.turn_ended(status, value, error)
+            case WaitFinished(tag="answered-turn", status=status, value=value, error=error):
+                self.answered_turn(status, value, error)
             case WaitFinished(tag="deliver", status=status, value=value, error=error):
                 self.delivered(status, value, error)
             case "port":
@@ -306,7 +340,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         """Dedup a batch, decide what is new, save the log with the chats, then run the effects
         (the ``pre_gateway_dispatch`` hooks first, when any is registered: batches wait their turn)."""
         self.counts["received"] += len(batch)
-        if self.hooks is not None and self.hooks.wants(HOOK):
+        if self.screened():
             self.screening.append((batch, offset))
             if len(self.screening) == 1:
                 self.screen_next()
@@ -349,6 +383,8 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         early, effects = split(effects)
         for effect in early:  # the fast path first: the turns' StartTurn (``_effects.py``)
             effect()
+        self.laned.clear()
+        self.told_by_lane.clear()  # a laned turn started later (the chat got busy meanwhile) is told again: dropped as known
         previous = self.seen
         self.seen = previous.add(keys, offset=offset)
         if self.seen is previous and not effects:
@@ -465,10 +501,14 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         registry = self._context().registry
         stream, prepare = self.streamer(message, turn_id), self.preparer(message)
         told = not resume and prepare is None
-        if told:  # the fast path: told now, from this thread; the wait follows it from the hub's first kept event
+        if told and turn_id not in self.told_by_lane:  # the fast path: told now, from this thread; the wait follows it from the hub's first kept event
             self.tell_session(session_id or key_of(message), start)
+        to = self.chats.answer_to(key_of(message), turn_id) if not resume and stream is None else None
+        plan = AnswerPlan(turn_id, to) if to is not None else None
+        if plan is not None:
+            self.plans[turn_id] = plan
         self.start_wait(
-            follow_turn,
+            *((follow_turn,) if plan is None else (self._follow_and_answer, plan)),
             registry,
             self.reactor,
             self.hubs,
@@ -480,9 +520,24 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
             stream,
             prepare,
             told,
-            tag="turn",
+            tag="turn" if plan is None else "answered-turn",
             timeout=math.inf,
         )
+
+    async def _follow_and_answer(self, plan: AnswerPlan, *follow: Any) -> tuple[Any, Any]:
+        """Follow the turn; if it completes (and ``plan`` was not revoked), send its reply from
+        here, telling the actor at once: ``(the end, the delivery's outcome or None)``."""
+        end = await follow_turn(*follow)
+        fired = self.desk.fire(plan.turn_id, end) if isinstance(end, TurnCompleted) else None
+        if fired is None:
+            return end, None
+        try:
+            self.address.tell(Answering(fired.end))
+            owed = Outgoing(turn_id=plan.turn_id, message=plan.message, text=answer_text(fired.end.text))
+            pieces, markup = self.final_call(owed, "")  # no stream: a streamed turn has no plan
+            return end, await self._deliver(owed.message, pieces, owed.turn_id, markup, fired)
+        finally:
+            self.desk.done(plan.turn_id)
 
     def streamer(self, message: PlatformMessage, turn_id: str) -> Stream | None:
         """What shows the turn's answer while it runs (platforms that edit messages; None: the final reply only)."""
@@ -493,20 +548,56 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         return None
 
     def send_final(self, owed: Outgoing) -> None:
-        pieces = chunk_text(owed.text, self.limit, self.measure) if self.limit else [owed.text]
-        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, tag="deliver", timeout=math.inf)
+        pieces, markup = self.final_call(owed, self.streams.get(owed.turn_id, ""))
+        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, markup, tag="deliver", timeout=math.inf)
+
+    def final_call(self, owed: Outgoing, streamed: str) -> tuple[list[str], Any]:
+        """A final reply's pieces and the ``markup`` :meth:`deliver` takes (``streamed``: the
+        message its answer was streamed into, "" for none). Pure: the reactor calls it too."""
+        return (chunk_text(owed.text, self.limit, self.measure) if self.limit else [owed.text]), None
 
     def tell_session(self, session_id: str, command: SessionCommand) -> None:
         registry = self._context().registry
         tell_session(registry, registry.lookup(SESSIONS_PATH), session_id, command)
 
     def instructions(self, message: PlatformMessage) -> str:
-        where = "a direct message" if message.chat_type == "dm" else f"a {message.chat_type} chat"
-        who = f" from {message.user_name}" if message.user_name else ""
-        # How replies are shown here is the system prompt's line (the platform's deps); this is who asks.
-        return " ".join(part for part in (f"You are answering {where}{who} on {self.platform}.", self.context_line) if part)
+        return instructions_for(message, self.platform, self.context_line)
 
-    def turn_ended(self, status: str, value: Any, error: str) -> None:
+    def lane(self) -> Lane | None:
+        """What a poll's wait needs to start turns itself (``_inbound_lane``); None: no lane (the
+        hooks screen messages, or bursts are held)."""
+        if self.screened() or self.burst_window > 0 or not self.takes_commands:
+            return None
+        busy = frozenset(self.chats.chats) | frozenset(self.bursts) | frozenset(self.retrying)
+        return Lane(self.seen, busy, dict(self.sessions), self.policy, self.reset_policy, self.tz, self.platform, self.context_line)
+
+    def screened(self) -> bool:
+        """Whether a ``pre_gateway_dispatch`` hook screens inbound messages now. The hooks'
+        subscriptions change in the reactor only (a plugin's load, reload or disabling), so a
+        poll's wait, which runs there, reads them as they are when its answer comes."""
+        return self.hooks is not None and bool(self.hooks.wants(HOOK))
+
+    def answering(self, end: TurnCompleted) -> None:
+        """A planned reply is being sent by the turn's wait: decide the chat's end now (once)."""
+        plan = self.plans.get(end.turn_id)
+        if plan is None or end.turn_id in self.answered:
+            return
+        self.answered.add(end.turn_id)
+        self.turn_ended("ok", end, "", sent=plan)
+
+    def answered_turn(self, status: str, value: Any, error: str) -> None:
+        if status != "ok":  # _follow_and_answer returns every end itself: only a bug lands here
+            raise RuntimeError(f"following a turn failed ({status}: {error})")
+        end, outcome = value
+        self.plans.pop(end.turn_id, None)
+        self.answered.discard(end.turn_id)
+        if outcome is None:  # not completed (or revoked): decided here as any end
+            self.turn_ended(status, end, error)
+        else:
+            self.delivered(status, outcome, error)
+
+    def turn_ended(self, status: str, value: Any, error: str, *, sent: AnswerPlan | None = None) -> None:
+        """A followed turn's end; ``sent``: its planned reply is being sent already (by the wait)."""
         if status != "ok":  # follow_turn returns every end itself (its deadline included): only a bug lands here
             raise RuntimeError(f"following a turn failed ({status}: {error})")
         event = value
@@ -514,7 +605,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         self.approvals.pop(session_id, None)
         match event:
             case TurnCompleted(text=text):
-                self.chats, actions = self.chats.on_end(session_id, event.turn_id, text or "(no answer)")
+                self.chats, actions = self.chats.on_end(session_id, event.turn_id, answer_text(text))
             case TurnFailed(error=why):
                 self.chats, actions = self.chats.on_end(session_id, event.turn_id, f"Sorry, that failed: {why}")
             case TurnRejected(reason=why):
@@ -524,19 +615,31 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
             case _:
                 actions = []
         if not actions:
+            if sent is not None:
+                self.decided(sent)
             return
         for action in actions:
             if isinstance(action, Reply) and action.turn_id:
                 self.outbox[action.turn_id] = Outgoing(turn_id=action.turn_id, message=action.message, text=action.text)
-        replies: list[Action] = [a for a in actions if isinstance(a, Reply)]
+        replies: list[Action] = [a for a in actions if isinstance(a, Reply) and (sent is None or a.turn_id != sent.turn_id)]
         rest: list[Action] = [a for a in actions if not isinstance(a, Reply)]
         # The reply goes at once, while the outbox and the chat's end are saved; the chat's next
         # turn starts only after that save, so a restart in between re-attaches to this turn as
-        # the session's last one and finds its answer in the store (``_effects.py``).
+        # the session's last one and finds its answer in the store (``_effects.py``). A planned
+        # reply went already: its send marks it sent with the state decided here.
         self.commit([Early(lambda: self.execute(replies)), lambda: self.execute(rest)])
+        if sent is not None:
+            self.decided(sent)
 
-    async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None) -> tuple[str, int, str]:
-        """``(final, retries, why it was given up or "")``: the outcome always names the reply."""
+    def decided(self, plan: AnswerPlan) -> None:
+        """Hand the state holding a fired plan's chat end to its wait (in the reactor)."""
+        with contextlib.suppress(ReactorStopped):  # its wait is gone with the reactor
+            self.reactor.call_soon(self.desk.decide, plan.turn_id, self.newest)
+
+    async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None, fired: Fired | None = None) -> tuple[str, int, str]:
+        """``(final, retries, why it was given up or "")``: the outcome always names the reply.
+        ``fired``: a planned reply, sent before the actor decided its chat's end: marked sent with
+        the state the actor decides (``_answer_plan``: waited for without a short deadline)."""
         import trio
 
         owed = final and final != "-"
@@ -545,13 +648,24 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
                 with trio.fail_after(DELIVERY_DEADLINE):
                     retries = await self.deliver(message, pieces, markup)
                 if owed:
+                    newest = self.newest if fired is None else await self._decision(final, fired)
                     with trio.CancelScope(shield=True):  # a stop now must not leave a sent reply owed
-                        await self.state_file.mark_sent(final, self.newest)
+                        await self.state_file.mark_sent(final, newest)
             return final, retries, ""
         except trio.TooSlowError:
             return final, 0, f"not sent within {DELIVERY_DEADLINE:g} s"
         except Exception as exc:
             return final, 0, str(exc) or type(exc).__name__
+
+    async def _decision(self, turn_id: str, fired: Fired) -> Any:
+        """The state the actor decided a sent reply's chat end in. Cancelled (the adapter stopped
+        or crashed), the reply is marked sent all the same, with the best state known, first."""
+        try:
+            return await self.desk.decision(turn_id, fired)
+        except trio.Cancelled:
+            with trio.CancelScope(shield=True):
+                await self.state_file.mark_sent(turn_id, fired.newest)
+            raise
 
     async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
         """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, or its extras for a final reply), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""

@@ -37,8 +37,9 @@ from . import _burst
 from ._chat_commands import answer_text
 from ._chats import Action, Chats, Reply, Start
 from ._effects import Early, Effect
+from ._inbound_lane import Laned
 from ._resets import ChatSession, ResetPolicy, session_id_of, stale_reason
-from ._session_key import key_of
+from ._session_key import key_of, turn_id_of
 
 log = logging.getLogger("actors.platforms.gateway._adapter")
 
@@ -62,6 +63,9 @@ class ChatSessions:
     tz: dt.tzinfo | None
     clock: Callable[[], float]
     approvals: dict[str, ApprovalRequested]
+    laned: dict[str, Laned]
+    retrying: set[str]
+    told_by_lane: set[str]
     reactor: Any
     start_wait: Callable[..., Any]
     send_after: Callable[..., Any]
@@ -102,7 +106,11 @@ class ChatSessions:
         key, now = key_of(message), self.clock()
         effects: list[Effect] = []
         current = self.sessions.get(key)
-        if current is not None and key not in self.chats.chats:
+        lane = self.laned.pop(turn_id_of(message), None)
+        if lane is not None:  # the poll's wait told its StartTurn already: that decision holds (``_inbound_lane``)
+            current = ChatSession(generation=lane.generation, last_at=now)
+            self.told_by_lane.add(lane.start.turn_id)
+        elif current is not None and key not in self.chats.chats:
             why = stale_reason(self.reset_policy, current.last_at, now, self.tz)
             if why is not None:
                 log.info("gateway %s: %s gets a new session (%s)", self.platform, key, why)
@@ -146,6 +154,8 @@ class ChatSessions:
         """Ask the chat's session (``/undo``, ``/retry``, ``/model <name>``) or the store (``/usage``, ``/model``), as a wait."""
         session_id = self.current_session(key_of(message))
         registry = self._context().registry
+        if what == "retry":  # its answer starts a turn outside a batch: no poll's lane starts one in this chat meanwhile
+            self.retrying.add(key_of(message))
         self.start_wait(self._ask, registry, message, what, argument, session_id, tag="ask", timeout=COMPRESS_DEADLINE + 30.0)
 
     async def _ask(self, registry: Any, message: PlatformMessage, what: str, argument: str, session_id: str) -> tuple[PlatformMessage, str, str, str, Any]:
@@ -197,6 +207,8 @@ class ChatSessions:
             log.warning("gateway %s: a command's question got no answer (%s: %s)", self.platform, status, error)
             return
         message, what, argument, session_id, answer = value
+        if what == "retry":
+            self.retrying.discard(key_of(message))
         if what == "retry" and isinstance(answer, TurnUndone) and not answer.error and answer.text:
             self.commit(self.dispatch(msgspec.structs.replace(message, text=answer.text)))  # the /retry message's id: a turn of its own
             return

@@ -93,6 +93,16 @@ class Chats:
             return self, [Reply(message, text, final=False)]
         return self._with(key, dataclasses.replace(chat, queue=(*chat.queue, message))), []
 
+    def answer_to(self, key: str, turn_id: str) -> PlatformMessage | None:
+        """The message a *completed* end of ``turn_id`` will answer, decided now (``_answer_plan``):
+        the chat's message while ``turn_id`` runs it. None in ``interrupt`` mode, where a new
+        message supersedes the turn before its end; in the other modes only that end changes the
+        chat's running turn, and :meth:`on_end` of a completed turn always replies to it."""
+        chat = self.chats.get(key)
+        if self.mode == "interrupt" or chat is None or chat.running != turn_id:
+            return None
+        return chat.message
+
     def on_stop(self, message: PlatformMessage) -> tuple[Chats, list[Action]]:
         """``/stop``: cancel the chat's running turn (its end is answered "Stopped."), drop the queue."""
         key = key_of(message)

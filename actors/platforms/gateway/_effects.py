@@ -13,6 +13,12 @@ rest on the save:
   the send and ``mark_sent``). ``mark_sent`` writes the adapter's newest state, so a confirmed
   reply always has its chat's end (and its message's seen id) on disk after that write; a turn
   so fast that its reply went before its message's own save landed is in the same window.
+
+Both also run from a wait, decided up front (one thread hop each instead of two and three):
+a poll's ``StartTurn`` (``_inbound_lane.py``: the same turn id, so the same argument) and a
+completed turn's reply (``_answer_plan.py``: sent before the actor decided the chat's end; its
+``mark_sent`` waits for that decision, so the confirmed reply's chat end is still on disk after
+that write; a graceful stop decides a fired plan's end before it settles).
 """
 
 from __future__ import annotations

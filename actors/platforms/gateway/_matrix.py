@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import math
 import ssl
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -143,14 +142,10 @@ class MatrixAdapter(GatewayAdapter):
 
         return prepare
 
-    def send_final(self, owed: Outgoing) -> None:
+    def final_call(self, owed: Outgoing, streamed: str) -> tuple[list[str], Any]:
         """The final reply: its first piece edits the streamed message (if any), its ``MEDIA:`` files follow the text."""
-        planned = final_pieces(owed.text, self.streams.get(owed.turn_id, ""), self.limit, self.measure)
-        if planned is None:
-            super().send_final(owed)
-            return
-        pieces, extras = planned
-        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, extras, tag="deliver", timeout=math.inf)
+        planned = final_pieces(owed.text, streamed, self.limit, self.measure)
+        return planned if planned is not None else super().final_call(owed, streamed)
 
     async def _whoami(self) -> tuple[str, str]:
         """The token's user, and the ``since`` token saved by an earlier run ("" for none)."""

@@ -16,7 +16,6 @@ fetched for the turn (``_chat_files.py``, shared with Matrix).
 from __future__ import annotations
 
 import contextlib
-import math
 import ssl
 from typing import Any
 
@@ -24,6 +23,7 @@ import httpx
 import trio
 
 from actors._errors import ReactorStopped
+from actors.agent._address import SESSIONS_PATH, tell_session
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
 from ._adapter import GatewayAdapter, approval_text
@@ -32,6 +32,7 @@ from ._chunks import utf16_units
 from ._dedup import SeenLog
 from ._edit_stream import FinalExtras, final_pieces
 from ._effects import Effect
+from ._inbound_lane import Lane, Laned, laned
 from ._markdown_v2 import to_markdown_v2
 from ._retry import CallFailed, retry_delay
 from ._state_file import Outgoing
@@ -130,14 +131,10 @@ class TelegramAdapter(GatewayAdapter):
 
         return prepare
 
-    def send_final(self, owed: Outgoing) -> None:
+    def final_call(self, owed: Outgoing, streamed: str) -> tuple[list[str], Any]:
         """The final reply: its first piece edits the streamed message (if any), its ``MEDIA:`` files follow the text."""
-        planned = final_pieces(owed.text, self.streams.get(owed.turn_id, ""), self.limit, self.measure)
-        if planned is None:
-            super().send_final(owed)
-            return
-        pieces, extras = planned
-        self.start_wait(self._deliver, owed.message, pieces, owed.turn_id, extras, tag="deliver", timeout=math.inf)
+        planned = final_pieces(owed.text, streamed, self.limit, self.measure)
+        return planned if planned is not None else super().final_call(owed, streamed)
 
     def other(self, message: Any) -> Any:
         match message:
@@ -149,8 +146,9 @@ class TelegramAdapter(GatewayAdapter):
                 self.poll()
             case WaitFinished(tag="me", value=failure):
                 self.failed(failure, "me")
-            case WaitFinished(tag="poll", status="ok", value=updates):
+            case WaitFinished(tag="poll", status="ok", value=(updates, laned)):
                 self.polling = False
+                self.laned = laned
                 self.failures = 0
                 if self.state != "running":
                     self.set_state("running", f"@{self.username}")
@@ -174,7 +172,27 @@ class TelegramAdapter(GatewayAdapter):
             return
         self.polling = True
         payload = {"offset": self.seen.offset, "timeout": int(self.poll_timeout), "allowed_updates": ["message", "callback_query"]}
-        self.start_wait(self._call, "getUpdates", payload, self.poll_timeout + 10.0, tag="poll", timeout=self.poll_timeout + 30.0)
+        self.start_wait(self._poll, payload, self.lane(), tag="poll", timeout=self.poll_timeout + 30.0)
+
+    async def _poll(self, payload: dict[str, Any], lane: Lane | None) -> tuple[Any, dict[str, Laned]]:
+        """``getUpdates``; the messages that take the lane (``_inbound_lane``) are told to their
+        sessions from here, at once: ``(the updates, the lane's decisions)``. No lane if a
+        ``pre_gateway_dispatch`` hook came since the poll started (a plugin loaded or reloaded
+        meanwhile): the adapter screens the answer's messages first, as usual."""
+        updates = await self._call("getUpdates", payload, self.poll_timeout + 10.0)
+        if lane is None or not updates or self.screened():
+            return updates, {}
+        messages = [m for m in (to_message(u, self.username, self.bot_id) for u in updates) if m is not None]
+        decided = laned(lane, messages, [self.dedup_key(m) for m in messages], self.clock())
+        registry = self._context().registry
+        told: dict[str, Laned] = {}
+        for turn_id, item in decided.items():
+            try:
+                tell_session(registry, registry.lookup(SESSIONS_PATH), item.session_id, item.start)
+            except Exception:  # the adapter tells it itself
+                continue
+            told[turn_id] = item
+        return updates, told
 
     def batch(self, updates: list[dict[str, Any]]) -> None:
         if not updates:

@@ -35,6 +35,7 @@ from ..._version import package_version
 from .._asgi import HttpError, Request, send_error, send_json
 from .._listen import open_listener
 from ._adapter import GatewayAdapter, approval_text
+from ._answer_plan import AnswerPlan
 from ._chunks import chunk_text
 from ._retry import CallFailed, retry_delay
 from ._session_key import key_of
@@ -201,10 +202,10 @@ class WebhookAdapter(GatewayAdapter):
     def ask_approval(self, message: PlatformMessage, request: ApprovalRequested) -> None:
         self.start_wait(self._deliver, message, [approval_text(request)], "", request, tag="deliver", timeout=math.inf)
 
-    def turn_ended(self, status: str, value: Any, error: str) -> None:
+    def turn_ended(self, status: str, value: Any, error: str, *, sent: AnswerPlan | None = None) -> None:
         if status == "ok":  # its approvals are stale now: a decision on one is a 404
             self.reactor.call_soon(self.pending.forget, value.session_id)
-        super().turn_ended(status, value, error)
+        super().turn_ended(status, value, error, sent=sent)
 
     async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
         """The answer (one POST, or one a piece of the route's ``max_chars``), or with ``markup``

@@ -9,17 +9,23 @@ from pathlib import Path
 
 import msgspec
 import pytest
+import trio
 
+from actors.agent import HubRegistry
+from actors.platforms.gateway import TelegramAdapter
 from actors.platforms.gateway._access import AccessPolicy, decide_access
+from actors.platforms.gateway._answer_plan import AnswerDesk, answer_text
 from actors.platforms.gateway._chats import Cancel, Chats, Reply, Start
 from actors.platforms.gateway._chunks import chunk_text, utf16_units
 from actors.platforms.gateway._dedup import KEEP, SeenLog
+from actors.platforms.gateway._inbound_lane import Lane, instructions_for, laned
 from actors.platforms.gateway._pairing import CODE_TTL, PairingBook, PairingError, approve, request_code, revoke
+from actors.platforms.gateway._resets import ChatSession, ResetPolicy
 from actors.platforms.gateway._retry import CallFailed, retry_delay
 from actors.platforms.gateway._session_key import key_of, session_key
 from actors.platforms.gateway._telegram_api import parse_answer, to_message
 from actors.platforms.gateway._webhook_auth import render_prompt, signature_problem
-from protocols import PlatformMessage
+from protocols import PlatformFile, PlatformMessage, TurnCompleted
 
 
 def msg(text: str = "hi", *, user: str = "1", chat: str = "1", chat_type: str = "dm", mid: str = "1", **kw: object) -> PlatformMessage:
@@ -119,6 +125,91 @@ def test_steer_sends_what_waited_as_one_message_and_stop_cancels() -> None:
     running = chats.chats[key_of(msg())].running
     _, actions = chats.on_end(key_of(msg()), running, "", cancelled=True)
     assert isinstance(actions[0], Reply) and actions[0].text == "Stopped."
+
+
+def test_the_answer_planned_when_a_turn_starts_is_the_one_its_completed_end_gets() -> None:
+    key = key_of(msg())
+    for mode in ("queue", "steer"):
+        chats, actions = Chats(mode=mode).on_message(msg("one", mid="1"))
+        first = actions[0]
+        assert isinstance(first, Start)
+        planned = chats.answer_to(key, first.turn_id)
+        assert planned == msg("one", mid="1")
+        chats, _ = chats.on_message(msg("two", mid="2"))  # queued: the plan holds
+        chats, _ = chats.on_stop(msg("/stop", mid="3"))  # so does a /stop racing the completion
+        assert chats.answer_to(key, first.turn_id) == planned
+        _, ended = chats.on_end(key, first.turn_id, answer_text("done"))
+        assert ended[0] == Reply(planned, "done", turn_id=first.turn_id)
+    assert chats.answer_to(key, "another turn") is None and Chats().answer_to(key, first.turn_id) is None
+    chats, actions = Chats(mode="interrupt").on_message(msg(mid="1"))
+    assert isinstance(actions[0], Start) and chats.answer_to(key, actions[0].turn_id) is None  # a new message supersedes it
+    assert answer_text("") == "(no answer)"
+
+
+def test_the_answer_desk_fires_until_closed_and_hands_each_fired_reply_its_decision() -> None:
+    first, late = (TurnCompleted(session_id=key_of(msg()), turn_id=t, text="done") for t in ("t1", "t2"))
+
+    async def main() -> None:
+        desk = AnswerDesk()
+        fired = desk.fire("t1", first)
+        assert fired is not None and fired.end is first
+        assert desk.close() == [first]  # the stop: fired but not decided yet, the actor decides it now
+        assert desk.fire("t2", late) is None  # closed: nothing goes up front any more
+        desk.decide("t1", "state-7")
+        assert await desk.decision("t1", fired) == "state-7"
+        desk.done("t1")
+        assert desk.close() == []
+
+    trio.run(main)
+
+
+def test_the_inbound_lane_starts_only_what_the_adapter_would_start_at_once() -> None:
+    key, other = key_of(msg()), key_of(msg(chat="2"))
+    seen = SeenLog().add(["3/9"])
+    lane = Lane(
+        seen,
+        frozenset({other}),
+        {key: ChatSession(generation=3, last_at=1000.0)},
+        AccessPolicy(allowed=frozenset({"1"})),
+        ResetPolicy(mode="idle", idle_minutes=1),
+        None,
+        "telegram",
+        "",
+    )
+    batch = [msg("hello", mid="1"), msg("more", mid="2"), msg("busy chat", chat="2", mid="3"), msg("seen", chat="3", mid="9")]
+    batch += [
+        msg("/new", chat="4", mid="4"),
+        msg("who?", user="7", chat="5", mid="5"),
+        msg("a photo", chat="6", mid="6", files=(PlatformFile(kind="image", file_id="f"),)),
+    ]
+    batch.append(msg("hi again", chat="9", chat_type="group", mid="7"))  # a group message not addressed to the bot
+    decided = laned(lane, batch, [f"{m.chat_id}/{m.message_id}" for m in batch], now=1030.0)
+    assert list(decided) == ["gw-telegram-1-1"]  # the first of its chat only; a chat's second message waits for the adapter
+    first = decided["gw-telegram-1-1"]
+    assert first.session_id == f"{key}#3" and first.generation == 3 and first.start.policy == "queue"
+    assert first.start.text == "hello" and first.start.instructions == instructions_for(batch[0], "telegram", "")
+    assert laned(lane, batch[:1], ["1/1"], now=1000.0 + 61) == {}  # its session is due for a reset: the adapter decides that
+
+
+def test_an_adapter_s_lane_holds_back_chats_that_run_hold_or_retry_and_is_off_with_a_burst_window(tmp_path: Path) -> None:
+    def adapter(**extra: object) -> TelegramAdapter:
+        return TelegramAdapter(
+            token="t",
+            base_url="http://127.0.0.1:9",
+            poll_timeout=1.0,
+            home=tmp_path,
+            hubs=HubRegistry(),
+            policy=AccessPolicy(allow_all=True),
+            chats=Chats(),
+            **extra,
+        )
+
+    plain = adapter()
+    plain.chats, _ = plain.chats.on_message(msg(chat="1"))
+    plain.retrying.add(key_of(msg(chat="2")))  # a /retry asked: its answer starts a turn outside a batch
+    lane = plain.lane()
+    assert lane is not None and lane.busy == {key_of(msg(chat="1")), key_of(msg(chat="2"))} and lane.seen is plain.seen
+    assert adapter(burst_window=1.0).lane() is None
 
 
 def test_chunks_fit_the_limit_in_utf16_units_are_numbered_and_keep_code_fences_closed() -> None:
