@@ -37,7 +37,8 @@ from protocols._leases import (
 
 from ._backend import Connection
 from ._lease import Refusal, check_fence, decide_acquire, decide_release, decide_renew
-from ._settle import settle_session
+from ._pg import PgConnection, Step
+from ._settle import settle_session, settle_steps, settled
 from ._writes import Rejected
 
 log = logging.getLogger(__name__)
@@ -74,10 +75,14 @@ def read_lease(db: Connection, session_id: str, *, lock: str = "") -> LeaseRecor
 
 
 def _store(db: Connection, lease: LeaseRecord) -> None:
-    db.execute(
-        "UPDATE leases SET node_id = ?, epoch = ?, expires_at = ? WHERE session_id = ?",
-        (lease.node_id, lease.epoch, lease.expires_at, lease.session_id),
-    )
+    db.execute(_STORE, (lease.node_id, lease.epoch, lease.expires_at, lease.session_id))
+
+
+def _store_step(lease: LeaseRecord) -> Step:
+    return Step(_STORE, (lease.node_id, lease.epoch, lease.expires_at, lease.session_id))
+
+
+_STORE = "UPDATE leases SET node_id = ?, epoch = ?, expires_at = ? WHERE session_id = ?"
 
 
 def _refused(c: AcquireLease | RenewLease, refusal: Refusal) -> LeaseRefused:
@@ -112,19 +117,23 @@ def acquire_lease(db: Connection, c: AcquireLease, clock: Clock) -> tuple[Messag
     decided = decide_acquire(current, c.session_id, c.node_id, now, c.ttl, holder_dead=dead)
     if isinstance(decided, Refusal):
         return _refused(c, decided), 0
-    _store(db, decided)
-    if c.settle:  # what a dead holder (another node, or this node's last process) left open
-        settled = settle_session(db, c.session_id, c.settle, now)
-        if settled is not None:
-            log.warning(
-                "session %s acquired by node %s at epoch %d (last holder: %s): %d turn(s) failed as interrupted, %d tool call(s) given an unknown outcome",
-                c.session_id,
-                c.node_id,
-                decided.epoch,
-                "nobody" if current is None else f"node {current.node_id!r} (epoch {current.epoch})",
-                len(settled.turn_ids),
-                settled.settled_calls,
-            )
+    if isinstance(db, PgConnection):  # the lease stored and the session's running turns settled in one round trip
+        steps = [_store_step(decided), *(settle_steps(c.session_id, now) if c.settle else ())]
+        sent = db.together(steps)
+        report = settled(db, c.session_id, c.settle, now, sent[1], sent[2]) if c.settle else None
+    else:
+        _store(db, decided)
+        report = settle_session(db, c.session_id, c.settle, now) if c.settle else None
+    if report is not None:  # what a dead holder (another node, or this node's last process) left open
+        log.warning(
+            "session %s acquired by node %s at epoch %d (last holder: %s): %d turn(s) failed as interrupted, %d tool call(s) given an unknown outcome",
+            c.session_id,
+            c.node_id,
+            decided.epoch,
+            "nobody" if current is None else f"node {current.node_id!r} (epoch {current.epoch})",
+            len(report.turn_ids),
+            report.settled_calls,
+        )
     return LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token), 0
 
 
