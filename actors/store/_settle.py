@@ -220,10 +220,23 @@ def settle_steps(session_id: str, now: float) -> list[Step]:
 
 def settled(db: Connection, session_id: str, text: str, now: float, failed: Sent, tail: Sent) -> Interrupted | None:
     """What :func:`settle_steps` did, the open calls given their result (one more round trip when any)."""
+    settling = settle_results(session_id, text, now, failed, tail)
+    if settling is None:
+        return None
+    report, results = settling
+    if results is not None:
+        append_messages(db, results)
+    return report
+
+
+def settle_results(session_id: str, text: str, now: float, failed: Sent, tail: Sent) -> tuple[Interrupted, AppendMessages | None] | None:
+    """What :func:`settle_steps` did, and the append giving the open calls their results (None:
+    none open; the caller writes it); None when no turn was running."""
     if not failed.rows:
         return None
     turn_ids = tuple(str(r[0]) for r in sorted(failed.rows, key=lambda r: (float(r[1]), str(r[0]))))
-    return Interrupted(turn_ids=turn_ids, settled_calls=_answer_tail(db, session_id, _tail_of(tail.rows), text, now))
+    results = _results(session_id, _tail_of(tail.rows), text, now)
+    return Interrupted(turn_ids=turn_ids, settled_calls=0 if results is None else len(results.messages)), results
 
 
 _FAIL_RUNNING = "UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running' RETURNING turn_id, started_at"
@@ -237,13 +250,21 @@ def _answer(db: Connection, session_id: str, text: str, now: float) -> int:
 
 
 def _answer_tail(db: Connection, session_id: str, tail: list[TailRow], text: str, now: float) -> int:
+    results = _results(session_id, tail, text, now)
+    if results is None:
+        return 0
+    append_messages(db, results)
+    return len(results.messages)
+
+
+def _results(session_id: str, tail: list[TailRow], text: str, now: float) -> AppendMessages | None:
+    """The append giving each open call of ``tail`` one result (None: none open)."""
     calls = unanswered(tail)
     if not calls:
-        return 0
+        return None
     stamp = max(now, max(row[4] for row in tail))
     results = tuple(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=text) for call in calls)
-    append_messages(db, AppendMessages(session_id=session_id, messages=results, timestamp=stamp))
-    return len(results)
+    return AppendMessages(session_id=session_id, messages=results, timestamp=stamp)
 
 
 def _tail(db: Connection, session_id: str) -> list[TailRow]:

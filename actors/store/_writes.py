@@ -137,17 +137,7 @@ def _append_in_one_trip(db: PgConnection, c: AppendMessages, rows: list[MessageR
     count = len(rows)
     if c.segment is not None and not count:
         raise Rejected("a write that starts a segment must hold its messages; give the compressed conversation")
-    steps: list[Step] = []
-    if c.turn is not None:
-        steps.append(_mark_step(c.session_id, c.turn, now))
-    if count:
-        steps.append(Step(INSERT_MESSAGE, many=rows))
-    calls = sum(len(m.tool_calls) for m in c.messages)
-    if c.usage is None:
-        steps.append(Step(_COUNT, (count, calls, c.session_id)))
-    else:
-        u = c.usage
-        steps.append(Step(_COUNT_WITH_USAGE, (count, calls, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, c.session_id)))
+    steps = [*([] if c.turn is None else [_mark_step(c.session_id, c.turn, now)]), *append_steps(c, rows)]
     sent = db.together(steps)
     if c.turn is not None and c.turn.event == "started" and sent[0].changes == 0:
         raise Rejected(f"turn {c.turn.turn_id!r} of session {c.session_id!r} was started already; a turn id is started once per session")
@@ -157,6 +147,26 @@ def _append_in_one_trip(db: PgConnection, c: AppendMessages, rows: list[MessageR
     if c.segment is not None:
         _start_segment(db, c.session_id, c.segment, ids[0], now)
     return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
+
+
+def append_steps(c: AppendMessages, rows: list[MessageRow]) -> list[Step]:
+    """Postgres: an append's rows and counters (its turn mark apart) as steps of ``together``: the
+    insert (when there are rows), then the counters, whose ``changes`` is 0 for an unknown session."""
+    count = len(rows)
+    calls = sum(len(m.tool_calls) for m in c.messages)
+    steps = [Step(INSERT_MESSAGE, many=rows)] if count else []
+    if c.usage is None:
+        steps.append(Step(_COUNT, (count, calls, c.session_id)))
+    else:
+        u = c.usage
+        steps.append(Step(_COUNT_WITH_USAGE, (count, calls, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, c.session_id)))
+    return steps
+
+
+def message_rows(c: AppendMessages) -> list[MessageRow]:
+    """The rows of an append whose messages share its ``timestamp`` (no per-message stamps or counts)."""
+    now = time.time() if c.timestamp is None else c.timestamp
+    return [message_row(c.session_id, m, now, None) for m in c.messages]
 
 
 def _mark_step(session_id: str, mark: TurnMark, now: float) -> Step:
