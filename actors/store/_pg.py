@@ -5,6 +5,10 @@ the store's own ``BEGIN`` / ``COMMIT`` / ``ROLLBACK`` statements as on SQLite. E
 text is translated once (:func:`translate`, cached). psycopg is imported only when a
 connection is opened: the default install (SQLite) does not need it.
 
+Several statements that need no answer in between go in one round trip
+(:meth:`PgConnection.together`: one query of several statements, the values bound on this side),
+as does a write's SAVEPOINT with its first statement.
+
 Errors come out as apsw's classes with SQLite's wording (``_backend`` says why).
 """
 

@@ -27,12 +27,14 @@ Cluster mode (issue 22): ``AcquireLease`` / ``RenewLease`` / ``ReleaseLease`` / 
 are writes like the others (``_lease_rows``), answered after their commit; a session write that
 carries a ``fence`` runs only if the fence is the session's live lease, checked in the same
 transaction (a stale one: ``StoreFailed(fenced=...)``, nothing written). A write without a
-fence is checked against nothing. On Postgres with the server's clock, the renewals of a batch
-wait for its end and are renewed together in two statements (``_lease_rows.renew_leases``: a
-node of 300 sessions renews 90 a second, one writer round trip or more each before), each
-answered as alone; a later write, acquire or release of a renewed session runs its renewal
-first, so each session's commands still run, and are answered, in the order it sent them
-(across sessions a renewal's answer may come after a later command's).
+fence is checked against nothing. On Postgres with the server's clock, the renewals and the
+acquires of a batch wait for its end and are run together: renewals in two statements
+(``_lease_rows.renew_leases``: a node of 300 sessions renews 90 a second, one writer round trip
+or more each before), acquires in two or three round trips whatever their number
+(``_lease_rows.acquire_leases``: a node taking over a dead one's sessions gets their acquires in
+bursts), each answered as alone; a later write, acquire, renewal or release of such a session
+runs them first, so each session's commands still run, and are answered, in the order it sent
+them (across sessions an answer may come after a later command's).
 
 Invariant: a reply is told only after the transaction holding the write has committed.
 Invariant: every write command gets exactly one reply (a success or ``StoreFailed``),

@@ -10,6 +10,10 @@ fails halfway it deletes the rows it inserted and takes the mark back. A SAVEPOI
 would be simpler, but it makes FTS5 flush its pending index data at every write: about 30%
 fewer messages per second (measured with ``bench/bench_store.py``).
 
+On Postgres an append is one round trip (``_append_in_one_trip``: its turn mark, rows and
+counters sent together, ``PgConnection.together``), its savepoint undoing it when a step or a
+check fails; with its fence check, two.
+
 Each function returns the reply to tell after the commit and the number of message rows.
 """
 
