@@ -228,28 +228,28 @@ def acquire_leases(db: PgConnection, acquires: Sequence[AcquireLease]) -> tuple[
     third when a settle gives open calls their results, whatever their number: the rows locked
     ``FOR UPDATE SKIP LOCKED`` with the clock read above them and each holder's last heartbeat,
     each decided by ``decide_acquire`` as :func:`acquire_lease` would, then every grant's lease
-    update and settle together (``PgConnection.together``). Returns the answered acquires, and
-    those left for :func:`acquire_lease` one by one: a session never leased (its row is made
-    there), a row another transaction holds (waited for there), a second acquire of one session."""
+    update and settle together (``PgConnection.together``); the sessions never leased get their
+    placeholder rows in one statement first. Returns the answered acquires, and those left for
+    :func:`acquire_lease` one by one: a row another transaction holds (waited for there), a
+    second acquire of one session."""
     ids = sorted({c.session_id for c in acquires})
-    rows: list[Any] = db.execute(
-        "SELECT locked.session_id, locked.node_id, locked.epoch, locked.expires_at, extract(epoch FROM clock_timestamp()), nodes.heartbeat_at FROM"
-        " (SELECT session_id, node_id, epoch, expires_at FROM leases WHERE session_id = ANY(?) ORDER BY session_id FOR UPDATE SKIP LOCKED) AS locked"
-        " LEFT JOIN nodes ON nodes.node_id = locked.node_id",
-        (ids,),
-    ).fetchall()
-    found = {str(r[0]): (LeaseRecord(session_id=str(r[0]), node_id=str(r[1]), epoch=int(r[2]), expires_at=float(r[3])), float(r[4]), r[5]) for r in rows}
+    found = _lock_many(db, ids)
+    missing = [sid for sid in ids if sid not in found]
+    if missing:  # never leased: their placeholder rows made in one statement, then locked (as acquire_lease does one by one)
+        db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) SELECT unnest(?::text[]), '', 0, 0 ON CONFLICT DO NOTHING", (missing,))
+        found.update(_lock_many(db, missing))
     answered: list[tuple[AcquireLease, Message | None]] = []
     left: list[AcquireLease] = []
     granted: dict[str, tuple[AcquireLease, LeaseRecord, LeaseRecord | None, float]] = {}
     for c in acquires:
         held = found.get(c.session_id)
-        if held is None or not held[0].node_id or c.session_id in granted:
+        if held is None or c.session_id in granted:
             left.append(c)
             continue
-        current, now, beat = held
+        row, now, beat = held
+        current = row if row.node_id else None  # the placeholder: never leased
         silent = 0.0 if beat is None else now - float(beat)
-        dead = c.dead_after > 0 and current.node_id != c.node_id and current.expires_at > now and silent >= c.dead_after
+        dead = c.dead_after > 0 and current is not None and current.node_id != c.node_id and current.expires_at > now and silent >= c.dead_after
         decided = decide_acquire(current, c.session_id, c.node_id, now, c.ttl, holder_dead=dead)
         if isinstance(decided, Refusal):
             answered.append((c, _refused(c, decided)))
@@ -275,6 +275,18 @@ def acquire_leases(db: PgConnection, acquires: Sequence[AcquireLease]) -> tuple[
         if any(s.changes != 1 for s in counted):
             raise Rejected("a settled session has no sessions row; its acquire is sent again alone")
     return [(c, reply if reply is not None else replies[c.session_id]) for c, reply in answered], left
+
+
+def _lock_many(db: PgConnection, ids: list[str]) -> dict[str, tuple[LeaseRecord, float, Any]]:
+    """The lease rows of ``ids`` no other transaction holds, locked, each with the server's clock
+    read above the lock and its holder's last heartbeat (None: it never beat)."""
+    rows: list[Any] = db.execute(
+        "SELECT locked.session_id, locked.node_id, locked.epoch, locked.expires_at, extract(epoch FROM clock_timestamp()), nodes.heartbeat_at FROM"
+        " (SELECT session_id, node_id, epoch, expires_at FROM leases WHERE session_id = ANY(?) ORDER BY session_id FOR UPDATE SKIP LOCKED) AS locked"
+        " LEFT JOIN nodes ON nodes.node_id = locked.node_id",
+        (ids,),
+    ).fetchall()
+    return {str(r[0]): (LeaseRecord(session_id=str(r[0]), node_id=str(r[1]), epoch=int(r[2]), expires_at=float(r[3])), float(r[4]), r[5]) for r in rows}
 
 
 def release_lease(db: Connection, c: ReleaseLease, clock: Clock) -> tuple[Message, int]:
