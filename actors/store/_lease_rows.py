@@ -34,11 +34,13 @@ from protocols._leases import (
     ReleaseLease,
     RenewLease,
 )
+from protocols._store import AppendMessages, Interrupted
 
 from ._backend import Connection
 from ._lease import Refusal, check_fence, decide_acquire, decide_release, decide_renew
-from ._settle import settle_session
-from ._writes import Rejected
+from ._pg import PgConnection, Step
+from ._settle import settle_results, settle_session, settle_steps, settled
+from ._writes import Rejected, append_steps, message_rows
 
 log = logging.getLogger(__name__)
 
@@ -74,10 +76,14 @@ def read_lease(db: Connection, session_id: str, *, lock: str = "") -> LeaseRecor
 
 
 def _store(db: Connection, lease: LeaseRecord) -> None:
-    db.execute(
-        "UPDATE leases SET node_id = ?, epoch = ?, expires_at = ? WHERE session_id = ?",
-        (lease.node_id, lease.epoch, lease.expires_at, lease.session_id),
-    )
+    db.execute(_STORE, (lease.node_id, lease.epoch, lease.expires_at, lease.session_id))
+
+
+def _store_step(lease: LeaseRecord) -> Step:
+    return Step(_STORE, (lease.node_id, lease.epoch, lease.expires_at, lease.session_id))
+
+
+_STORE = "UPDATE leases SET node_id = ?, epoch = ?, expires_at = ? WHERE session_id = ?"
 
 
 def _refused(c: AcquireLease | RenewLease, refusal: Refusal) -> LeaseRefused:
@@ -112,20 +118,28 @@ def acquire_lease(db: Connection, c: AcquireLease, clock: Clock) -> tuple[Messag
     decided = decide_acquire(current, c.session_id, c.node_id, now, c.ttl, holder_dead=dead)
     if isinstance(decided, Refusal):
         return _refused(c, decided), 0
-    _store(db, decided)
-    if c.settle:  # what a dead holder (another node, or this node's last process) left open
-        settled = settle_session(db, c.session_id, c.settle, now)
-        if settled is not None:
-            log.warning(
-                "session %s acquired by node %s at epoch %d (last holder: %s): %d turn(s) failed as interrupted, %d tool call(s) given an unknown outcome",
-                c.session_id,
-                c.node_id,
-                decided.epoch,
-                "nobody" if current is None else f"node {current.node_id!r} (epoch {current.epoch})",
-                len(settled.turn_ids),
-                settled.settled_calls,
-            )
+    if isinstance(db, PgConnection):  # the lease stored and the session's running turns settled in one round trip
+        steps = [_store_step(decided), *(settle_steps(c.session_id, now) if c.settle else ())]
+        sent = db.together(steps)
+        report = settled(db, c.session_id, c.settle, now, sent[1], sent[2]) if c.settle else None
+    else:
+        _store(db, decided)
+        report = settle_session(db, c.session_id, c.settle, now) if c.settle else None
+    _log_settled(c, decided, current, report)
     return LeaseGranted(session_id=c.session_id, node_id=c.node_id, epoch=decided.epoch, expires_at=decided.expires_at, token=c.token), 0
+
+
+def _log_settled(c: AcquireLease, decided: LeaseRecord, current: LeaseRecord | None, report: Interrupted | None) -> None:
+    if report is not None:  # what a dead holder (another node, or this node's last process) left open
+        log.warning(
+            "session %s acquired by node %s at epoch %d (last holder: %s): %d turn(s) failed as interrupted, %d tool call(s) given an unknown outcome",
+            c.session_id,
+            c.node_id,
+            decided.epoch,
+            "nobody" if current is None or not current.node_id else f"node {current.node_id!r} (epoch {current.epoch})",
+            len(report.turn_ids),
+            report.settled_calls,
+        )
 
 
 def _locked_with_now(db: Connection, session_id: str, lock: str, clock: Clock) -> tuple[LeaseRecord | None, float]:
@@ -207,6 +221,72 @@ def renew_leases(db: Connection, renewals: Sequence[RenewLease]) -> tuple[list[t
             (list(renewed), list(renewed.values())),
         )
     return answered, left
+
+
+def acquire_leases(db: PgConnection, acquires: Sequence[AcquireLease]) -> tuple[list[tuple[AcquireLease, Message]], list[AcquireLease]]:
+    """Acquires waiting in one batch, on Postgres with the server's clock, in two round trips and a
+    third when a settle gives open calls their results, whatever their number: the rows locked
+    ``FOR UPDATE SKIP LOCKED`` with the clock read above them and each holder's last heartbeat,
+    each decided by ``decide_acquire`` as :func:`acquire_lease` would, then every grant's lease
+    update and settle together (``PgConnection.together``); the sessions never leased get their
+    placeholder rows in one statement first. Returns the answered acquires, and those left for
+    :func:`acquire_lease` one by one: a row another transaction holds (waited for there), a
+    second acquire of one session."""
+    ids = sorted({c.session_id for c in acquires})
+    found = _lock_many(db, ids)
+    missing = [sid for sid in ids if sid not in found]
+    if missing:  # never leased: their placeholder rows made in one statement, then locked (as acquire_lease does one by one)
+        db.execute("INSERT INTO leases (session_id, node_id, epoch, expires_at) SELECT unnest(?::text[]), '', 0, 0 ON CONFLICT DO NOTHING", (missing,))
+        found.update(_lock_many(db, missing))
+    answered: list[tuple[AcquireLease, Message | None]] = []
+    left: list[AcquireLease] = []
+    granted: dict[str, tuple[AcquireLease, LeaseRecord, LeaseRecord | None, float]] = {}
+    for c in acquires:
+        held = found.get(c.session_id)
+        if held is None or c.session_id in granted:
+            left.append(c)
+            continue
+        row, now, beat = held
+        current = row if row.node_id else None  # the placeholder: never leased
+        silent = 0.0 if beat is None else now - float(beat)
+        dead = c.dead_after > 0 and current is not None and current.node_id != c.node_id and current.expires_at > now and silent >= c.dead_after
+        decided = decide_acquire(current, c.session_id, c.node_id, now, c.ttl, holder_dead=dead)
+        if isinstance(decided, Refusal):
+            answered.append((c, _refused(c, decided)))
+            continue
+        granted[c.session_id] = (c, decided, current, now)
+        answered.append((c, None))
+    steps: list[Step] = []
+    for g, lease, _before, at in granted.values():
+        steps.append(_store_step(lease))
+        steps.extend(settle_steps(g.session_id, at) if g.settle else ())
+    sent = iter(db.together(steps) if steps else ())
+    replies: dict[str, Message] = {}
+    answers: list[AppendMessages] = []
+    for g, lease, before, at in granted.values():
+        next(sent)
+        settling = settle_results(g.session_id, g.settle, at, next(sent), next(sent)) if g.settle else None
+        if settling is not None and settling[1] is not None:
+            answers.append(settling[1])
+        _log_settled(g, lease, before, None if settling is None else settling[0])
+        replies[g.session_id] = LeaseGranted(session_id=g.session_id, node_id=g.node_id, epoch=lease.epoch, expires_at=lease.expires_at, token=g.token)
+    if answers:  # every open call of every settled session its result: one more round trip
+        counted = db.together([step for a in answers for step in append_steps(a, message_rows(a))])[1::2]
+        if any(s.changes != 1 for s in counted):
+            raise Rejected("a settled session has no sessions row; its acquire is sent again alone")
+    return [(c, reply if reply is not None else replies[c.session_id]) for c, reply in answered], left
+
+
+def _lock_many(db: PgConnection, ids: list[str]) -> dict[str, tuple[LeaseRecord, float, Any]]:
+    """The lease rows of ``ids`` no other transaction holds, locked, each with the server's clock
+    read above the lock and its holder's last heartbeat (None: it never beat)."""
+    rows: list[Any] = db.execute(
+        "SELECT locked.session_id, locked.node_id, locked.epoch, locked.expires_at, extract(epoch FROM clock_timestamp()), nodes.heartbeat_at FROM"
+        " (SELECT session_id, node_id, epoch, expires_at FROM leases WHERE session_id = ANY(?) ORDER BY session_id FOR UPDATE SKIP LOCKED) AS locked"
+        " LEFT JOIN nodes ON nodes.node_id = locked.node_id",
+        (ids,),
+    ).fetchall()
+    return {str(r[0]): (LeaseRecord(session_id=str(r[0]), node_id=str(r[1]), epoch=int(r[2]), expires_at=float(r[3])), float(r[4]), r[5]) for r in rows}
 
 
 def release_lease(db: Connection, c: ReleaseLease, clock: Clock) -> tuple[Message, int]:

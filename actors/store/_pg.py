@@ -5,11 +5,16 @@ the store's own ``BEGIN`` / ``COMMIT`` / ``ROLLBACK`` statements as on SQLite. E
 text is translated once (:func:`translate`, cached). psycopg is imported only when a
 connection is opened: the default install (SQLite) does not need it.
 
+Several statements that need no answer in between go in one round trip
+(:meth:`PgConnection.together`: one query of several statements, the values bound on this side),
+as does a write's SAVEPOINT with its first statement.
+
 Errors come out as apsw's classes with SQLite's wording (``_backend`` says why).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import time
@@ -94,6 +99,24 @@ class PgCursor:
         self._rows = iter(())
 
 
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One statement of :meth:`PgConnection.together`: ``sql`` (SQLite's dialect, translated) with
+    ``bindings``, or run once per row of ``many`` (an ``executemany``, its rows returned in order)."""
+
+    sql: str
+    bindings: Sequence[Any] = ()
+    many: Sequence[Sequence[Any]] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Sent:
+    """What one step answered: its rows and the rows it changed."""
+
+    rows: list[tuple[Any, ...]]
+    changes: int
+
+
 _ENDS_TRANSACTION = re.compile(r"\s*(COMMIT|END|BEGIN|START|ROLLBACK(?!\s+TO))\b", re.IGNORECASE)
 """A statement after which no savepoint of the transaction before it is left."""
 
@@ -112,7 +135,7 @@ class PgConnection:
         releases it in the same round trip as it opens its own, and COMMIT ends it anyway."""
         self._opening: tuple[str, ...] = ()
         """The open write's SAVEPOINT statements not sent yet: they go with its first statement,
-        in one round trip (psycopg's pipeline mode)."""
+        in one round trip (``together``)."""
 
     @property
     def in_transaction(self) -> bool:
@@ -128,15 +151,10 @@ class PgConnection:
     def execute(self, sql: str, bindings: Sequence[Any] | None = None) -> PgCursor:
         if self._unreleased is not None and _ENDS_TRANSACTION.match(sql):
             self._unreleased = None  # the transaction's end takes its savepoints with it
-        opening, self._opening = self._opening, ()
+        if self._opening:  # the write's savepoint and this statement: one round trip
+            return PgCursor(self, self.together([Step(sql, () if bindings is None else bindings)])[0].rows)
         with _errors_as_apsw(self.name):
-            if opening:
-                with self._conn.pipeline():  # the savepoint and this statement: one round trip
-                    for statement in opening:
-                        self._conn.execute(statement.encode())
-                    cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
-            else:
-                cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
+            cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
             self._changes = max(cur.rowcount, 0)
             rows = cur.fetchall() if cur.description is not None else []
         return PgCursor(self, rows)
@@ -156,6 +174,45 @@ class PgConnection:
                         break
         return PgCursor(self, rows)
 
+    def together(self, steps: Sequence[Step]) -> list[Sent]:
+        """Run ``steps`` in order in one round trip (the open write's SAVEPOINT with them) and
+        return what each answered. A step that fails raises here, as ``execute`` would, and the
+        server runs none after it (their write's savepoint undoes the ones before).
+        ``changes()`` is then the last step's.
+
+        They go as one query of several statements, the values bound on this side (psycopg's
+        ``ClientCursor``), not in psycopg's pipeline mode: that ends with a Flush after its Sync,
+        after which the server does not arm ``idle_in_transaction_session_timeout`` again — a
+        node stopped right after would keep its transaction, and its row locks, for ever.
+        """
+        import psycopg
+
+        opening, self._opening = self._opening, ()
+        texts = [*opening]
+        values: list[Any] = []
+        for step in steps:
+            for bindings in (step.bindings,) if step.many is None else step.many:
+                texts.append(translate(step.sql))
+                values.extend(bindings)
+        sent: list[Sent] = []
+        with _errors_as_apsw(self.name), psycopg.ClientCursor(self._conn) as cur:
+            cur.execute("; ".join(texts), values)
+            for _ in opening:
+                cur.nextset()
+            for step in steps:
+                rows: list[tuple[Any, ...]] = []
+                count = 0
+                for index in range(1 if step.many is None else len(step.many)):
+                    if index:
+                        cur.nextset()
+                    count += max(cur.rowcount, 0)
+                    if cur.description is not None:
+                        rows.extend(cur.fetchall())
+                sent.append(Sent(rows=rows, changes=count))
+                cur.nextset()
+        self._changes = sent[-1].changes if sent else 0
+        return sent
+
     def cursor(self) -> PgCursor:
         return PgCursor(self)
 
@@ -173,7 +230,7 @@ class PgConnection:
     def in_savepoint(self, apply: Callable[[], T]) -> T:
         """Run ``apply`` in a SAVEPOINT: if it raises, its statements are undone and the transaction goes on.
 
-        The SAVEPOINT is sent with the write's first statement, in one round trip (pipeline mode);
+        The SAVEPOINT is sent with the write's first statement, in one round trip (``together``);
         an outermost savepoint that succeeded is released by the next write's start, in that same
         round trip, or by the transaction's end: a write of a batch costs no round trip of its own
         for its savepoint. A write that sends no statement opens none.

@@ -36,6 +36,8 @@ from __future__ import annotations
 import dataclasses
 import os
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import apsw
 import msgspec
@@ -45,6 +47,7 @@ from protocols._transcript import ChatMessage, ToolCall
 
 from ._backend import Connection, is_database_url, open_store_writer
 from ._errors import StoreError
+from ._pg import Sent, Step
 from ._rows import decode_tool_calls
 from ._writes import append_messages
 
@@ -194,10 +197,7 @@ def settle_session(db: Connection, session_id: str, text: str, now: float) -> In
     """In the caller's transaction: fail the session's running turns and answer its open calls
     (as at start, for one session); None when it had no running turn."""
     failed = list(
-        db.execute(
-            "UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running' RETURNING turn_id, started_at",
-            (INTERRUPTED, now, session_id),
-        )
+        db.execute(_FAIL_RUNNING, (INTERRUPTED, now, session_id))
     )  # one statement: every acquire in cluster mode asks, and on Postgres each is a round trip
     if not failed:
         return None
@@ -205,29 +205,84 @@ def settle_session(db: Connection, session_id: str, text: str, now: float) -> In
     return Interrupted(turn_ids=turn_ids, settled_calls=_answer(db, session_id, text, now))
 
 
+def settle_steps(session_id: str, now: float) -> list[Step]:
+    """Postgres: :func:`settle_session`'s reads as steps of ``PgConnection.together`` (the running turns failed, then the
+    session's tail read only when that failed one), sent with the lease's update in one round trip;
+    :func:`settled` then answers the open calls."""
+    return [
+        Step(_FAIL_RUNNING, (INTERRUPTED, now, session_id)),
+        Step(
+            f"SELECT id, role, tool_calls, tool_call_id, timestamp FROM messages WHERE session_id = ? AND EXISTS {_FAILED_NOW} ORDER BY timestamp DESC, id DESC",
+            (session_id, session_id, INTERRUPTED, now),
+        ),
+    ]
+
+
+def settled(db: Connection, session_id: str, text: str, now: float, failed: Sent, tail: Sent) -> Interrupted | None:
+    """What :func:`settle_steps` did, the open calls given their result (one more round trip when any)."""
+    settling = settle_results(session_id, text, now, failed, tail)
+    if settling is None:
+        return None
+    report, results = settling
+    if results is not None:
+        append_messages(db, results)
+    return report
+
+
+def settle_results(session_id: str, text: str, now: float, failed: Sent, tail: Sent) -> tuple[Interrupted, AppendMessages | None] | None:
+    """What :func:`settle_steps` did, and the append giving the open calls their results (None:
+    none open; the caller writes it); None when no turn was running."""
+    if not failed.rows:
+        return None
+    turn_ids = tuple(str(r[0]) for r in sorted(failed.rows, key=lambda r: (float(r[1]), str(r[0]))))
+    results = _results(session_id, _tail_of(tail.rows), text, now)
+    return Interrupted(turn_ids=turn_ids, settled_calls=0 if results is None else len(results.messages)), results
+
+
+_FAIL_RUNNING = "UPDATE turns SET status = 'failed', reason = ?, ended_at = ? WHERE session_id = ? AND status = 'running' RETURNING turn_id, started_at"
+_FAILED_NOW = "(SELECT 1 FROM turns WHERE session_id = ? AND status = 'failed' AND reason = ? AND ended_at = ?)"
+"""A turn of the session failed by the settle step before (a later statement sees its changes)."""
+
+
 def _answer(db: Connection, session_id: str, text: str, now: float) -> int:
     """Append a result for each open call after the session's last user message; how many."""
-    tail = _tail(db, session_id)
+    return _answer_tail(db, session_id, _tail(db, session_id), text, now)
+
+
+def _answer_tail(db: Connection, session_id: str, tail: list[TailRow], text: str, now: float) -> int:
+    results = _results(session_id, tail, text, now)
+    if results is None:
+        return 0
+    append_messages(db, results)
+    return len(results.messages)
+
+
+def _results(session_id: str, tail: list[TailRow], text: str, now: float) -> AppendMessages | None:
+    """The append giving each open call of ``tail`` one result (None: none open)."""
     calls = unanswered(tail)
     if not calls:
-        return 0
+        return None
     stamp = max(now, max(row[4] for row in tail))
     results = tuple(ChatMessage(role="tool", tool_call_id=call.id, name=call.name, content=text) for call in calls)
-    append_messages(db, AppendMessages(session_id=session_id, messages=results, timestamp=stamp))
-    return len(results)
+    return AppendMessages(session_id=session_id, messages=results, timestamp=stamp)
 
 
 def _tail(db: Connection, session_id: str) -> list[TailRow]:
     """The session's messages after its last user message, in append order."""
-    rows: list[TailRow] = []
     cursor = db.cursor()
     try:
-        for id_, role, tool_calls, tool_call_id, timestamp in cursor.execute(_TAIL, (session_id,)):
-            if role == "user":
-                break
-            rows.append((int(id_), str(role), tool_calls, tool_call_id, float(timestamp)))
+        return _tail_of(cursor.execute(_TAIL, (session_id,)))
     finally:
         cursor.close()
+
+
+def _tail_of(newest_first: Iterable[Any]) -> list[TailRow]:
+    """The rows after the last user message of a session's messages read newest first, in append order."""
+    rows: list[TailRow] = []
+    for id_, role, tool_calls, tool_call_id, timestamp in newest_first:
+        if role == "user":
+            break
+        rows.append((int(id_), str(role), tool_calls, tool_call_id, float(timestamp)))
     rows.sort(key=lambda row: row[0])
     return rows
 

@@ -27,12 +27,14 @@ Cluster mode (issue 22): ``AcquireLease`` / ``RenewLease`` / ``ReleaseLease`` / 
 are writes like the others (``_lease_rows``), answered after their commit; a session write that
 carries a ``fence`` runs only if the fence is the session's live lease, checked in the same
 transaction (a stale one: ``StoreFailed(fenced=...)``, nothing written). A write without a
-fence is checked against nothing. On Postgres with the server's clock, the renewals of a batch
-wait for its end and are renewed together in two statements (``_lease_rows.renew_leases``: a
-node of 300 sessions renews 90 a second, one writer round trip or more each before), each
-answered as alone; a later write, acquire or release of a renewed session runs its renewal
-first, so each session's commands still run, and are answered, in the order it sent them
-(across sessions a renewal's answer may come after a later command's).
+fence is checked against nothing. On Postgres with the server's clock, the renewals and the
+acquires of a batch wait for its end and are run together: renewals in two statements
+(``_lease_rows.renew_leases``: a node of 300 sessions renews 90 a second, one writer round trip
+or more each before), acquires in two or three round trips whatever their number
+(``_lease_rows.acquire_leases``: a node taking over a dead one's sessions gets their acquires in
+bursts), each answered as alone; a later write, acquire, renewal or release of such a session
+runs them first, so each session's commands still run, and are answered, in the order it sent
+them (across sessions an answer may come after a later command's).
 
 Invariant: a reply is told only after the transaction holding the write has committed.
 Invariant: every write command gets exactly one reply (a success or ``StoreFailed``),
@@ -88,8 +90,8 @@ from ._credentials_rows import save_pool_state
 from ._errors import StoreConnectionBroken
 from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
-from ._lease_rows import Clock, Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, renew_leases, store_now
-from ._pg import redact
+from ._lease_rows import Clock, Fenced, acquire_lease, acquire_leases, fenced, node_heartbeat, release_lease, renew_lease, renew_leases, store_now
+from ._pg import PgConnection, redact
 from ._schema import Synchronous
 from ._writes import (
     Rejected,
@@ -252,8 +254,10 @@ class StoreWriter(Actor[StoreWriterInbox]):
         self._largest_batch = 0
         self._renewals: list[RenewLease] = []
         """Postgres: renewals waiting for the batch's end, renewed together (``_renew_deferred``)."""
+        self._acquires: list[AcquireLease] = []
+        """Postgres: acquires waiting for the batch's end, acquired together (``_acquire_deferred``)."""
         self._renewing: set[str] = set()
-        """Their sessions: another write of one of them renews them first (its order kept)."""
+        """Their sessions: another write of one of them runs them first (its order kept)."""
         self._fenced: set[str] = set()
         """Sessions whose transcript write was refused: their next ones are refused too (see ReopenWrites)."""
 
@@ -297,10 +301,10 @@ class StoreWriter(Actor[StoreWriterInbox]):
                 self._write(message, save_fact)
             case DeleteFact():
                 self._write(message, delete_fact)
+            case AcquireLease() | RenewLease() if self._now is store_now and is_database_url(self._location):
+                self._defer(message)
             case AcquireLease():
                 self._write(message, lambda db, c: acquire_lease(db, c, self._now))
-            case RenewLease() if self._now is store_now and is_database_url(self._location):
-                self._defer_renewal(message)
             case RenewLease():
                 self._write(message, lambda db, c: renew_lease(db, c, self._now))
             case ReleaseLease():
@@ -357,7 +361,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
             )
             return
         if self._renewing and getattr(command, "session_id", None) in self._renewing:
-            self._renew_deferred()  # this session's renewal before its next write, as they came
+            self._run_deferred()  # this session's renewal or acquire before its next write, as they came
         db = self._connection()
         if self._batch_writes == 0:
             self._batch_began = time.monotonic()
@@ -376,18 +380,55 @@ class StoreWriter(Actor[StoreWriterInbox]):
             return
         self._pending.append((command.reply_to, reply, rows))
 
-    def _defer_renewal(self, command: RenewLease) -> None:
+    def _defer(self, command: AcquireLease | RenewLease) -> None:
+        if command.session_id in self._renewing and any(c.session_id == command.session_id for c in self._other_kind(command)):
+            self._run_deferred()  # a session's acquire and renewal run in the order it sent them
         if self._batch_writes == 0:
             self._batch_began = time.monotonic()
         self._batch_writes += 1
-        self._renewals.append(command)
+        if isinstance(command, AcquireLease):
+            self._acquires.append(command)
+        else:
+            self._renewals.append(command)
         self._renewing.add(command.session_id)
+
+    def _other_kind(self, command: AcquireLease | RenewLease) -> list[AcquireLease] | list[RenewLease]:
+        return self._renewals if isinstance(command, AcquireLease) else self._acquires
+
+    def _run_deferred(self) -> None:
+        self._acquire_deferred()
+        self._renew_deferred()
+
+    def _acquire_deferred(self) -> None:
+        """The acquires waiting in this batch, together (``acquire_leases``: two or three round trips
+        for all of them); a session never leased, or a row another transaction holds, is acquired
+        alone as ever (``acquire_lease``, which makes its row or waits for it)."""
+        acquires, self._acquires = self._acquires, []
+        self._renewing = {c.session_id for c in self._renewals}
+        if not acquires:
+            return
+        db = self._connection()
+        try:
+            if not db.in_transaction:
+                db.execute("BEGIN IMMEDIATE")
+            assert isinstance(db, PgConnection)
+            answered, left = apply_write(db, acquire_leases, acquires)
+        except Exception as exc:
+            if isinstance(exc, _BROKEN):
+                self._acquires = acquires  # answered failed with everything pending
+                self._break(exc)
+            log.warning("%s: acquiring %d leases together failed, acquiring each alone: %s", self.path, len(acquires), _describe(exc))
+            answered, left = [], acquires
+        for command, reply in answered:
+            self._pending.append((command.reply_to, reply, 0))
+        for command in left:
+            self._write(command, lambda db, c: acquire_lease(db, c, self._now))
 
     def _renew_deferred(self) -> None:
         """The renewals waiting in this batch, in two statements (``renew_leases``); a row another
         transaction holds, or none, is renewed alone as ever (``renew_lease``, which waits for it)."""
         renewals, self._renewals = self._renewals, []
-        self._renewing.clear()
+        self._renewing = {c.session_id for c in self._acquires}
         if not renewals:
             return
         db = self._connection()
@@ -408,7 +449,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
 
     def _maybe_flush(self) -> None:
         db = self._db
-        if db is None or self._broken or not (self._pending or self._renewals or db.in_transaction):
+        if db is None or self._broken or not (self._pending or self._renewals or self._acquires or db.in_transaction):
             return
         if commit_now(self._batch_writes, self._batch_cap, time.monotonic() - self._batch_began, self._batch_seconds, inbox_empty=self.actor_inbox.empty()):
             self._flush()
@@ -418,8 +459,8 @@ class StoreWriter(Actor[StoreWriterInbox]):
         db = self._db
         if db is None or self._broken:
             return
-        if self._renewals:
-            self._renew_deferred()
+        if self._renewals or self._acquires:
+            self._run_deferred()
         self._batch_writes = 0
         if db.in_transaction:
             try:
@@ -468,17 +509,19 @@ class StoreWriter(Actor[StoreWriterInbox]):
     def _fail_pending(self, why: str, *, retryable: bool) -> None:
         """Tell everything pending now: queued failures as they are, uncommitted writes as failed
         (and renewals not yet run)."""
-        renewals, self._renewals = self._renewals, []
+        deferred: list[AcquireLease | RenewLease] = [*self._acquires, *self._renewals]
+        self._acquires, self._renewals = [], []
         self._renewing.clear()
-        for renewal in renewals:
+        for lease in deferred:
             self._failures += 1
+            kind = type(lease).__name__
             _tell(
-                renewal.reply_to,
+                lease.reply_to,
                 StoreFailed(
-                    token=renewal.token,
-                    error=f"RenewLease for session {renewal.session_id!r} was not stored: {why}",
-                    command="RenewLease",
-                    session_id=renewal.session_id,
+                    token=lease.token,
+                    error=f"{kind} for session {lease.session_id!r} was not stored: {why}",
+                    command=kind,
+                    session_id=lease.session_id,
                     retryable=retryable,
                 ),
             )

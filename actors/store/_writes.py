@@ -10,6 +10,10 @@ fails halfway it deletes the rows it inserted and takes the mark back. A SAVEPOI
 would be simpler, but it makes FTS5 flush its pending index data at every write: about 30%
 fewer messages per second (measured with ``bench/bench_store.py``).
 
+On Postgres an append is one round trip (``_append_in_one_trip``: its turn mark, rows and
+counters sent together, ``PgConnection.together``), its savepoint undoing it when a step or a
+check fails; with its fence check, two.
+
 Each function returns the reply to tell after the commit and the number of message rows.
 """
 
@@ -43,7 +47,8 @@ from protocols._store import (
 
 from ._backend import Connection
 from ._errors import StoreConnectionBroken
-from ._rows import INSERT_MESSAGE, LIVE_START, decode_tool_calls, encode_model_config, message_row
+from ._pg import PgConnection, Step
+from ._rows import INSERT_MESSAGE, LIVE_START, MessageRow, decode_tool_calls, encode_model_config, message_row
 
 
 class Rejected(Exception):
@@ -91,6 +96,8 @@ def append_messages(db: Connection, c: AppendMessages) -> tuple[Message, int]:
     stamps = c.timestamps or (now,) * count
     counts = c.token_counts or (None,) * count
     rows = [message_row(c.session_id, m, t, n) for m, t, n in zip(c.messages, stamps, counts, strict=True)]
+    if isinstance(db, PgConnection):
+        return _append_in_one_trip(db, c, rows, now)
     # The mark goes first: a refused start changes nothing, and the foreign key of ``turns``
     # refuses an unknown session before any change.
     undo_mark = None if c.turn is None else mark_turn(db, c.session_id, c.turn, now)
@@ -106,10 +113,7 @@ def append_messages(db: Connection, c: AppendMessages) -> tuple[Message, int]:
             ids.extend(row[0] for row in db.executemany(INSERT_MESSAGE, rows))
         calls = sum(len(m.tool_calls) for m in c.messages)
         if c.usage is None:
-            db.execute(
-                "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?",
-                (count, calls, c.session_id),
-            )
+            db.execute(_COUNT, (count, calls, c.session_id))
         else:  # the same one statement: a reply's tokens are counted with the reply
             u = c.usage
             db.execute(_COUNT_WITH_USAGE, (count, calls, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, c.session_id))
@@ -126,6 +130,68 @@ def append_messages(db: Connection, c: AppendMessages) -> tuple[Message, int]:
     return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
 
 
+def _append_in_one_trip(db: PgConnection, c: AppendMessages, rows: list[MessageRow], now: float) -> tuple[Message, int]:
+    """Postgres: the append's turn mark, rows and counters in one round trip (``PgConnection.together``).
+
+    The same statements and checks as on SQLite, in the same order (the mark first: its foreign
+    key refuses an unknown session), except that a turn's end is one upsert. A failed step or
+    check raises, and the write's savepoint (``apply_write``) undoes the steps before it: no
+    ``_undo`` on this backend.
+    """
+    count = len(rows)
+    if c.segment is not None and not count:
+        raise Rejected("a write that starts a segment must hold its messages; give the compressed conversation")
+    steps = [*([] if c.turn is None else [_mark_step(c.session_id, c.turn, now)]), *append_steps(c, rows)]
+    sent = db.together(steps)
+    if c.turn is not None and c.turn.event == "started" and sent[0].changes == 0:
+        raise Rejected(f"turn {c.turn.turn_id!r} of session {c.session_id!r} was started already; a turn id is started once per session")
+    if sent[-1].changes == 0:
+        raise Rejected(f"there is no session {c.session_id!r}; send CreateSession first")
+    ids = [int(row[0]) for row in sent[-2].rows] if count else []
+    if c.segment is not None:
+        _start_segment(db, c.session_id, c.segment, ids[0], now)
+    return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
+
+
+def append_steps(c: AppendMessages, rows: list[MessageRow]) -> list[Step]:
+    """Postgres: an append's rows and counters (its turn mark apart) as steps of ``together``: the
+    insert (when there are rows), then the counters, whose ``changes`` is 0 for an unknown session."""
+    count = len(rows)
+    calls = sum(len(m.tool_calls) for m in c.messages)
+    steps = [Step(INSERT_MESSAGE, many=rows)] if count else []
+    if c.usage is None:
+        steps.append(Step(_COUNT, (count, calls, c.session_id)))
+    else:
+        u = c.usage
+        steps.append(Step(_COUNT_WITH_USAGE, (count, calls, u.input_tokens, u.output_tokens, u.cache_read_tokens, u.cache_write_tokens, c.session_id)))
+    return steps
+
+
+def message_rows(c: AppendMessages) -> list[MessageRow]:
+    """The rows of an append whose messages share its ``timestamp`` (no per-message stamps or counts)."""
+    now = time.time() if c.timestamp is None else c.timestamp
+    return [message_row(c.session_id, m, now, None) for m in c.messages]
+
+
+def _mark_step(session_id: str, mark: TurnMark, now: float) -> Step:
+    """:func:`mark_turn` as one statement: a start inserts (nothing when the turn is known: the
+    caller refuses it), an end closes a running row, inserts an ended one for a turn never seen
+    started, and leaves an ended one alone."""
+    if mark.event == "started":
+        return Step(
+            "INSERT INTO turns (session_id, turn_id, status, reason, started_at) VALUES (?, ?, 'running', '', ?) ON CONFLICT DO NOTHING",
+            (session_id, mark.turn_id, now),
+        )
+    if mark.event not in _ENDS:
+        raise Rejected(f"a turn mark's event is started, completed, failed or cancelled, not {mark.event!r}")
+    return Step(
+        "INSERT INTO turns (session_id, turn_id, status, reason, ended_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, turn_id) DO UPDATE "
+        "SET status = excluded.status, reason = excluded.reason, ended_at = excluded.ended_at WHERE turns.status = 'running'",
+        (session_id, mark.turn_id, mark.event, mark.reason, now),
+    )
+
+
+_COUNT = "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, tool_call_count = coalesce(tool_call_count, 0) + ? WHERE id = ?"
 _COUNT_WITH_USAGE = (
     "UPDATE sessions SET message_count = coalesce(message_count, 0) + ?, tool_call_count = coalesce(tool_call_count, 0) + ?, "
     "input_tokens = coalesce(input_tokens, 0) + ?, output_tokens = coalesce(output_tokens, 0) + ?, "

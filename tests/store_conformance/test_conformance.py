@@ -39,6 +39,7 @@ from protocols._store import (
     SessionEnded,
     SessionTotalsUpdated,
     StoreFailed,
+    TokenUsage,
     TurnMark,
     TurnRecord,
     TurnRemoved,
@@ -180,6 +181,39 @@ def test_turns_open_complete_and_fail_with_their_messages(start_runtime: StartRu
         ]
         assert reader.find_turn("t2") == reader.load_turns("s1")[1]
         assert reader.load_messages("s1") == [user("hello"), answer("hi"), user("break")]
+
+
+def test_an_append_s_rows_mark_and_usage_land_together_whatever_the_text_and_a_turn_ends_once(start_runtime: StartRuntime, location: str) -> None:
+    """On Postgres an append's statements go as one query with their values bound on this side
+    (``PgConnection.together``): quotes, backslashes, placeholders and SQL in the text are data."""
+    store, replies = start(start_runtime, location), Replies()
+    make(store, replies, "s1")
+    texts = ["it's", '"q"', "back\\slash", "%s %% ?", ";DROP TABLE messages;--", "$1 $$x$$", "日本語", "E'\\x00'"]
+    call = ToolCall(id="c'1", name="terminal", arguments='{"command": "echo \'a\' \\\\ %s"}')
+    messages = (*(user(t) for t in texts), ChatMessage(role="assistant", content=None, tool_calls=(call,)), answer("done"))
+    usage = TokenUsage(input_tokens=7, output_tokens=3)
+    got = ask(
+        store,
+        replies,
+        AppendMessages(
+            session_id="s1", messages=messages, turn=TurnMark(turn_id="t'1", event="started"), usage=usage, timestamp=100.0, token="w", reply_to=replies
+        ),
+    )
+    assert isinstance(got, MessagesPersisted) and len(got.message_ids) == len(messages) and list(got.message_ids) == sorted(got.message_ids)
+    ended = write(store, replies, "s1", turn=TurnMark(turn_id="t'1", event="completed"), at=101.0)
+    again = write(store, replies, "s1", turn=TurnMark(turn_id="t'1", event="failed", reason="late"), at=102.0)  # ended already: left as it is
+    unseen = write(store, replies, "s1", turn=TurnMark(turn_id="t2", event="cancelled", reason="stop"), at=103.0)  # never seen started: an ended row
+    assert all(isinstance(r, MessagesPersisted) and r.message_ids == () for r in (ended, again, unseen))
+    lost = write(store, replies, "nope", turn=TurnMark(turn_id="t3", event="completed"), at=104.0)
+    assert isinstance(lost, StoreFailed) and "send CreateSession first" in lost.error
+    with StoreReader(location) as reader:
+        assert reader.load_messages("s1") == list(messages)
+        assert reader.load_turns("s1") == [
+            TurnRecord(session_id="s1", turn_id="t'1", status="completed", started_at=100.0, ended_at=101.0),
+            TurnRecord(session_id="s1", turn_id="t2", status="cancelled", reason="stop", ended_at=103.0),
+        ]
+        session = reader.get_session("s1")
+        assert session is not None and (session.message_count, session.tool_call_count, session.input_tokens, session.output_tokens) == (len(messages), 1, 7, 3)
 
 
 NASTY = [

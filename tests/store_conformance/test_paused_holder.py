@@ -25,9 +25,9 @@ from actors.agent._node import NodeIdentity
 from actors.chaos import ModelServer, TextReply
 from actors.store._pg import IDLE_IN_TRANSACTION_TIMEOUT
 from protocols import ChatMessage
-from protocols._leases import AcquireLease, Fence, LeaseGranted, NodeHeartbeat, NodeSeen
+from protocols._leases import AcquireLease, Fence, LeaseGranted, NodeHeartbeat, NodeSeen, ReleaseLease
 from protocols._session import TurnCompleted, TurnFailed
-from protocols._store import AppendMessages, CreateSession, SessionCreated
+from protocols._store import AppendMessages, CreateSession, GetStoreStatistics, SessionCreated, StoreFailed
 from supervisor import ChildSpec
 from tests.agent.session_kit import start_kit, until
 from tests.conftest import DEADLINE
@@ -109,3 +109,43 @@ def test_a_cluster_node_s_writer_frees_its_row_locks_within_a_third_of_its_lease
         assert row == (granted.epoch,)
     finally:
         stopped.release.set()
+
+
+def test_a_node_stopped_after_a_write_sent_as_one_query_still_has_its_transaction_ended(postgres: PostgresServer, start_runtime: StartRuntime) -> None:
+    """The writes whose statements go together in one query (``PgConnection.together``: an append's
+    mark, rows and counters; a release by a node that does not hold the lease: one locked read) are the last thing a stopped
+    node's connection did: the server must still end its idle transaction. psycopg's pipeline mode,
+    tried for this, sends a Flush after its Sync, and the server then never arms
+    ``idle_in_transaction_session_timeout``: the rows stayed locked for as long as the node stayed
+    stopped."""
+    url = postgres.new_database()
+    node = NodeIdentity(node_id="node-a", lease_ttl=3.0)
+    paused = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(url,), kwargs={"lock_hold": node.lock_hold})])
+    store, replies = paused.lookup("/store"), Replies()
+    for sid in ("s1", "s2"):
+        store.tell(AcquireLease(session_id=sid, node_id="node-a", ttl=600.0, token="a", reply_to=replies))
+        granted = replies.get()
+        assert isinstance(granted, LeaseGranted)
+        store.tell(CreateSession(session_id=sid, source="api", fence=Fence(node_id="node-a", epoch=granted.epoch), token="c", reply_to=replies))
+        assert isinstance(replies.get(), SessionCreated)
+    for last in (
+        AppendMessages(
+            session_id="s1", messages=(ChatMessage(role="user", content="hi"),), fence=Fence(node_id="node-a", epoch=1), token="w", reply_to=replies
+        ),
+        ReleaseLease(session_id="s2", node_id="node-b", epoch=1, token="r", reply_to=replies),  # not node-b's: s2's row read FOR UPDATE, nothing more
+    ):
+        first = hold(store)
+        store.tell(last)
+        stopped = Hold()
+        store.tell(stopped)
+        first.release.set()
+        assert stopped.held.wait(DEADLINE)  # parked inside its open transaction, right after that write
+        try:
+            with psycopg.connect(url, autocommit=True, connect_timeout=5, options="-c lock_timeout=3000") as other:
+                row = other.execute("SELECT epoch FROM leases WHERE session_id = %s FOR UPDATE", (last.session_id,)).fetchone()
+            assert row == (1,)  # got within 3 s: the server ended the stopped writer's transaction after 1 s
+        finally:
+            stopped.release.set()
+        store.tell(GetStoreStatistics(reply_to=Replies()))  # the writer commits: its connection was ended
+        failed = replies.get()  # its connection was ended: the write it had pending is answered failed, retryable
+        assert isinstance(failed, StoreFailed) and failed.retryable, failed
