@@ -27,6 +27,7 @@ import dataclasses
 import select
 import ssl
 import urllib.parse
+import urllib.request
 import zlib
 from collections.abc import Callable, Sequence
 from types import TracebackType
@@ -84,6 +85,16 @@ class Endpoint:
         target = urllib.parse.quote(f"{parts.path.rstrip('/')}/{path}", safe="/:@!$&'()*+,;=%-._~")
         target += f"?{parts.query}" if parts.query else ""
         return cls((scheme, host, port), target, named if port == default else f"{named}:{port}")
+
+
+def proxied(endpoint: Endpoint) -> bool:
+    """True when the environment routes ``endpoint`` through a proxy (HTTP(S)_PROXY, ALL_PROXY,
+    NO_PROXY): this client does not do proxies, so such an endpoint stays with httpx."""
+    scheme, _host, _ = endpoint.origin
+    proxies = urllib.request.getproxies()
+    if not (proxies.get(scheme) or proxies.get("all")):
+        return False
+    return not urllib.request.proxy_bypass(endpoint.host_header)
 
 
 @dataclasses.dataclass(slots=True, eq=False)

@@ -37,7 +37,6 @@ import logging
 import re
 import ssl
 import time
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,7 +48,7 @@ from protocols import ChatMessage, ToolCall
 from protocols._session import ReasoningDelta, TextDelta, TurnOptions
 
 from ._caching import AUTO, PromptCaching, is_anthropic_model
-from ._http1 import Endpoint, Exchange, Pool, TransportError
+from ._http1 import Endpoint, Exchange, Pool, TransportError, proxied
 from ._hub import SessionHub
 from ._pricing import Price
 from ._pricing import cost as price_cost
@@ -168,7 +167,7 @@ class ModelClients:
 
     def _route(self, base_url: str) -> Endpoint | httpx.AsyncClient:
         endpoint = Endpoint.parse(base_url, "chat/completions")
-        if endpoint is not None and not _proxied(endpoint):
+        if endpoint is not None and not proxied(endpoint):
             return endpoint
         # No read timeout here: each call's own deadline (the reactor wait) governs.
         timeout = httpx.Timeout(connect=15.0, read=None, write=60.0, pool=30.0)
@@ -194,15 +193,6 @@ class ModelClients:
         for route in routes:
             if isinstance(route, httpx.AsyncClient):
                 await route.aclose()
-
-
-def _proxied(endpoint: Endpoint) -> bool:
-    """True when the environment routes ``endpoint`` through a proxy (HTTP(S)_PROXY, ALL_PROXY, NO_PROXY)."""
-    scheme, _host, _ = endpoint.origin
-    proxies = urllib.request.getproxies()
-    if not (proxies.get(scheme) or proxies.get("all")):
-        return False
-    return not urllib.request.proxy_bypass(endpoint.host_header)
 
 
 class _ThinkSplitter:

@@ -16,7 +16,6 @@ fetched for the turn (``_chat_files.py``, shared with Matrix).
 from __future__ import annotations
 
 import contextlib
-import ssl
 from typing import Any
 
 import httpx
@@ -36,20 +35,14 @@ from ._inbound_lane import Lane, Laned, laned
 from ._markdown_v2 import to_markdown_v2
 from ._retry import CallFailed, retry_delay
 from ._state_file import Outgoing
-from ._telegram_api import CALLBACK_PREFIX, approval_buttons, call, download, edit_payload, not_modified, send_payload, to_message, unparsable, upload
+from ._telegram_api import CALLBACK_PREFIX, approval_buttons, download, edit_payload, not_modified, send_payload, to_message, unparsable, upload
 from ._telegram_stream import TelegramStream
+from ._telegram_transport import BotTransport
 from ._waits import Prepare, Stream
 
-_SSL: ssl.SSLContext | None = None
-"""One TLS context for every call (an ``httpx.AsyncClient`` would build its own each time)."""
 UNAUTHORIZED_RETRY = 60.0
 TELEGRAM_LIMIT = 4096
 UPLOAD_TIMEOUT = 120.0
-
-
-async def _closed(client: httpx.AsyncClient) -> None:
-    with contextlib.suppress(Exception):  # a system task must not raise: closing is best effort
-        await client.aclose()
 
 
 class TelegramAdapter(GatewayAdapter):
@@ -72,7 +65,8 @@ class TelegramAdapter(GatewayAdapter):
         self.username = ""
         self.bot_id = ""
         self.failures = 0
-        self.http: httpx.AsyncClient | None = None
+        self.transport: BotTransport | None = None
+        """This incarnation's connections to the Bot API (made and used in the reactor, closed when it ends)."""
         self.polling = False
         """Invariant: at most one ``getUpdates`` in flight (a second would confirm a batch early)."""
 
@@ -84,26 +78,26 @@ class TelegramAdapter(GatewayAdapter):
     def begin(self) -> None:
         self.start_wait(self._call, "getMe", {}, 30.0, tag="me", timeout=60.0)
 
+    def _transport(self) -> BotTransport:
+        """This incarnation's connections (kept alive; made in the reactor, closed when the
+        incarnation ends). Each call still has its own timeout; a call cancelled mid-request
+        only loses its own connection."""
+        if self.transport is None:
+            self.transport = BotTransport(self.base_url, self.token)
+        return self.transport
+
     async def _client(self) -> httpx.AsyncClient:
-        """This incarnation's one client (kept-alive connections to the Bot API; built in the
-        reactor, closed when the incarnation ends). Each call still has its own timeout; a call
-        cancelled mid-request only loses its own connection."""
-        global _SSL
-        if _SSL is None:  # building one costs ~70 ms (the CA bundle): once, off the reactor
-            _SSL = await trio.to_thread.run_sync(httpx.create_ssl_context)
-        if self.http is None:
-            self.http = httpx.AsyncClient(verify=_SSL)
-        return self.http
+        return await self._transport().client()
 
     def terminated(self, kind: Any) -> None:
         super().terminated(kind)
-        client, self.http = self.http, None
-        if client is not None:
+        transport, self.transport = self.transport, None
+        if transport is not None:
             with contextlib.suppress(ReactorStopped):  # a stopped reactor closed its sockets with it
-                self.reactor.call_soon(trio.lowlevel.spawn_system_task, _closed, client)
+                self.reactor.call_soon(trio.lowlevel.spawn_system_task, transport.aclose)
 
     async def _call(self, method: str, payload: dict[str, Any], timeout: float) -> Any:
-        return await call(await self._client(), self.base_url, self.token, method, payload, timeout=timeout)
+        return await self._transport().call(method, payload, timeout)
 
     async def _upload(self, method: str, fields: dict[str, Any], field: str, name: str, data: bytes) -> Any:
         return await upload(await self._client(), self.base_url, self.token, method, fields, field, name, data, timeout=UPLOAD_TIMEOUT)

@@ -22,7 +22,7 @@ from ._retry import CallFailed
 def parse_answer(status: int, body: bytes) -> Any:
     """``result`` of a Bot API answer, or :class:`CallFailed`."""
     try:
-        data = httpx.Response(status, content=body).json()
+        data = json.loads(body)
     except ValueError:
         raise CallFailed(status or 502, f"not a Bot API answer: {body[:200]!r}") from None
     if isinstance(data, dict) and data.get("ok") is True:
