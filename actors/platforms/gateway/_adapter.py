@@ -32,7 +32,6 @@ import contextlib
 import datetime as dt
 import logging
 import math
-import queue
 import threading
 import time
 from collections.abc import Callable
@@ -68,8 +67,8 @@ from protocols import (
 
 from . import _burst
 from ._access import AccessPolicy, decide_access
-from ._answer_plan import AnswerDesk, Answering, AnswerPlan, Fired, answer_text
-from ._chat_commands import AskSession, Builtin, NewSession, Notice, decide_command
+from ._answer_plan import Answering, AnswerPlan, Fired, answer_text
+from ._chat_commands import AskSession, Builtin, NewSession, Notice, approval_text, decide_command
 from ._chat_sessions import ChatSessions
 from ._chats import Action, Cancel, Chats, Reply, Start
 from ._chunks import Measure, chunk_text
@@ -77,7 +76,8 @@ from ._dedup import SeenLog
 from ._dispatch_hook import HOOK, screen
 from ._edit_stream import StreamSettings
 from ._effects import Early, Effect, split
-from ._inbound_lane import Lane, Laned, instructions_for
+from ._fast_paths import FastPaths
+from ._inbound_lane import instructions_for
 from ._pairing_door import PairingDoor
 from ._resets import ChatSession, ResetPolicy, chat_key_of
 from ._session_key import key_of
@@ -101,11 +101,7 @@ STOP_DEADLINE = 3.0
 supervisor's 5 s for a worker's stop)."""
 
 
-def approval_text(request: ApprovalRequested) -> str:
-    return f"Approval needed: {request.command}\n({'; '.join(request.reasons)})"
-
-
-class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
+class GatewayAdapter(ChatSessions, PairingDoor, FastPaths, Actor[AdapterInbox]):
     """One chat platform: inbound messages to sessions, each turn's end back as one reply."""
 
     platform = "platform"
@@ -176,18 +172,7 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         self.counts = dict.fromkeys(("received", "answered", "duplicates", "refused", "send_retries"), 0)
         self.approvals: dict[str, ApprovalRequested] = {}
         """Session id -> the approval its running turn waits for."""
-        self.laned: dict[str, Laned] = {}
-        """Turn id -> the lane's decision for a message of the batch being decided (``_inbound_lane``)."""
-        self.told_by_lane: set[str] = set()
-        self.retrying: set[str] = set()
-        """Chat keys whose ``/retry`` is asked: no poll's lane starts a turn there meanwhile."""
-        """Turns of this batch whose ``StartTurn`` the poll's wait told already."""
-        self.plans: dict[str, AnswerPlan] = {}
-        """Turn id -> the reply its completed end gets, sent by its wait (``_answer_plan``)."""
-        self.answered: set[str] = set()
-        """Turn ids of plans fired whose chat end this actor decided (``Answering``)."""
-        self.desk = AnswerDesk()
-        """The fired plans, in the reactor thread only (this actor calls it by ``call_soon``)."""
+        self.start_fast_paths()
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -233,17 +218,6 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
             return  # the reactor is gone (its waits with it): nothing is in flight
         if not done.wait(STOP_DEADLINE + 1.0):
             log.warning("gateway %s: the state was not settled within %g s at stop", self.platform, STOP_DEADLINE)
-
-    def close_desk(self) -> list[TurnCompleted]:
-        """Revoke every plan, in the reactor (where the waits fire them): the answer lists the
-        ends fired already (their replies go; the chat ends are decided here before the last save)."""
-        answer: queue.SimpleQueue[list[TurnCompleted]] = queue.SimpleQueue()
-        self.reactor.call_soon(lambda: answer.put(self.desk.close()))
-        try:
-            return answer.get(timeout=1.0)  # a call_soon answered at once; the stop has STOP_DEADLINE in all
-        except queue.Empty:  # a reactor that busy: a reply it fires later is still marked sent (with the file's newest state)
-            log.warning("gateway %s: the reactor did not answer the stop's revoke within 1 s", self.platform)
-            return []
 
     async def _settle(self, state: Durable, done: Callable[[], None]) -> None:
         try:
@@ -524,21 +498,6 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
             timeout=math.inf,
         )
 
-    async def _follow_and_answer(self, plan: AnswerPlan, *follow: Any) -> tuple[Any, Any]:
-        """Follow the turn; if it completes (and ``plan`` was not revoked), send its reply from
-        here, telling the actor at once: ``(the end, the delivery's outcome or None)``."""
-        end = await follow_turn(*follow)
-        fired = self.desk.fire(plan.turn_id, end) if isinstance(end, TurnCompleted) else None
-        if fired is None:
-            return end, None
-        try:
-            self.address.tell(Answering(fired.end))
-            owed = Outgoing(turn_id=plan.turn_id, message=plan.message, text=answer_text(fired.end.text))
-            pieces, markup = self.final_call(owed, "")  # no stream: a streamed turn has no plan
-            return end, await self._deliver(owed.message, pieces, owed.turn_id, markup, fired)
-        finally:
-            self.desk.done(plan.turn_id)
-
     def streamer(self, message: PlatformMessage, turn_id: str) -> Stream | None:
         """What shows the turn's answer while it runs (platforms that edit messages; None: the final reply only)."""
         return None
@@ -562,39 +521,6 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
 
     def instructions(self, message: PlatformMessage) -> str:
         return instructions_for(message, self.platform, self.context_line)
-
-    def lane(self) -> Lane | None:
-        """What a poll's wait needs to start turns itself (``_inbound_lane``); None: no lane (the
-        hooks screen messages, or bursts are held)."""
-        if self.screened() or self.burst_window > 0 or not self.takes_commands:
-            return None
-        busy = frozenset(self.chats.chats) | frozenset(self.bursts) | frozenset(self.retrying)
-        return Lane(self.seen, busy, dict(self.sessions), self.policy, self.reset_policy, self.tz, self.platform, self.context_line)
-
-    def screened(self) -> bool:
-        """Whether a ``pre_gateway_dispatch`` hook screens inbound messages now. The hooks'
-        subscriptions change in the reactor only (a plugin's load, reload or disabling), so a
-        poll's wait, which runs there, reads them as they are when its answer comes."""
-        return self.hooks is not None and bool(self.hooks.wants(HOOK))
-
-    def answering(self, end: TurnCompleted) -> None:
-        """A planned reply is being sent by the turn's wait: decide the chat's end now (once)."""
-        plan = self.plans.get(end.turn_id)
-        if plan is None or end.turn_id in self.answered:
-            return
-        self.answered.add(end.turn_id)
-        self.turn_ended("ok", end, "", sent=plan)
-
-    def answered_turn(self, status: str, value: Any, error: str) -> None:
-        if status != "ok":  # _follow_and_answer returns every end itself: only a bug lands here
-            raise RuntimeError(f"following a turn failed ({status}: {error})")
-        end, outcome = value
-        self.plans.pop(end.turn_id, None)
-        self.answered.discard(end.turn_id)
-        if outcome is None:  # not completed (or revoked): decided here as any end
-            self.turn_ended(status, end, error)
-        else:
-            self.delivered(status, outcome, error)
 
     def turn_ended(self, status: str, value: Any, error: str, *, sent: AnswerPlan | None = None) -> None:
         """A followed turn's end; ``sent``: its planned reply is being sent already (by the wait)."""
@@ -631,11 +557,6 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
         if sent is not None:
             self.decided(sent)
 
-    def decided(self, plan: AnswerPlan) -> None:
-        """Hand the state holding a fired plan's chat end to its wait (in the reactor)."""
-        with contextlib.suppress(ReactorStopped):  # its wait is gone with the reactor
-            self.reactor.call_soon(self.desk.decide, plan.turn_id, self.newest)
-
     async def _deliver(self, message: PlatformMessage, pieces: list[str], final: str, markup: Any = None, fired: Fired | None = None) -> tuple[str, int, str]:
         """``(final, retries, why it was given up or "")``: the outcome always names the reply.
         ``fired``: a planned reply, sent before the actor decided its chat's end: marked sent with
@@ -656,16 +577,6 @@ class GatewayAdapter(ChatSessions, PairingDoor, Actor[AdapterInbox]):
             return final, 0, f"not sent within {DELIVERY_DEADLINE:g} s"
         except Exception as exc:
             return final, 0, str(exc) or type(exc).__name__
-
-    async def _decision(self, turn_id: str, fired: Fired) -> Any:
-        """The state the actor decided a sent reply's chat end in. Cancelled (the adapter stopped
-        or crashed), the reply is marked sent all the same, with the best state known, first."""
-        try:
-            return await self.desk.decision(turn_id, fired)
-        except trio.Cancelled:
-            with trio.CancelScope(shield=True):
-                await self.state_file.mark_sent(turn_id, fired.newest)
-            raise
 
     async def deliver(self, message: PlatformMessage, pieces: list[str], markup: Any = None) -> int:
         """Send ``pieces`` to ``message``'s chat (``markup``: the platform's buttons, or its extras for a final reply), retrying by :func:`retry_delay`; returns the retries made (subclasses)."""

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any, Literal
 
 from actors.platforms._slash_commands import Parsed, did_you_mean, help_lines, lookup
-from protocols import ContextCompressed, ModelSwitched, SessionRecord, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected, TurnUndone
+from protocols import ApprovalRequested, ContextCompressed, ModelSwitched, SessionRecord, TurnCancelled, TurnCompleted, TurnFailed, TurnRejected, TurnUndone
 
 
 @dataclasses.dataclass(frozen=True)
@@ -119,3 +119,8 @@ def compress_text(compressed: ContextCompressed | None, end: Any) -> str:
         case TurnCancelled(reason=reason) | TurnRejected(reason=reason):
             return f"The compression did not run: {reason}."
     return "The compression did not end in time; it goes on in the session."
+
+
+def approval_text(request: ApprovalRequested) -> str:
+    """What a chat is shown when its turn waits for an approval: the command and why."""
+    return f"Approval needed: {request.command}\n({'; '.join(request.reasons)})"

@@ -37,7 +37,8 @@ import trio
 from actors._atomic import write_atomic
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
-from ._adapter import DELIVERY_DEADLINE, GatewayAdapter, approval_text
+from ._adapter import DELIVERY_DEADLINE, GatewayAdapter
+from ._chat_commands import approval_text
 from ._chat_files import Attachment, prepare_turn, read_attachment
 from ._dedup import SeenLog
 from ._edit_stream import FinalExtras, final_pieces

@@ -25,7 +25,8 @@ from actors._errors import ReactorStopped
 from actors.agent._address import SESSIONS_PATH, tell_session
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
-from ._adapter import GatewayAdapter, approval_text
+from ._adapter import GatewayAdapter
+from ._chat_commands import approval_text
 from ._chat_files import Attachment, prepare_turn, read_attachment
 from ._chunks import utf16_units
 from ._dedup import SeenLog

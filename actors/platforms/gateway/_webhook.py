@@ -34,8 +34,9 @@ from protocols import ApprovalRequested, PlatformMessage, ResolveApproval, WaitF
 from ..._version import package_version
 from .._asgi import HttpError, Request, send_error, send_json
 from .._listen import open_listener
-from ._adapter import GatewayAdapter, approval_text
+from ._adapter import GatewayAdapter
 from ._answer_plan import AnswerPlan
+from ._chat_commands import approval_text
 from ._chunks import chunk_text
 from ._retry import CallFailed, retry_delay
 from ._session_key import key_of
