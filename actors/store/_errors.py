@@ -8,6 +8,8 @@ HermesError (actors)
 
 from __future__ import annotations
 
+import apsw
+
 from .._errors import HermesError
 
 
@@ -21,3 +23,24 @@ class SchemaVersionError(StoreError):
 
 class StoreConnectionBroken(StoreError):
     """The writer's connection is unusable (I/O error, corruption, closed); restart needed."""
+
+
+BROKEN = (
+    apsw.IOError,
+    apsw.CorruptError,
+    apsw.NotADBError,
+    apsw.CantOpenError,
+    apsw.ConnectionClosedError,
+    apsw.CursorClosedError,
+    apsw.ReadOnlyError,
+    apsw.InternalError,
+    apsw.MisuseError,
+    apsw.ProtocolError,
+    apsw.NoMemError,
+)
+"""Errors after which the writer's connection is unusable (it breaks, and restarts)."""
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -87,11 +87,12 @@ from .._actor import Actor
 from .._address import ActorPath, Address, Registry
 from ._backend import Connection, apply_write, is_database_url, open_store_writer
 from ._credentials_rows import save_pool_state
-from ._errors import StoreConnectionBroken
+from ._errors import BROKEN, StoreConnectionBroken, describe
 from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
-from ._lease_rows import Clock, Fenced, acquire_lease, acquire_leases, fenced, node_heartbeat, release_lease, renew_lease, renew_leases, store_now
-from ._pg import PgConnection, redact
+from ._lease_groups import LeaseGroups
+from ._lease_rows import Clock, Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, store_now
+from ._pg import redact
 from ._schema import Synchronous
 from ._writes import (
     Rejected,
@@ -170,19 +171,6 @@ STORE_PATH: ActorPath[StoreCommand] = ActorPath("/store")
 ``Address[StoreCommand]``."""
 
 # Errors after which the connection cannot be trusted: crash, and let a restart reopen it.
-_BROKEN = (
-    apsw.IOError,
-    apsw.CorruptError,
-    apsw.NotADBError,
-    apsw.CantOpenError,
-    apsw.ConnectionClosedError,
-    apsw.CursorClosedError,
-    apsw.ReadOnlyError,
-    apsw.InternalError,
-    apsw.MisuseError,
-    apsw.ProtocolError,
-    apsw.NoMemError,
-)
 
 
 def store_address(registry: Registry, path: str = STORE_PATH.path) -> Address[StoreCommand]:
@@ -190,7 +178,7 @@ def store_address(registry: Registry, path: str = STORE_PATH.path) -> Address[St
     return registry.lookup(path)
 
 
-class StoreWriter(Actor[StoreWriterInbox]):
+class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
     """The one writer actor of one store file (rule 4); start it as a supervised child.
 
     ``ChildSpec(id="store", actor=StoreWriter, args=(path,))``; ``path`` may be a Postgres URL
@@ -252,12 +240,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
         self._failures = 0
         self._messages = 0
         self._largest_batch = 0
-        self._renewals: list[RenewLease] = []
-        """Postgres: renewals waiting for the batch's end, renewed together (``_renew_deferred``)."""
-        self._acquires: list[AcquireLease] = []
-        """Postgres: acquires waiting for the batch's end, acquired together (``_acquire_deferred``)."""
-        self._renewing: set[str] = set()
-        """Their sessions: another write of one of them runs them first (its order kept)."""
+        self.start_lease_groups()
         self._fenced: set[str] = set()
         """Sessions whose transcript write was refused: their next ones are refused too (see ReopenWrites)."""
 
@@ -373,79 +356,12 @@ class StoreWriter(Actor[StoreWriterInbox]):
                 apply = fenced(apply, self._now)
             reply, rows = apply_write(db, apply, command)
         except Exception as exc:
-            if self._pending and not isinstance(exc, _BROKEN) and transaction_lost(db):
+            if self._pending and not isinstance(exc, BROKEN) and transaction_lost(db):
                 # Some errors (disk full, I/O) make SQLite roll back the whole transaction.
-                self._fail_pending(f"SQLite aborted the transaction it was in ({_describe(exc)}); send it again", retryable=True)
+                self._fail_pending(f"SQLite aborted the transaction it was in ({describe(exc)}); send it again", retryable=True)
             self._write_failed(command, exc)
             return
         self._pending.append((command.reply_to, reply, rows))
-
-    def _defer(self, command: AcquireLease | RenewLease) -> None:
-        if command.session_id in self._renewing and any(c.session_id == command.session_id for c in self._other_kind(command)):
-            self._run_deferred()  # a session's acquire and renewal run in the order it sent them
-        if self._batch_writes == 0:
-            self._batch_began = time.monotonic()
-        self._batch_writes += 1
-        if isinstance(command, AcquireLease):
-            self._acquires.append(command)
-        else:
-            self._renewals.append(command)
-        self._renewing.add(command.session_id)
-
-    def _other_kind(self, command: AcquireLease | RenewLease) -> list[AcquireLease] | list[RenewLease]:
-        return self._renewals if isinstance(command, AcquireLease) else self._acquires
-
-    def _run_deferred(self) -> None:
-        self._acquire_deferred()
-        self._renew_deferred()
-
-    def _acquire_deferred(self) -> None:
-        """The acquires waiting in this batch, together (``acquire_leases``: two or three round trips
-        for all of them); a session never leased, or a row another transaction holds, is acquired
-        alone as ever (``acquire_lease``, which makes its row or waits for it)."""
-        acquires, self._acquires = self._acquires, []
-        self._renewing = {c.session_id for c in self._renewals}
-        if not acquires:
-            return
-        db = self._connection()
-        try:
-            if not db.in_transaction:
-                db.execute("BEGIN IMMEDIATE")
-            assert isinstance(db, PgConnection)
-            answered, left = apply_write(db, acquire_leases, acquires)
-        except Exception as exc:
-            if isinstance(exc, _BROKEN):
-                self._acquires = acquires  # answered failed with everything pending
-                self._break(exc)
-            log.warning("%s: acquiring %d leases together failed, acquiring each alone: %s", self.path, len(acquires), _describe(exc))
-            answered, left = [], acquires
-        for command, reply in answered:
-            self._pending.append((command.reply_to, reply, 0))
-        for command in left:
-            self._write(command, lambda db, c: acquire_lease(db, c, self._now))
-
-    def _renew_deferred(self) -> None:
-        """The renewals waiting in this batch, in two statements (``renew_leases``); a row another
-        transaction holds, or none, is renewed alone as ever (``renew_lease``, which waits for it)."""
-        renewals, self._renewals = self._renewals, []
-        self._renewing = {c.session_id for c in self._acquires}
-        if not renewals:
-            return
-        db = self._connection()
-        try:
-            if not db.in_transaction:
-                db.execute("BEGIN IMMEDIATE")
-            answered, left = apply_write(db, renew_leases, renewals)
-        except Exception as exc:
-            if isinstance(exc, _BROKEN):
-                self._renewals = renewals  # answered failed with everything pending
-                self._break(exc)
-            log.warning("%s: renewing %d leases together failed, renewing each alone: %s", self.path, len(renewals), _describe(exc))
-            answered, left = [], renewals
-        for command, reply in answered:
-            self._pending.append((command.reply_to, reply, 0))
-        for command in left:
-            self._write(command, lambda db, c: renew_lease(db, c, self._now))
 
     def _maybe_flush(self) -> None:
         db = self._db
@@ -471,9 +387,9 @@ class StoreWriter(Actor[StoreWriterInbox]):
                         db.execute("ROLLBACK")
                 except apsw.Error:
                     self._broken = True
-                if self._broken or isinstance(exc, _BROKEN):
+                if self._broken or isinstance(exc, BROKEN):
                     self._break(exc)
-                self._fail_pending(f"the commit failed ({_describe(exc)}); send it again", retryable=True)
+                self._fail_pending(f"the commit failed ({describe(exc)}); send it again", retryable=True)
                 return
             self._transactions += 1
         batch, self._pending = self._pending, []
@@ -488,7 +404,7 @@ class StoreWriter(Actor[StoreWriterInbox]):
 
     def _write_failed(self, command: Write, exc: BaseException, *, broken: bool = False) -> None:
         """Queue ``StoreFailed`` for ``command`` (told in order); crash if the connection is unusable."""
-        broken = broken or isinstance(exc, (*_BROKEN, StoreConnectionBroken))
+        broken = broken or isinstance(exc, (*BROKEN, StoreConnectionBroken))
         text, retryable = _explain(command, exc, self.database, self._busy_timeout, broken=broken)
         self._failures += 1
         # A stale fence refuses its sender, not the session: the new owner's writes go on.
@@ -546,9 +462,9 @@ class StoreWriter(Actor[StoreWriterInbox]):
     def _break(self, exc: BaseException) -> None:
         """The connection is unusable: answer what is pending, then crash for a restart."""
         self._broken = True
-        self._fail_pending(f"the connection broke ({_describe(exc)}); send it again", retryable=True)
+        self._fail_pending(f"the connection broke ({describe(exc)}); send it again", retryable=True)
         self._close()
-        msg = f"the connection to {self.database!r} broke ({_describe(exc)}); restarting the store writer"
+        msg = f"the connection to {self.database!r} broke ({describe(exc)}); restarting the store writer"
         raise StoreConnectionBroken(msg) from exc
 
     def _connection(self) -> Connection:
@@ -591,17 +507,12 @@ def _command_of(reply: Message) -> str:
     }.get(type(reply), type(reply).__name__)
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _explain(command: Write, exc: BaseException, database: str, busy_timeout: float, *, broken: bool) -> tuple[str, bool]:
     """What happened and what to do, and whether sending the command again may work."""
     head = f"{type(command).__name__} for session {getattr(command, 'session_id', None)!r} was not stored: "
     text = str(exc)
     if broken:
-        return head + f"the connection broke ({_describe(exc)}); the writer restarts, send it again", True
+        return head + f"the connection broke ({describe(exc)}); the writer restarts, send it again", True
     if isinstance(exc, Rejected):
         return head + text, False
     if isinstance(exc, apsw.ConstraintError):
@@ -624,4 +535,4 @@ def _explain(command: Write, exc: BaseException, database: str, busy_timeout: fl
         )
     if isinstance(exc, apsw.FullError):
         return head + f"the disk holding {database!r} is full; free space, then send it again", True
-    return head + f"{_describe(exc)}; fix the command's fields", False
+    return head + f"{describe(exc)}; fix the command's fields", False
