@@ -22,7 +22,6 @@ import httpx
 import trio
 
 from actors._errors import ReactorStopped
-from actors.agent._address import SESSIONS_PATH, tell_session
 from protocols import AdapterTimer, ApprovalRequested, PlatformMessage, WaitFinished
 
 from ._adapter import GatewayAdapter
@@ -179,11 +178,10 @@ class TelegramAdapter(GatewayAdapter):
             return updates, {}
         messages = [m for m in (to_message(u, self.username, self.bot_id) for u in updates) if m is not None]
         decided = laned(lane, messages, [self.dedup_key(m) for m in messages], self.clock())
-        registry = self._context().registry
         told: dict[str, Laned] = {}
         for turn_id, item in decided.items():
             try:
-                tell_session(registry, registry.lookup(SESSIONS_PATH), item.session_id, item.start)
+                self.tell_session(item.session_id, item.start)
             except Exception:  # the adapter tells it itself
                 continue
             told[turn_id] = item
