@@ -98,7 +98,7 @@ class ControlledWriter(StoreWriter):
         return super().receive(message)
 
 
-def start_store(start_runtime: StartRuntime, path: Path, **options: Any) -> tuple[Runtime, Address[Any]]:
+def start_store(start_runtime: StartRuntime, path: Path | str, **options: Any) -> tuple[Runtime, Address[Any]]:
     runtime = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(path,), kwargs=options)])
     return runtime, runtime.lookup("/store")
 
@@ -111,6 +111,16 @@ def create(store: Address[Any], replies: Replies, session_id: str, **fields: Any
 def append(store: Address[Any], replies: Replies, session_id: str, *messages: ChatMessage, token: str = "t") -> Any:
     store.tell(AppendMessages(session_id=session_id, messages=messages, token=token, reply_to=replies))
     return replies.get()
+
+
+def asking(store: Address[Any], replies: Replies) -> Callable[[Any], Any]:
+    """``ask(command)``: tell the writer ``command`` (whose ``reply_to`` is ``replies``), return its reply."""
+
+    def ask(command: Any) -> Any:
+        store.tell(command)
+        return replies.get()
+
+    return ask
 
 
 def hold(store: Address[Any]) -> Hold:

@@ -12,8 +12,6 @@ others; a session's write after its acquire runs after it, fenced by the new epo
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import psycopg
 import pytest
@@ -25,9 +23,8 @@ from actors.store._settle import INTERRUPTED
 from protocols import ChatMessage, ToolCall
 from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, StoreFailed, TurnMark
-from supervisor import ChildSpec
 from tests.postgres_server import PostgresServer
-from tests.test_store import ControlledWriter, Replies, StartRuntime, hold
+from tests.test_store import Replies, StartRuntime, asking, hold, start_store
 
 TTL = 30.0
 CUT = "the outcome is unknown: the node running it stopped"
@@ -37,13 +34,9 @@ def test_acquires_in_one_batch_are_each_answered_as_alone_and_a_takeover_settles
     start_runtime: StartRuntime, postgres: PostgresServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = postgres.new_database()
-    runtime = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(url,), kwargs={"busy_timeout": 0.3})])
-    store: Any = runtime.lookup("/store")
+    _, store = start_store(start_runtime, url, busy_timeout=0.3)
     replies = Replies()
-
-    def ask(command: Any) -> Any:
-        store.tell(command)
-        return replies.get()
+    ask = asking(store, replies)
 
     for sid in ("s1", "s2", "s3", "s4"):  # node-a's sessions; s1 cut mid-tool
         assert isinstance(ask(AcquireLease(session_id=sid, node_id="node-a", ttl=TTL, token="a", reply_to=replies)), LeaseGranted)

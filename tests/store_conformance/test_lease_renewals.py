@@ -10,8 +10,6 @@ a release of a session runs after that session's renewal, as they were sent.
 
 from __future__ import annotations
 
-from typing import Any
-
 import psycopg
 
 from actors.store._backend import open_store_reader
@@ -19,9 +17,8 @@ from actors.store._lease_rows import read_lease
 from protocols import ChatMessage
 from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused, LeaseReleased, ReleaseLease, RenewLease
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, StoreFailed
-from supervisor import ChildSpec
 from tests.postgres_server import PostgresServer
-from tests.test_store import ControlledWriter, Replies, StartRuntime, hold
+from tests.test_store import Replies, StartRuntime, asking, hold, start_store
 
 TTL = 30.0
 
@@ -30,13 +27,9 @@ def test_renewals_in_one_batch_are_each_answered_as_alone_and_a_locked_row_holds
     start_runtime: StartRuntime, postgres: PostgresServer
 ) -> None:
     url = postgres.new_database()
-    runtime = start_runtime([ChildSpec(id="store", actor=ControlledWriter, args=(url,), kwargs={"busy_timeout": 0.3})])
-    store: Any = runtime.lookup("/store")
+    _, store = start_store(start_runtime, url, busy_timeout=0.3)
     replies = Replies()
-
-    def ask(command: Any) -> Any:
-        store.tell(command)
-        return replies.get()
+    ask = asking(store, replies)
 
     first: dict[str, LeaseGranted] = {}
     for sid in ("s1", "s2", "s3"):
