@@ -385,6 +385,8 @@ class StoreStatistics(Message, frozen=True, kw_only=True):
     """Most writes committed in one transaction."""
     batch_cap: int
     """A transaction is committed at this many writes even if more are waiting."""
+    round_trips: int = 0
+    """Postgres: queries sent to the server and waited for (0 on SQLite, which has no server)."""
 
 
 # -- records -----------------------------------------------------------------------------

@@ -74,7 +74,9 @@ class VisibilityProbe(Probe):
 
 
 class Hold:
-    """Parks the writer's thread until ``release`` is set, so that commands queue up."""
+    """Parks the writer's thread until ``release`` is set, so that commands queue up. What the
+    writer took before is sent first (appends waiting for the batch's end on Postgres, not
+    committed): the writer parks mid-batch as a process stopped there would."""
 
     def __init__(self) -> None:
         self.held = threading.Event()
@@ -86,6 +88,8 @@ class ControlledWriter(StoreWriter):
 
     def receive(self, message: Any) -> Any:
         if isinstance(message, Hold):
+            if self._appends_waiting():
+                self._append_deferred()
             message.held.set()
             message.release.wait(DEADLINE)
             return None

@@ -4,6 +4,9 @@ HermesError (actors)
 └── StoreError              the store could not do what was asked
     ├── SchemaVersionError    the file's schema version is not the one this build reads
     └── StoreConnectionBroken the writer's connection failed; the writer crashes and restarts
+
+RunAlone (not a HermesError: it never leaves the writer) is a grouped write's way of saying
+that its commands are to be undone and written one by one.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ class SchemaVersionError(StoreError):
 
 class StoreConnectionBroken(StoreError):
     """The writer's connection is unusable (I/O error, corruption, closed); restart needed."""
+
+
+class RunAlone(Exception):
+    """Writes sent together where one failed a check: undo them all, and write each alone."""
 
 
 BROKEN = (

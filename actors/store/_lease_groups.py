@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from protocols import AcquireLease, Message, RenewLease
+from protocols import AcquireLease, AppendMessages, Message, MessagesPersisted, RenewLease
 
 from ._backend import Connection, apply_write
 from ._errors import BROKEN, describe
@@ -22,8 +22,9 @@ from ._lease_rows import Clock, acquire_lease, acquire_leases, renew_lease, rene
 log = logging.getLogger("actors.store._writer")
 
 L = TypeVar("L", AcquireLease, RenewLease)
-Grouped = tuple[list[tuple[L, Message]], list[L]]
-"""What a grouped lease write answers: the commands it answered, and those left to write alone."""
+G = TypeVar("G", AcquireLease, RenewLease, AppendMessages)
+Grouped = tuple[list[tuple[G, Message]], list[G]]
+"""What a grouped write answers: the commands it answered, and those left to write alone."""
 
 
 class LeaseGroups:
@@ -82,11 +83,19 @@ class LeaseGroups:
         self._grouped(renewals, renew_leases, lambda db, c: renew_lease(db, c, self._now), "renewing", "_renewals")
 
     def _grouped(
-        self, commands: list[L], together: Callable[[Any, list[L]], Grouped[L]], alone: Callable[[Connection, L], tuple[Message, int]], doing: str, queue: str
+        self,
+        commands: list[G],
+        together: Callable[[Any, list[G]], Grouped[G]],
+        alone: Callable[[Connection, G], tuple[Message, int]],
+        doing: str,
+        queue: str,
+        *,
+        quiet: tuple[type[Exception], ...] = (),
     ) -> None:
-        """Lease commands of one kind waiting in this batch: those ``together`` answers, answered;
+        """Commands of one kind waiting in this batch: those ``together`` answers, answered;
         the rest (or all of them, when the group fails) written alone as ever. A broken
-        connection leaves them pending, failed with everything else."""
+        connection leaves them pending, failed with everything else. A failure of a ``quiet``
+        kind is expected (the group says to write each alone): not logged."""
         if not commands:
             return
         db = self._connection()
@@ -98,9 +107,10 @@ class LeaseGroups:
             if isinstance(exc, BROKEN):
                 setattr(self, queue, commands)  # back in their queue: answered failed with everything pending
                 self._break(exc)
-            log.warning("%s: %s %d leases together failed, %s each alone: %s", self.path, doing, len(commands), doing, describe(exc))
+            if not isinstance(exc, quiet):
+                log.warning("%s: %s %d together failed, %s each alone: %s", self.path, doing, len(commands), doing, describe(exc))
             answered, left = [], commands
         for command, reply in answered:
-            self._pending.append((command.reply_to, reply, 0))
+            self._pending.append((command.reply_to, reply, len(reply.message_ids) if type(reply) is MessagesPersisted else 0))
         for command in left:
             self._write(command, alone)

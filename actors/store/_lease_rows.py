@@ -38,7 +38,7 @@ from protocols._store import AppendMessages, Interrupted
 
 from ._backend import Connection
 from ._lease import Refusal, check_fence, decide_acquire, decide_release, decide_renew
-from ._pg import PgConnection, Step
+from ._pg import PgConnection, Sent, Step
 from ._settle import settle_results, settle_session, settle_steps, settled
 from ._writes import Rejected, append_steps, message_rows
 
@@ -149,11 +149,7 @@ def _locked_with_now(db: Connection, session_id: str, lock: str, clock: Clock) -
     clock is read in the query above the locked row's (a ``LockRows`` under a subquery scan), so
     a lease statement that waited for the lock still sees the time it got it."""
     if clock is store_now and not isinstance(db, apsw.Connection):
-        row = db.execute(
-            "SELECT node_id, epoch, expires_at, extract(epoch FROM clock_timestamp()) FROM"
-            f" (SELECT node_id, epoch, expires_at FROM leases WHERE session_id = ? {lock}) AS locked",
-            (session_id,),
-        ).fetchone()
+        row = db.execute(_LOCKED_WITH_NOW.format(lock=lock), (session_id,)).fetchone()
         if row is None:
             return None, store_now(db)
         return LeaseRecord(session_id=session_id, node_id=str(row[0]), epoch=int(row[1]), expires_at=float(row[2])), float(row[3])
@@ -161,6 +157,12 @@ def _locked_with_now(db: Connection, session_id: str, lock: str, clock: Clock) -
     row = db.execute(f"SELECT node_id, epoch, expires_at FROM leases WHERE session_id = ?{suffix}", (session_id,)).fetchone()
     record = None if row is None else LeaseRecord(session_id=session_id, node_id=str(row[0]), epoch=int(row[1]), expires_at=float(row[2]))
     return record, clock(db)
+
+
+_LOCKED_WITH_NOW = (
+    "SELECT node_id, epoch, expires_at, extract(epoch FROM clock_timestamp()) FROM"
+    " (SELECT node_id, epoch, expires_at FROM leases WHERE session_id = ? {lock}) AS locked"
+)
 
 
 def _lease_with_now(db: Connection, session_id: str, lock: str, clock: Clock) -> tuple[LeaseRecord | None, float]:
@@ -320,13 +322,35 @@ def fenced(apply: Callable[[Connection, C], tuple[Message, int]], clock: Clock) 
         session_id: str = getattr(command, "session_id")  # noqa: B009 - every fenced command has one
         fence: Fence = getattr(command, "fence")  # noqa: B009
         current, now = _lease_with_now(db, session_id, "FOR SHARE", clock)
-        why = check_fence(current, session_id, fence, now)
-        if why is not None:
-            held = Fence(node_id="", epoch=0) if current is None else Fence(node_id=current.node_id, epoch=current.epoch)
-            raise Fenced(why, held)
+        refused = _fence_refused(current, session_id, fence, now)
+        if refused is not None:
+            raise refused
         return apply(db, command)
 
     return run
+
+
+def _fence_refused(current: LeaseRecord | None, session_id: str, fence: Fence, now: float) -> Fenced | None:
+    why = check_fence(current, session_id, fence, now)
+    if why is None:
+        return None
+    held = Fence(node_id="", epoch=0) if current is None else Fence(node_id=current.node_id, epoch=current.epoch)
+    return Fenced(why, held)
+
+
+def fence_step(session_id: str) -> Step:
+    """Postgres with the server's clock: ``fenced``'s check as a statement to send with others
+    (``together``): the session's lease row locked ``FOR SHARE``, the clock read above it."""
+    return Step(_LOCKED_WITH_NOW.format(lock="FOR SHARE"), (session_id,))
+
+
+def fence_answer(sent: Sent, session_id: str, fence: Fence) -> Fenced | None:
+    """What ``fence_step`` answered, checked as ``fenced`` checks it: None when the write may land."""
+    row = sent.rows[0] if sent.rows else None
+    if row is None or not row[0]:  # no lease, or a placeholder never granted: no clock needed
+        return _fence_refused(None, session_id, fence, 0.0)
+    current = LeaseRecord(session_id=session_id, node_id=str(row[0]), epoch=int(row[1]), expires_at=float(row[2]))
+    return _fence_refused(current, session_id, fence, float(row[3]))
 
 
 def read_leases(db: Connection) -> list[LeaseRecord]:

@@ -136,6 +136,8 @@ class PgConnection:
         self._opening: tuple[str, ...] = ()
         """The open write's SAVEPOINT statements not sent yet: they go with its first statement,
         in one round trip (``together``)."""
+        self.round_trips = 0
+        """Queries sent and waited for (an ``executemany`` counts one)."""
 
     @property
     def in_transaction(self) -> bool:
@@ -154,6 +156,7 @@ class PgConnection:
         if self._opening:  # the write's savepoint and this statement: one round trip
             return PgCursor(self, self.together([Step(sql, () if bindings is None else bindings)])[0].rows)
         with _errors_as_apsw(self.name):
+            self.round_trips += 1
             cur = self._conn.execute(translate(sql), () if bindings is None else bindings)
             self._changes = max(cur.rowcount, 0)
             rows = cur.fetchall() if cur.description is not None else []
@@ -165,6 +168,7 @@ class PgConnection:
         returning = " RETURNING " in text
         rows: list[tuple[Any, ...]] = []
         with _errors_as_apsw(self.name), self._conn.cursor() as cur:
+            self.round_trips += 1
             cur.executemany(text, list(sequence), returning=returning)
             self._changes = max(cur.rowcount, 0)
             if returning:
@@ -196,6 +200,7 @@ class PgConnection:
                 values.extend(bindings)
         sent: list[Sent] = []
         with _errors_as_apsw(self.name), psycopg.ClientCursor(self._conn) as cur:
+            self.round_trips += 1
             cur.execute("; ".join(texts), values)
             for _ in opening:
                 cur.nextset()
@@ -225,6 +230,7 @@ class PgConnection:
         opening, self._opening = self._opening, ()
         with _errors_as_apsw(self.name):
             for statement in opening:
+                self.round_trips += 1
                 self._conn.execute(statement.encode())
 
     def in_savepoint(self, apply: Callable[[], T]) -> T:

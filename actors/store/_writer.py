@@ -85,6 +85,7 @@ from protocols._store import (
 
 from .._actor import Actor
 from .._address import ActorPath, Address, Registry
+from ._append_groups import AppendGroups
 from ._backend import Connection, apply_write, is_database_url, open_store_writer
 from ._credentials_rows import save_pool_state
 from ._errors import BROKEN, StoreConnectionBroken, describe
@@ -92,11 +93,10 @@ from ._facts_rows import delete_fact, save_fact
 from ._jobs_rows import claim_occurrence, delete_job, save_job, settle_occurrence
 from ._lease_groups import LeaseGroups
 from ._lease_rows import Clock, Fenced, acquire_lease, fenced, node_heartbeat, release_lease, renew_lease, store_now
-from ._pg import redact
+from ._pg import PgConnection, redact
 from ._schema import Synchronous
 from ._writes import (
     Rejected,
-    append_messages,
     create_session,
     delete_response,
     delete_session,
@@ -178,7 +178,7 @@ def store_address(registry: Registry, path: str = STORE_PATH.path) -> Address[St
     return registry.lookup(path)
 
 
-class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
+class StoreWriter(AppendGroups, LeaseGroups, Actor[StoreWriterInbox]):
     """The one writer actor of one store file (rule 4); start it as a supervised child.
 
     ``ChildSpec(id="store", actor=StoreWriter, args=(path,))``; ``path`` may be a Postgres URL
@@ -241,6 +241,7 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
         self._messages = 0
         self._largest_batch = 0
         self.start_lease_groups()
+        self.start_append_groups(grouped=clock is None and is_database_url(self._location))
         self._fenced: set[str] = set()
         """Sessions whose transcript write was refused: their next ones are refused too (see ReopenWrites)."""
 
@@ -255,7 +256,7 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
             case CreateSession():
                 self._write(message, create_session)
             case AppendMessages():
-                self._write(message, append_messages)
+                self._append(message)
             case EndSession():
                 self._write(message, end_session)
             case UpdateSessionTotals():
@@ -265,6 +266,8 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
             case RemoveLastTurn():
                 self._write(message, remove_last_turn)
             case ReopenWrites(session_id=session_id):
+                if self._appends_waiting(session_id):
+                    self._append_deferred()  # a refusal among them must come before the reopening
                 self._fenced.discard(session_id)
             case PutResponse():
                 self._write(message, put_response)
@@ -285,6 +288,8 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
             case DeleteFact():
                 self._write(message, delete_fact)
             case AcquireLease() | RenewLease() if self._now is store_now and is_database_url(self._location):
+                if self._appends_waiting(message.session_id):
+                    self._append_deferred()  # the session's appends came first
                 self._defer(message)
             case AcquireLease():
                 self._write(message, lambda db, c: acquire_lease(db, c, self._now))
@@ -333,6 +338,7 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
             messages=self._messages,
             largest_batch=self._largest_batch,
             batch_cap=self._batch_cap,
+            round_trips=self._db.round_trips if isinstance(self._db, PgConnection) else 0,
         )
 
     # -- group commit ------------------------------------------------------------------
@@ -343,6 +349,8 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
                 command, Rejected("an earlier write of this session was refused, and this one may build on it; the session reloads from the store first")
             )
             return
+        if self._appends:
+            self._append_deferred()  # the appends waiting came first
         if self._renewing and getattr(command, "session_id", None) in self._renewing:
             self._run_deferred()  # this session's renewal or acquire before its next write, as they came
         db = self._connection()
@@ -365,7 +373,7 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
 
     def _maybe_flush(self) -> None:
         db = self._db
-        if db is None or self._broken or not (self._pending or self._renewals or self._acquires or db.in_transaction):
+        if db is None or self._broken or not (self._pending or self._appends or self._renewals or self._acquires or db.in_transaction):
             return
         if commit_now(self._batch_writes, self._batch_cap, time.monotonic() - self._batch_began, self._batch_seconds, inbox_empty=self.actor_inbox.empty()):
             self._flush()
@@ -375,6 +383,8 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
         db = self._db
         if db is None or self._broken:
             return
+        if self._appends:
+            self._append_deferred()
         if self._renewals or self._acquires:
             self._run_deferred()
         self._batch_writes = 0
@@ -425,19 +435,21 @@ class StoreWriter(LeaseGroups, Actor[StoreWriterInbox]):
     def _fail_pending(self, why: str, *, retryable: bool) -> None:
         """Tell everything pending now: queued failures as they are, uncommitted writes as failed
         (and renewals not yet run)."""
-        deferred: list[AcquireLease | RenewLease] = [*self._acquires, *self._renewals]
+        deferred: list[AppendMessages | AcquireLease | RenewLease] = [*self._deferred_appends(), *self._acquires, *self._renewals]
         self._acquires, self._renewals = [], []
         self._renewing.clear()
-        for lease in deferred:
+        for waiting in deferred:
             self._failures += 1
-            kind = type(lease).__name__
+            kind = type(waiting).__name__
+            if isinstance(waiting, AppendMessages):
+                self._fenced.add(waiting.session_id)  # as an uncommitted one: the next may build on it
             _tell(
-                lease.reply_to,
+                waiting.reply_to,
                 StoreFailed(
-                    token=lease.token,
-                    error=f"{kind} for session {lease.session_id!r} was not stored: {why}",
+                    token=waiting.token,
+                    error=f"{kind} for session {waiting.session_id!r} was not stored: {why}",
                     command=kind,
-                    session_id=lease.session_id,
+                    session_id=waiting.session_id,
                     retryable=retryable,
                 ),
             )

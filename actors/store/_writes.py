@@ -10,16 +10,19 @@ fails halfway it deletes the rows it inserted and takes the mark back. A SAVEPOI
 would be simpler, but it makes FTS5 flush its pending index data at every write: about 30%
 fewer messages per second (measured with ``bench/bench_store.py``).
 
-On Postgres an append is one round trip (``_append_in_one_trip``: its turn mark, rows and
-counters sent together, ``PgConnection.together``), its savepoint undoing it when a step or a
-check fails; with its fence check, two.
+On Postgres an append is one round trip (``pg_append``: its turn mark, rows and counters sent
+together, ``PgConnection.together``), its savepoint undoing it when a step or a check fails;
+with its fence check, two. The writer sends the appends of a batch together, fence checks
+included: one round trip for all of them (``_append_groups``).
 
 Each function returns the reply to tell after the commit and the number of message rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+from collections.abc import Sequence
 
 import apsw
 
@@ -47,7 +50,7 @@ from protocols._store import (
 
 from ._backend import Connection
 from ._errors import StoreConnectionBroken
-from ._pg import PgConnection, Step
+from ._pg import PgConnection, Sent, Step
 from ._rows import INSERT_MESSAGE, LIVE_START, MessageRow, decode_tool_calls, encode_model_config, message_row
 
 
@@ -87,17 +90,10 @@ def _free_title(db: Connection, title: str) -> str | None:
 
 
 def append_messages(db: Connection, c: AppendMessages) -> tuple[Message, int]:
-    count = len(c.messages)
-    for name, values in (("timestamps", c.timestamps), ("token_counts", c.token_counts)):
-        if values and len(values) != count:
-            msg = f"{name} has {len(values)} entries for {count} messages; give one per message or none"
-            raise Rejected(msg)
-    now = time.time() if c.timestamp is None else c.timestamp
-    stamps = c.timestamps or (now,) * count
-    counts = c.token_counts or (None,) * count
-    rows = [message_row(c.session_id, m, t, n) for m, t, n in zip(c.messages, stamps, counts, strict=True)]
     if isinstance(db, PgConnection):
-        return _append_in_one_trip(db, c, rows, now)
+        return _append_in_one_trip(db, c)
+    now, rows = _rows_of(c)
+    count = len(rows)
     # The mark goes first: a refused start changes nothing, and the foreign key of ``turns``
     # refuses an unknown session before any change.
     undo_mark = None if c.turn is None else mark_turn(db, c.session_id, c.turn, now)
@@ -130,27 +126,59 @@ def append_messages(db: Connection, c: AppendMessages) -> tuple[Message, int]:
     return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
 
 
-def _append_in_one_trip(db: PgConnection, c: AppendMessages, rows: list[MessageRow], now: float) -> tuple[Message, int]:
-    """Postgres: the append's turn mark, rows and counters in one round trip (``PgConnection.together``).
+def _rows_of(c: AppendMessages) -> tuple[float, list[MessageRow]]:
+    """The append's time and its rows (``Rejected`` when its per-message lists do not fit)."""
+    count = len(c.messages)
+    for name, values in (("timestamps", c.timestamps), ("token_counts", c.token_counts)):
+        if values and len(values) != count:
+            msg = f"{name} has {len(values)} entries for {count} messages; give one per message or none"
+            raise Rejected(msg)
+    now = time.time() if c.timestamp is None else c.timestamp
+    stamps = c.timestamps or (now,) * count
+    counts = c.token_counts or (None,) * count
+    return now, [message_row(c.session_id, m, t, n) for m, t, n in zip(c.messages, stamps, counts, strict=True)]
 
-    The same statements and checks as on SQLite, in the same order (the mark first: its foreign
-    key refuses an unknown session), except that a turn's end is one upsert. A failed step or
-    check raises, and the write's savepoint (``apply_write``) undoes the steps before it: no
-    ``_undo`` on this backend.
-    """
-    count = len(rows)
-    if c.segment is not None and not count:
+
+@dataclasses.dataclass(frozen=True)
+class PgAppend:
+    """Postgres: an append as the statements to send (``together``, alone or with other writes')
+    and how to read what they answered."""
+
+    command: AppendMessages
+    steps: list[Step]
+    now: float
+
+    def answer(self, sent: Sequence[Sent]) -> MessagesPersisted:
+        """What the append's steps answered, as its reply; ``Rejected`` when a check fails (the
+        savepoint around the steps must then undo them)."""
+        c = self.command
+        if c.turn is not None and c.turn.event == "started" and sent[0].changes == 0:
+            raise Rejected(f"turn {c.turn.turn_id!r} of session {c.session_id!r} was started already; a turn id is started once per session")
+        if sent[-1].changes == 0:
+            raise Rejected(f"there is no session {c.session_id!r}; send CreateSession first")
+        ids = [int(row[0]) for row in sent[-2].rows] if c.messages else []
+        return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids))
+
+
+def pg_append(c: AppendMessages) -> PgAppend:
+    """The same statements and checks as on SQLite, in the same order (the mark first: its foreign
+    key refuses an unknown session), except that a turn's end is one upsert. No ``_undo`` on this
+    backend: a failed step or check raises, and the write's savepoint undoes the steps before it."""
+    now, rows = _rows_of(c)
+    if c.segment is not None and not rows:
         raise Rejected("a write that starts a segment must hold its messages; give the compressed conversation")
     steps = [*([] if c.turn is None else [_mark_step(c.session_id, c.turn, now)]), *append_steps(c, rows)]
-    sent = db.together(steps)
-    if c.turn is not None and c.turn.event == "started" and sent[0].changes == 0:
-        raise Rejected(f"turn {c.turn.turn_id!r} of session {c.session_id!r} was started already; a turn id is started once per session")
-    if sent[-1].changes == 0:
-        raise Rejected(f"there is no session {c.session_id!r}; send CreateSession first")
-    ids = [int(row[0]) for row in sent[-2].rows] if count else []
+    return PgAppend(command=c, steps=steps, now=now)
+
+
+def _append_in_one_trip(db: PgConnection, c: AppendMessages) -> tuple[Message, int]:
+    """Postgres: the append's turn mark, rows and counters in one round trip (``PgConnection.together``);
+    a segment's start, which needs the first row's id, in a second."""
+    append = pg_append(c)
+    reply = append.answer(db.together(append.steps))
     if c.segment is not None:
-        _start_segment(db, c.session_id, c.segment, ids[0], now)
-    return MessagesPersisted(session_id=c.session_id, token=c.token, message_ids=tuple(ids)), count
+        _start_segment(db, c.session_id, c.segment, reply.message_ids[0], append.now)
+    return reply, len(c.messages)
 
 
 def append_steps(c: AppendMessages, rows: list[MessageRow]) -> list[Step]:
