@@ -33,7 +33,7 @@ from protocols import ChildExited, ExitKind, Message, WaitFinished
 from protocols._supervision import InjectCrash
 
 from ._address import Address, Ask, set_in_handler
-from ._errors import ActorCrashed, InjectedCrash, UsageError
+from ._errors import ActorCrashed, ExternalFailure, InjectedCrash, UsageError
 from ._process import run_process
 from ._reactor import Reactor, WaitHandle
 
@@ -203,7 +203,7 @@ class Actor(pykka.ThreadingActor, Generic[M]):
     # -- the one way out ------------------------------------------------------------------
 
     def _crash(self, exc: BaseException) -> None:
-        log.error("%s crashed: %s", self.path, _describe(exc), exc_info=exc)
+        log.error("%s crashed: %s", self.path, _describe(exc), exc_info=None if isinstance(exc, ExternalFailure) else exc)
         self._die("crashed", exc)
 
     def _die(self, kind: ExitKind, exc: BaseException | None) -> None:

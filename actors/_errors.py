@@ -1,6 +1,7 @@
 """Errors of the runtime kernel.
 
 HermesError
+├── ExternalFailure     something outside the process failed (a server, a connection)
 ├── UsageError          the API was misused (wrong argument, wrong state)
 ├── DeliveryError       a message could not be delivered to an address
 │   ├── MailboxOverflow   the address is buffering (actor restarting) and its buffer is full
@@ -17,6 +18,12 @@ from __future__ import annotations
 
 class HermesError(Exception):
     """Root of every error the runtime raises on purpose."""
+
+
+class ExternalFailure(HermesError):
+    """Something outside the process failed (a database server ended the connection, a peer went
+    away); the message says what. An actor that crashes with one is logged by that message
+    alone: a traceback would show only where our code noticed, not a fault of it."""
 
 
 class UsageError(HermesError):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import logging
 import math
 import threading
 from collections.abc import Callable
@@ -427,7 +428,12 @@ def test_a_crashed_writer_is_restarted_and_loses_no_acknowledged_write(start_run
     assert len(stored) == 4
 
 
-def test_a_broken_connection_fails_the_write_and_the_writer_restarts_with_a_new_connection(start_runtime: StartRuntime, tmp_path: Path) -> None:
+def test_a_broken_connection_fails_the_write_and_the_writer_restarts_with_a_new_connection(
+    start_runtime: StartRuntime, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Logged as one line saying what broke, with no traceback: the connection failed, not our code
+    (a stopped node's connection ended by the server is met so when it resumes)."""
+    caplog.set_level(logging.ERROR, logger="actors._actor")
     path = tmp_path / "state.db"
     runtime, store = start_store(start_runtime, path)
     events = Probe()
@@ -441,6 +447,8 @@ def test_a_broken_connection_fails_the_write_and_the_writer_restarts_with_a_new_
     assert isinstance(append(store, replies, "s1", user("fresh connection")), MessagesPersisted)
     with StoreReader(path) as reader:
         assert [m.content for m in reader.load_messages("s1")] == ["fresh connection"]
+    crashed = [r for r in caplog.records if "/store crashed" in r.getMessage()]
+    assert len(crashed) == 1 and "connection" in crashed[0].getMessage() and crashed[0].exc_info is None, crashed
 
 
 # -- the file -------------------------------------------------------------------------------------

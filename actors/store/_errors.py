@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import apsw
 
-from .._errors import HermesError
+from .._errors import ExternalFailure, HermesError
 
 
 class StoreError(HermesError):
@@ -24,7 +24,7 @@ class SchemaVersionError(StoreError):
     """The database file has a schema version this build neither reads nor migrates."""
 
 
-class StoreConnectionBroken(StoreError):
+class StoreConnectionBroken(StoreError, ExternalFailure):
     """The writer's connection is unusable (I/O error, corruption, closed); restart needed."""
 
 
