@@ -11,7 +11,7 @@ from typing import Any
 
 from actors.credentials import PoolOptions, credential_specs
 from actors.memory import memory_spec
-from actors.store import HermesImportError, StoreError, StoreReader, StoreWriter, import_hermes_store, is_database_url, settle_interrupted
+from actors.store import HermesImportError, ReaderPool, StoreError, StoreReader, StoreWriter, import_hermes_store, is_database_url, settle_interrupted
 from actors.store._owner import claim_store, refuse_beside_workers
 from supervisor import ChildSpec, DynamicSupervisor, Intensity, Restart, Runtime
 
@@ -47,9 +47,12 @@ def sessions_argument(deps: SessionDeps, platforms: Mapping[str, SessionDeps] | 
     return DepsTable(default=deps, platforms=dict(platforms)) if platforms else deps
 
 
-def reader_opener(store_file: str | Path) -> functools.partial[Any]:
-    """What ``SessionDeps.open_reader`` wants: opens a read-only connection to the store file."""
-    return functools.partial(StoreReader, str(store_file))
+def reader_opener(store_file: str | Path) -> Callable[[], Any]:
+    """What ``SessionDeps.open_reader`` wants: a read-only connection to the store for a ``with``
+    block; for a Postgres store, lent from a pool of kept ones (``ReaderPool``, closed when the
+    runtime that uses it stops)."""
+    location = str(store_file)
+    return ReaderPool(location) if is_database_url(location) else functools.partial(StoreReader, location)
 
 
 def settle_store(store_file: str | Path, deps: SessionDeps) -> SessionDeps:
@@ -128,6 +131,9 @@ def build_agent_runtime(
     platforms = {name: dataclasses.replace(each, store_file=deps.store_file, interrupted=deps.interrupted) for name, each in (platforms or {}).items()}
     runtime = Runtime([*agent_specs(store_file, deps, platforms), *extra], **options)
     runtime.reactor.at_stop(deps.clients.aclose)
+    for each in (deps, *platforms.values()):
+        if isinstance(each.open_reader, ReaderPool):
+            runtime.reactor.at_stop(each.open_reader.aclose)
     if claim is not None:
         runtime.reactor.at_stop(claim.release)
     return runtime

@@ -36,6 +36,7 @@ from ._location import DATABASE_URL_ENV as DATABASE_URL_ENV
 from ._location import store_description as store_description
 from ._location import store_location as store_location
 from ._reader import StoreReader as StoreReader
+from ._reader_pool import ReaderPool as ReaderPool
 from ._schema import SCHEMA_VERSION as SCHEMA_VERSION
 from ._schema import open_reader as open_reader
 from ._schema import open_writer as open_writer
@@ -53,6 +54,7 @@ __all__ = [
     "FactHit",
     "HermesImportError",
     "ImportReport",
+    "ReaderPool",
     "SCHEMA_VERSION",
     "STORE_PATH",
     "SchemaVersionError",

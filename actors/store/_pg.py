@@ -146,6 +146,11 @@ class PgConnection:
 
         return self._conn.info.transaction_status in (TransactionStatus.INTRANS, TransactionStatus.ACTIVE)
 
+    @property
+    def broken(self) -> bool:
+        """The connection is closed, or psycopg found it unusable (the server ended it)."""
+        return bool(self._conn.closed or self._conn.broken)
+
     def changes(self) -> int:
         """Rows the last statement changed."""
         return self._changes

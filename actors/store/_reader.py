@@ -44,6 +44,11 @@ class StoreReader:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
+    @property
+    def broken(self) -> bool:
+        """Closed, or (Postgres) its connection was found unusable: not to be read through again."""
+        return self._db is None or (isinstance(self._db, PgConnection) and self._db.broken)
+
     def close(self) -> None:
         """Close the connection (idempotent)."""
         if self._db is not None:
