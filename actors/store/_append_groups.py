@@ -1,12 +1,14 @@
 """The store writer's appends grouped per batch (Postgres with the server's clock).
 
 An ``AppendMessages`` waits for its batch's end, and the batch's waiting appends go to the server
-as one query: each one's fence check (its lease row read ``FOR SHARE`` with the server's clock),
-turn mark, rows and counters, in the order they came (``appends_together``): one round trip for
-all of them, where each cost one or two. Each is still answered on its own, with what it would
-have been answered alone. When any check fails (a stale fence, a turn started twice, an unknown
-session) or any statement does, the group's savepoint undoes all of them and each is written
-alone as ever, where the one at fault fails by itself.
+in two queries (``appends_together``): their fence checks (each lease row read ``FOR SHARE``
+with the server's clock), then the turn marks, rows and counters of those whose fence holds, in
+the order they came: two round trips for all of them, where each cost one or two. Each is still
+answered on its own, with what it would have been answered alone; one whose fence is stale is
+written alone after the group (and refused there), so no statement of a stale node runs. When
+another check fails (a turn started twice, an unknown session) or any statement does, the
+group's savepoint undoes all of them and each is written alone as ever, where the one at fault
+fails by itself.
 
 The order of one session's commands is kept: a session's lease command runs its waiting appends
 first, and an append of a session with a waiting lease command runs that first; any other write,
@@ -31,7 +33,10 @@ from ._writes import Rejected, append_messages, pg_append
 
 
 def appends_together(db: PgConnection, commands: list[AppendMessages]) -> tuple[list[tuple[AppendMessages, Message]], list[AppendMessages]]:
-    """``commands`` (fence checks included) in one round trip, each answered as if written alone.
+    """``commands`` in two round trips, each answered as if written alone: their fence checks
+    together, then the appends whose fence holds together. Returns the answered appends, and those
+    left to write alone: each whose fence is stale (alone it is refused, and nothing of a stale
+    node is ever run: run and undone, its statements would take the new owner's row locks).
 
     Raises:
         RunAlone: a check of one of them failed, or one could not be written: undo the group
@@ -41,27 +46,28 @@ def appends_together(db: PgConnection, commands: list[AppendMessages]) -> tuple[
         plans = [pg_append(c) for c in commands]
     except Rejected:
         raise RunAlone from None
-    steps: list[Step] = []
-    spans: list[tuple[int, int]] = []
-    for plan in plans:
-        first = len(steps)
-        if plan.command.fence is not None:
-            steps.append(fence_step(plan.command.session_id))
-        steps.extend(plan.steps)
-        spans.append((first, len(steps)))
+    fenced = [c for c in commands if c.fence is not None]
+    if fenced:
+        checks = db.together([fence_step(c.session_id) for c in fenced])
+        stale = {id(c) for c, sent in zip(fenced, checks, strict=True) if c.fence is not None and fence_answer(sent, c.session_id, c.fence) is not None}
+        plans = [p for p in plans if id(p.command) not in stale]
+    else:
+        stale = set()
+    left = [c for c in commands if id(c) in stale]
+    if not plans:
+        return [], left
+    steps: list[Step] = [step for plan in plans for step in plan.steps]
     sent = db.together(steps)
     answered: list[tuple[AppendMessages, Message]] = []
-    for plan, (first, end) in zip(plans, spans, strict=True):
-        c = plan.command
-        if c.fence is not None:
-            if fence_answer(sent[first], c.session_id, c.fence) is not None:
-                raise RunAlone
-            first += 1
+    first = 0
+    for plan in plans:
+        end = first + len(plan.steps)
         try:
-            answered.append((c, plan.answer(sent[first:end])))
+            answered.append((plan.command, plan.answer(sent[first:end])))
         except Rejected:
             raise RunAlone from None
-    return answered, []
+        first = end
+    return answered, left
 
 
 class AppendGroups:

@@ -3,17 +3,21 @@
 A real :class:`StoreWriter` on a real Postgres database with the server's clock (the case where
 appends wait for the batch's end); the writer is parked (``Hold``) so that the commands below
 queue up and land in one batch, as the appends of 200 sessions taken over at once do. Each
-append is answered as it would be alone; the batch costs one query for all of them (the writer's
-``round_trips``); when one of them fails a check (a stale fence, a turn started twice, a session
-that does not exist), none of the group stays written twice and each of the others lands once;
+append is answered as it would be alone; the batch costs two queries for all of them, their fence checks then
+their statements (the writer's ``round_trips``); a stale node's statements are never run (a row
+the new owner has locked is not waited for); when one of them fails a check (a turn started
+twice, a session that does not exist), none of the group stays written twice and each of the
+others lands once;
 a session's commands keep their order around its lease commands and ``ReopenWrites``.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import psycopg
+import pytest
 
 from actors.store import StoreReader
 from protocols import ChatMessage
@@ -88,7 +92,7 @@ def test_appends_of_many_sessions_in_one_batch_go_in_one_query_and_are_each_answ
     store.tell(GetStoreStatistics(reply_to=replies))
     after = replies.get()
     assert isinstance(after, StoreStatistics)
-    assert after.round_trips - before.round_trips == 3, (before, after)  # BEGIN, the five appends, COMMIT (alone: 2 + 5 x 2)
+    assert after.round_trips - before.round_trips == 4, (before, after)  # BEGIN, the fence checks, the five appends, COMMIT (alone: 2 + 4 x 2 + 1)
 
     assert all(isinstance(a, MessagesPersisted) for a in answers.values()), answers
     ids = [i for token in ("w1", "w2", "w3", "w4", "w5") for i in answers[token].message_ids]
@@ -193,3 +197,24 @@ def test_appends_waiting_when_the_connection_breaks_are_answered_failed_and_retr
     with StoreReader(url) as reader:
         assert [m.content for m in reader.load_messages("s1")] == ["sent again"]
         assert reader.load_messages("s2") == []
+
+
+def test_a_stale_node_s_appends_in_a_batch_run_no_statement_on_the_new_owner_s_rows(
+    start_runtime: StartRuntime, postgres: PostgresServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, logger="actors.store._writer")
+    url = postgres.new_database()
+    _, store = start_store(start_runtime, url, busy_timeout=0.5)
+    replies = Replies()
+    ask = asking(store, replies)
+    leased(ask, replies, "s1", "s2")
+    with psycopg.connect(url) as new_owner:  # node-b took s2 over and is writing in it: its session row locked
+        new_owner.execute("UPDATE leases SET node_id = 'node-b', epoch = 2 WHERE session_id = 's2'")
+        new_owner.commit()
+        new_owner.execute("UPDATE sessions SET message_count = message_count WHERE id = 's2'")
+        answers = in_one_batch(store, replies, [say("s1", "w1", "mine", replies=replies), say("s2", "w2", "stale", replies=replies)])
+        new_owner.rollback()
+    assert isinstance(answers["w1"], MessagesPersisted)
+    w2 = answers["w2"]
+    assert isinstance(w2, StoreFailed) and w2.fenced == Fence(node_id="node-b", epoch=2)
+    assert not [r.getMessage() for r in caplog.records if "together failed" in r.getMessage()]  # nothing waited for s2's row, nothing undone
