@@ -47,6 +47,16 @@ def leased(ask: Any, replies: Replies, *sessions: str) -> None:
         assert isinstance(ask(CreateSession(session_id=sid, source="api", fence=Fence(node_id="node-a", epoch=1), token="c", reply_to=replies)), SessionCreated)
 
 
+def writer(start_runtime: StartRuntime, postgres: PostgresServer, *sessions: str, **options: Any) -> tuple[str, Any, Replies, Any]:
+    """A writer on a new database, ``sessions`` leased to node-a: (url, its address, replies, ask)."""
+    url = postgres.new_database()
+    _, store = start_store(start_runtime, url, **options)
+    replies = Replies()
+    ask = asking(store, replies)
+    leased(ask, replies, *sessions)
+    return url, store, replies, ask
+
+
 def say(sid: str, token: str, *texts: str, replies: Replies, **fields: Any) -> AppendMessages:
     fields.setdefault("fence", Fence(node_id="node-a", epoch=1))
     return AppendMessages(session_id=sid, messages=tuple(ChatMessage(role="user", content=t) for t in texts), token=token, reply_to=replies, **fields)
@@ -69,11 +79,7 @@ def in_one_batch(store: Any, replies: Replies, commands: list[Any]) -> dict[str,
 
 
 def test_appends_of_many_sessions_in_one_batch_go_in_one_query_and_are_each_answered_as_alone(start_runtime: StartRuntime, postgres: PostgresServer) -> None:
-    url = postgres.new_database()
-    _, store = start_store(start_runtime, url)
-    replies = Replies()
-    ask = asking(store, replies)
-    leased(ask, replies, "s1", "s2", "s3", "s4")
+    url, store, replies, _ = writer(start_runtime, postgres, "s1", "s2", "s3", "s4")
     store.tell(GetStoreStatistics(reply_to=replies))
     before = replies.get()
     assert isinstance(before, StoreStatistics) and before.round_trips > 0
@@ -109,11 +115,7 @@ def test_appends_of_many_sessions_in_one_batch_go_in_one_query_and_are_each_answ
 
 
 def test_an_append_that_fails_a_check_in_a_batch_fails_alone_and_every_other_lands_once(start_runtime: StartRuntime, postgres: PostgresServer) -> None:
-    url = postgres.new_database()
-    _, store = start_store(start_runtime, url)
-    replies = Replies()
-    ask = asking(store, replies)
-    leased(ask, replies, "s1", "s2", "s3")
+    url, store, replies, ask = writer(start_runtime, postgres, "s1", "s2", "s3")
     assert isinstance(ask(say("s3", "t", "started once", replies=replies, turn=TurnMark(turn_id="t1", event="started"))), MessagesPersisted)
     with psycopg.connect(url, autocommit=True) as db:  # node-b took s2 over: node-a's fence is stale
         db.execute("UPDATE leases SET node_id = 'node-b', epoch = 2 WHERE session_id = 's2'")
@@ -154,11 +156,7 @@ def test_an_append_that_fails_a_check_in_a_batch_fails_alone_and_every_other_lan
 
 
 def test_a_session_s_appends_and_lease_commands_in_one_batch_keep_their_order(start_runtime: StartRuntime, postgres: PostgresServer) -> None:
-    url = postgres.new_database()
-    _, store = start_store(start_runtime, url)
-    replies = Replies()
-    ask = asking(store, replies)
-    leased(ask, replies, "s1", "s2")
+    url, store, replies, _ = writer(start_runtime, postgres, "s1", "s2")
     answers = in_one_batch(  # the helper checks each session's answers come in the order told
         store,
         replies,
@@ -179,11 +177,7 @@ def test_a_session_s_appends_and_lease_commands_in_one_batch_keep_their_order(st
 
 
 def test_appends_waiting_when_the_connection_breaks_are_answered_failed_and_retryable(start_runtime: StartRuntime, postgres: PostgresServer) -> None:
-    url = postgres.new_database()
-    _, store = start_store(start_runtime, url)
-    replies = Replies()
-    ask = asking(store, replies)
-    leased(ask, replies, "s1", "s2")
+    url, store, replies, ask = writer(start_runtime, postgres, "s1", "s2")
     gate = hold(store)
     store.tell(say("s1", "w1", "lost", replies=replies))
     store.tell(say("s2", "w2", "lost too", replies=replies))
@@ -203,11 +197,7 @@ def test_a_stale_node_s_appends_in_a_batch_run_no_statement_on_the_new_owner_s_r
     start_runtime: StartRuntime, postgres: PostgresServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, logger="actors.store._writer")
-    url = postgres.new_database()
-    _, store = start_store(start_runtime, url, busy_timeout=0.5)
-    replies = Replies()
-    ask = asking(store, replies)
-    leased(ask, replies, "s1", "s2")
+    url, store, replies, _ = writer(start_runtime, postgres, "s1", "s2", busy_timeout=0.5)
     with psycopg.connect(url) as new_owner:  # node-b took s2 over and is writing in it: its session row locked
         new_owner.execute("UPDATE leases SET node_id = 'node-b', epoch = 2 WHERE session_id = 's2'")
         new_owner.commit()
