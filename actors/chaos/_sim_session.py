@@ -165,13 +165,12 @@ class SimSession(SimSupervised):
                 return
         super().tell(message)
 
-    def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
+    def observe(self, message: Any, from_address: bool) -> None:
         world = self.world
         if world.reviews is not None and from_address and type(message) is StartTurn:
             world.checker.reviews.turn_received(self.session_id, message.turn_id, world.now)
         if world.memory is not None and type(message) is WaitFinished and message.tag == "model":
             world.checker.memory.model_outcome(self.session_id, message, world.now)
-        SimSupervised.handle(self, incarnation, message, from_address=from_address)
 
     def idle(self, generation: int, state: SessionState) -> None:
         world = self.world
