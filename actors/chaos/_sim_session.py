@@ -24,7 +24,7 @@ from protocols._session import SessionEvent, TurnCompleted, TurnStarted, UserMes
 from ..agent._machine import CallModel, MachineConfig, RunTool, SessionState
 from ..agent._recovery import OpenTurns
 from ..agent._session_host import SessionHost
-from ..agent._session_port import HostConfig, Write
+from ..agent._session_port import HostConfig
 from ..agent._session_timers import IdleTimer
 from ._sim_bugs import EagerCompressedHost, PlantedBug, planted_sanitizer
 from ._sim_compress_crashes import count_phase
@@ -101,8 +101,7 @@ class SimSession(SimSupervised):
     def wall(self) -> float:
         return self.world.now
 
-    def tell_store(self, command: Write) -> None:
-        submit_write(self, command)
+    tell_store = submit_write  # (the function itself, not a method that calls it: every write comes here)
 
     def reopen_writes(self) -> None:
         self.world.store.reopen(self.session_id)
