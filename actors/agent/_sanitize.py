@@ -30,26 +30,28 @@ def synthetic_result(call_id: str, name: str, text: str) -> ChatMessage:
     return ChatMessage(role="tool", tool_call_id=call_id, name=name, content=text)
 
 
-def _paired(messages: Sequence[ChatMessage]) -> bool:
+def paired(messages: Sequence[ChatMessage]) -> bool:
     """Whether every call is followed at once by its one result, in the model's order, and no
-    tool message stands anywhere else (then :func:`sanitize` would return the same messages)."""
+    tool message stands anywhere else (then :func:`sanitize` would return the same messages,
+    adding none: a checker that only asks whether a transcript needs repair asks this)."""
     calls: tuple[ToolCall, ...] = ()
     """The calls of the current assistant message; ``answered`` of them have their result."""
-    answered = 0
+    answered = expected = 0  # expected: len(calls)
     for message in messages:
         if message.role == "tool":
-            if answered == len(calls) or message.tool_call_id != calls[answered].id:
+            if answered == expected or message.tool_call_id != calls[answered].id:
                 return False
             answered += 1
-        elif answered != len(calls):
+        elif answered != expected:
             return False
         elif message.tool_calls and message.role == "assistant":
             calls, answered = message.tool_calls, 0
-            if len(calls) > 1 and len({call.id for call in calls}) != len(calls):
+            expected = len(calls)
+            if expected > 1 and len({call.id for call in calls}) != expected:
                 return False
-        elif calls:
-            calls, answered = (), 0
-    return answered == len(calls)
+        elif expected:
+            calls, answered, expected = (), 0, 0
+    return answered == expected
 
 
 def sanitize(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME) -> tuple[tuple[ChatMessage, ...], int]:
@@ -61,7 +63,7 @@ def sanitize(messages: Sequence[ChatMessage], *, missing: str = UNKNOWN_OUTCOME)
     the next assistant message that calls the same id (providers reuse ids across turns).
     Results nothing claims (orphans, duplicates) are dropped.
     """
-    if _paired(messages):  # the common case: nothing to repair, one cheap pass
+    if paired(messages):  # the common case: nothing to repair, one cheap pass
         return tuple(messages), 0
     return repair(messages, missing=missing)
 

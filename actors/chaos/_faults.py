@@ -369,7 +369,16 @@ class Dice:
         return low + (high - low) * entry.random()  # random.Random.uniform's own formula, one call fewer
 
     def choice(self, stream: str, options: Sequence[T]) -> T:
-        return options[self.below(stream, len(options))]
+        """``options[below(stream, len(options))]``: the same draw, without a second call."""
+        n = len(options)
+        if n <= 0:
+            raise ValueError("empty range for below()")
+        getrandbits = self._draws[stream].rng.getrandbits
+        k = n.bit_length()
+        r: int = getrandbits(k)
+        while r >= n:
+            r = getrandbits(k)
+        return options[r]
 
     def below(self, stream: str, n: int) -> int:
         """An int in [0, n): the draw ``random.Random.randrange(n)`` makes (its ``_randbelow``), without its argument checks."""

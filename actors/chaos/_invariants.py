@@ -64,7 +64,7 @@ from protocols._session import (
     UserMessageSaved,
 )
 
-from ..agent._sanitize import sanitize
+from ..agent._sanitize import paired, sanitize
 from ._compress_checks import CompressionChecks
 from ._memory_checks import MemoryChecks
 from ._pool_checks import PoolChecks
@@ -402,6 +402,8 @@ class Invariants:
     def model_called(self, session_id: str, messages: Sequence[ChatMessage], now: float) -> None:
         """What a model is sent (system messages first) must need no sanitizing."""
         body = [m for m in messages if m.role != "system"]
+        if paired(body):  # what sanitize would leave as it is (nearly every call): no copy made
+            return
         fixed, added = sanitize(body)
         if added or len(fixed) != len(body):
             self.violate(
@@ -436,6 +438,8 @@ class Invariants:
 
     def idle_transcript(self, session_id: str, transcript: Sequence[ChatMessage], now: float) -> None:
         """An idle session's transcript (in memory) is settled."""
+        if paired(transcript):
+            return
         fixed, added = sanitize(transcript)
         if added or len(fixed) != len(transcript):
             self.violate("idle_unpaired", session_id, f"an idle session has {added} unanswered call(s)", now)

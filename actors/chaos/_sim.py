@@ -178,7 +178,7 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
     counts["sessions"] = len(sessions)
     counts["faults"] = sum(1 for f in world.dice.injected if not f.startswith("workload:"))
     counts["store_writes"] = world.store.writes
-    return SimResult(
+    result = SimResult(
         seed=seed,
         plan=plan,
         mask=frozenset(mask),
@@ -189,6 +189,8 @@ def simulate(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = 
         virtual_s=world.now,
         counts=counts,
     )
+    world.close()
+    return result
 
 
 def replay(seed: int, plan: FaultPlan | None = None, *, options: SimOptions = SimOptions(), mask: Iterable[str] = ()) -> SimResult:

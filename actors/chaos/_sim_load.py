@@ -35,7 +35,7 @@ def _load_done(session: SimSession, incarnation: Incarnation) -> None:
             loaded = Loaded(exists=True, prompt=prompt, messages=tuple(messages), known_turns=tuple(turns), running=running, interrupted=settled)
             if session.world.store.checked:
                 session.world.checker.compression.loaded(session.session_id, messages, session.world.now)
-        session.handle(incarnation, loaded, from_address=False)
+        session.handle(incarnation, loaded, False)
         state = incarnation.host.state
         if session.world.store.checked and incarnation is session.current and state is not None:
             session.world.checker.compression.recovered(session.session_id, state.transcript, session.world.now)

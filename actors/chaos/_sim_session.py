@@ -24,7 +24,7 @@ from protocols._session import SessionEvent, TurnCompleted, TurnStarted, UserMes
 from ..agent._machine import CallModel, MachineConfig, RunTool, SessionState
 from ..agent._recovery import OpenTurns
 from ..agent._session_host import SessionHost
-from ..agent._session_port import HostConfig, Write
+from ..agent._session_port import HostConfig
 from ..agent._session_timers import IdleTimer
 from ._sim_bugs import EagerCompressedHost, PlantedBug, planted_sanitizer
 from ._sim_compress_crashes import count_phase
@@ -101,8 +101,7 @@ class SimSession(SimSupervised):
     def wall(self) -> float:
         return self.world.now
 
-    def tell_store(self, command: Write) -> None:
-        submit_write(self, command)
+    tell_store = submit_write  # (the function itself, not a method that calls it: every write comes here)
 
     def reopen_writes(self) -> None:
         self.world.store.reopen(self.session_id)
@@ -165,13 +164,12 @@ class SimSession(SimSupervised):
                 return
         super().tell(message)
 
-    def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
+    def observe(self, message: Any, from_address: bool) -> None:
         world = self.world
         if world.reviews is not None and from_address and type(message) is StartTurn:
             world.checker.reviews.turn_received(self.session_id, message.turn_id, world.now)
         if world.memory is not None and type(message) is WaitFinished and message.tag == "model":
             world.checker.memory.model_outcome(self.session_id, message, world.now)
-        SimSupervised.handle(self, incarnation, message, from_address=from_address)
 
     def idle(self, generation: int, state: SessionState) -> None:
         world = self.world

@@ -69,7 +69,7 @@ class SimSupervised:
             if not self.restarting and not self.world.down:
                 self.start(False)  # started, or rehydrated, on demand
             return
-        self.handle(incarnation, message, from_address=True)
+        self.handle(incarnation, message, True)
 
     def on_message(self, incarnation: Incarnation, message: Any) -> None:
         """A reply, wait outcome or timer addressed to one incarnation."""
@@ -77,10 +77,16 @@ class SimSupervised:
             return  # to a dead incarnation: dropped and counted by the real reactor
         if self.world.record:
             self.world.note(f"{self.session_id} <- {show(message)}")
-        self.handle(incarnation, message, from_address=False)
+        self.handle(incarnation, message, False)
 
-    def handle(self, incarnation: Incarnation, message: Any, *, from_address: bool) -> None:
-        world, crashes = self.world, self.world.plan.crashes
+    def observe(self, message: Any, from_address: bool) -> None:
+        """What a plan's reviews or memory provider learn of a message before it is handled (a subclass's)."""
+
+    def handle(self, incarnation: Incarnation, message: Any, from_address: bool) -> None:
+        world = self.world
+        if world.reviews is not None or world.memory is not None:  # (one test, not a call: every message comes here)
+            self.observe(message, from_address)
+        crashes = world.plan.crashes
         if crashes.session > 0 and self.crashes < crashes.max_per_session and world.dice.fault("crash", "session", crashes.session):
             if from_address:
                 self.mailbox.appendleft(message)  # InjectCrash was ahead of it: the next incarnation gets it
@@ -115,7 +121,7 @@ class SimSupervised:
             world.checker.supervision(ChildExited(path=self.path, child_id=self.session_id, incarnation=self.starts - 1, kind="crashed"), world.now)
         self.load(incarnation)
         while self.mailbox and self.current is incarnation:
-            self.handle(incarnation, self.mailbox.popleft(), from_address=True)
+            self.handle(incarnation, self.mailbox.popleft(), True)
 
     def die(self) -> None:
         assert self.current is not None

@@ -135,7 +135,8 @@ LeaseOutcome = Granted | Cooling | Pending
 
 def lease(state: PoolState, spec: ProviderSpec, lease_id: str, now: float) -> tuple[PoolState, LeaseOutcome]:
     """Grant ``lease_id`` a key by ``spec.strategy``, or say why none is available."""
-    state = _expire(state, now)
+    if state.in_flight:  # (nothing to expire without a lease in flight: no call)
+        state = _expire(state, now)
     known = state.in_flight.get(lease_id)
     known_key = _settled_key(state.settled_ids, lease_id) if known is None else known.key_id
     if known_key is not None and known_key in state.keys:
