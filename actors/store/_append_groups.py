@@ -46,13 +46,12 @@ def appends_together(db: PgConnection, commands: list[AppendMessages]) -> tuple[
         plans = [pg_append(c) for c in commands]
     except Rejected:
         raise RunAlone from None
+    stale: set[int] = set()
     fenced = [c for c in commands if c.fence is not None]
     if fenced:
         checks = db.together([fence_step(c.session_id) for c in fenced])
         stale = {id(c) for c, sent in zip(fenced, checks, strict=True) if c.fence is not None and fence_answer(sent, c.session_id, c.fence) is not None}
         plans = [p for p in plans if id(p.command) not in stale]
-    else:
-        stale = set()
     left = [c for c in commands if id(c) in stale]
     if not plans:
         return [], left
