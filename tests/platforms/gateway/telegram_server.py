@@ -117,6 +117,8 @@ class TelegramServer:
         self.edits: list[Sent] = []
         """Every ``editMessageText`` call (``payload["message_id"]`` names the message)."""
         self.edit_failures: list[tuple[int, dict[str, Any]]] = []
+        self.on_edit: Any = None
+        """Called with each ``editMessageText`` body as it arrives (a test's look at the bot's state then)."""
         self.uploads: list[Uploaded] = []
         self.files: dict[str, tuple[str, bytes]] = {}
         """file_id -> (file_path, bytes): files users sent, for ``getFile``."""
@@ -243,6 +245,8 @@ class TelegramServer:
         return 200, found, "application/octet-stream"
 
     def edit_message(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        if self.on_edit is not None:
+            self.on_edit(body)
         with self.cond:
             message_id = int(body.get("message_id", 0))
             text, mode = str(body.get("text", "")), str(body.get("parse_mode") or "")
