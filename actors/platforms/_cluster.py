@@ -20,12 +20,10 @@ The router runs in the ASGI app before a request reaches its route:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import logging
 import math
 import socket
-import threading
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -40,6 +38,7 @@ from actors.agent._heartbeat import ClusterView, NodeBeats
 from actors.agent._locate import Forward, Local, Location, TakeOver, Unavailable, forward_until, locate, retry_unreachable
 from actors.agent._node import NodeIdentity
 from actors.config import HermesConfig
+from actors.store import ReaderPool
 from protocols._leases import LeaseRecord, NodeRecord
 from supervisor import ChildSpec
 
@@ -124,35 +123,18 @@ def session_key(request: Request, body: Mapping[str, Any] | None) -> tuple[str, 
     return None
 
 
-_readers = threading.local()
-"""Each worker thread's reader connection, kept between routed requests (a Postgres connection
-is a server process: opening one per request costs more than the request)."""
+READERS = 4
+"""Store reads of the router at once: each in a worker thread on a connection kept in the router's
+pool. A burst of requests queues for them (a read is a few milliseconds) instead of opening a
+Postgres connection, a server process, for each new worker thread trio starts for the burst
+(up to its 40), when the node taking sessions over needs the machine most."""
 
 
-def _reader(store_file: str) -> Any:
-    from actors.store._backend import open_store_reader
-
-    held = getattr(_readers, "held", None)
-    if held is not None and held[0] == store_file:
-        return held[1]
-    db = open_store_reader(store_file)
-    _readers.held = (store_file, db)
-    return db
-
-
-def _drop_reader() -> None:
-    held = getattr(_readers, "held", None)
-    _readers.held = None
-    if held is not None:
-        with contextlib.suppress(Exception):
-            held[1].close()
-
-
-def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found | None:
+def _read(readers: ReaderPool, kind: str, value: str, me: str, ttl: float) -> Found | None:
     from actors.store._lease_rows import read_lease, read_nodes, store_now
 
-    db = _reader(store_file)
-    try:
+    with readers() as reader:  # a reader whose reads raised is closed, not lent again
+        db = reader.connection
         session_id: str | None = value
         if kind == "run":
             row = db.execute("SELECT session_id FROM turns WHERE turn_id = ?", (value,)).fetchone()
@@ -169,9 +151,6 @@ def _read(store_file: str, kind: str, value: str, me: str, ttl: float) -> Found 
         if isinstance(location, Forward) and lease is not None:
             return Found(session_id, location, forward_until(lease, nodes[location.node_id], ttl) - now)
         return Found(session_id, location)
-    except BaseException:
-        _drop_reader()  # a broken connection is not kept
-        raise
 
 
 class ClusterRouter:
@@ -181,6 +160,9 @@ class ClusterRouter:
         self.node = node
         self.secret = secret
         self.store_file = store_file
+        self.readers = ReaderPool(store_file, keep=READERS)
+        """Kept store connections of the routing reads (closed at the runtime's stop)."""
+        self.reading = trio.CapacityLimiter(READERS)
         self.replays = Replays()
         self.client: httpx.AsyncClient | None = None
         self.forwarded = 0
@@ -199,6 +181,10 @@ class ClusterRouter:
             raise HttpError(401, why, type="authentication_error", code="invalid_cluster_signature")
         return True
 
+    async def _read(self, key: tuple[str, str]) -> Found | None:
+        """Where the session of ``key`` is served, read from the store (``READERS`` reads at once)."""
+        return await trio.to_thread.run_sync(_read, self.readers, key[0], key[1], self.node.node_id, self.node.lease_ttl, limiter=self.reading)
+
     async def route(self, request: Request, send: Send, *, forwarded: bool, local_runs: Mapping[str, Any]) -> bool:
         """Forward ``request`` when another live node owns its session (True: answered here)."""
         body: Mapping[str, Any] | None = None
@@ -212,7 +198,7 @@ class ClusterRouter:
         if key is None or (key[0] == "run" and key[1] in local_runs):
             return False
         try:
-            found = await trio.to_thread.run_sync(_read, self.store_file, key[0], key[1], self.node.node_id, self.node.lease_ttl)
+            found = await self._read(key)
         except Exception as exc:
             msg = f"this node cannot read the session's owner from the store ({type(exc).__name__}: {exc}); retry shortly"
             raise HttpError(503, msg, type="server_error", code="store_unavailable", headers={"retry-after": "1"}) from None
@@ -256,7 +242,7 @@ class ClusterRouter:
             while True:
                 await trio.sleep(max(0.0, reroute_in))
                 try:
-                    again = await trio.to_thread.run_sync(_read, self.store_file, key[0], key[1], self.node.node_id, self.node.lease_ttl)
+                    again = await self._read(key)
                 except Exception as exc:  # the store is unreachable: wait for the owner's answer a while
                     log.warning("cluster: re-reading the owner of session %s failed: %s", found.session_id, exc)
                     unread_since = min(unread_since, trio.current_time())

@@ -178,6 +178,8 @@ def run_serve(
             print(f"hermes serve: {exc}", file=sys.stderr, flush=True)
             return 2
         stop.follow(runtime)
+        if cluster is not None:
+            runtime.reactor.at_stop(cluster.router.readers.aclose)
         if role is not None:
             role.watch_parent()
         try:

@@ -45,6 +45,12 @@ class StoreReader:
         self.close()
 
     @property
+    def connection(self) -> Connection:
+        """The read-only connection, for reads this class has no method for (the cluster
+        router's lease and node reads). ``StoreError`` when the reader is closed."""
+        return self._conn()
+
+    @property
     def broken(self) -> bool:
         """Closed, or (Postgres) its connection was found unusable: not to be read through again."""
         return self._db is None or (isinstance(self._db, PgConnection) and self._db.broken)

@@ -54,7 +54,12 @@ class StoreWatch:
         self.offset = 0.0
         """The store's clock minus this process's ``time.time()``, at the last read of the nodes."""
         self._changes = 0
-        self._condition = threading.Condition()
+        self._changes_of: dict[str, int] = {}
+        """Commits to each watched table (``_changes`` counts them all)."""
+        self._lock = threading.RLock()
+        self._condition = threading.Condition(self._lock)
+        self._table_conditions: dict[str, threading.Condition] = {}
+        """A condition per table waited for alone (on the same lock): a commit to another table wakes none of its waiters."""
         self._trio_token: trio.lowlevel.TrioToken | None = None
         self._trio_events: dict[str, trio.Event] = {}
         self._listening = threading.Event()
@@ -101,7 +106,10 @@ class StoreWatch:
                     self._read_nodes(reader)
                 with self._condition:
                     self._changes += 1
+                    self._changes_of[note.payload] = self._changes_of.get(note.payload, 0) + 1
                     self._condition.notify_all()
+                    if note.payload in self._table_conditions:
+                        self._table_conditions[note.payload].notify_all()
                 if self._trio_token is not None:
                     with contextlib.suppress(trio.RunFinishedError):
                         self._trio_token.run_sync_soon(self._wake_trio, note.payload)
@@ -180,11 +188,17 @@ class StoreWatch:
         """Return at the next commit to ``table`` ("": to any watched table)."""
         await self._event(table).wait()
 
-    def wait_change(self, timeout: float) -> None:
-        """Block until the next commit to a watched table, at most ``timeout`` s."""
+    def wait_change(self, timeout: float, table: str = "") -> None:
+        """Block until the next commit to ``table`` ("": to any watched table), at most ``timeout`` s."""
+        if not table:
+            with self._condition:
+                seen = self._changes
+            self._wait_past(seen, timeout)
+            return
         with self._condition:
-            seen = self._changes
-        self._wait_past(seen, timeout)
+            condition = self._table_conditions.setdefault(table, threading.Condition(self._lock))
+            seen = self._changes_of.get(table, 0)
+            condition.wait_for(lambda: self._changes_of.get(table, 0) != seen, timeout)
 
     def _wait_past(self, seen: int, timeout: float) -> None:
         with self._condition:
@@ -222,7 +236,7 @@ def wait_to_retry_blocking(watch: StoreWatch, session: str, ttl: float, bound: f
     end = began + bound
     lease = watch.ask(lambda db: read_lease_row(db, session))
     if again:
-        watch.wait_change(max(0.0, end - time.monotonic()))
+        watch.wait_change(max(0.0, end - time.monotonic()), "nodes")
     while (left := watch.retry_in(lease, ttl)) > 0 and (rest := end - time.monotonic()) > 0:
-        watch.wait_change(min(left, rest))
+        watch.wait_change(min(left, rest), "nodes")  # only a heartbeat moves ``retry_in``: not woken by every commit of a message
     return time.monotonic() > began + 0.001
