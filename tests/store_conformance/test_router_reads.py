@@ -1,0 +1,65 @@
+"""The cluster router's store reads: a burst of requests shares a few kept connections.
+
+A real Postgres server and the router of a cluster node: 60 requests' routing reads at once
+(as a node taking a dead node's sessions over gets them) are each answered, the server sees at
+most ``READERS`` connections from them, and they stay open for the next burst until the pool
+is closed (the runtime's stop).
+"""
+
+from __future__ import annotations
+
+import psycopg
+import trio
+
+from actors.agent._locate import Local
+from actors.agent._node import NodeIdentity
+from actors.platforms._cluster import READERS, ClusterRouter
+from protocols._store import GetStoreStatistics
+from tests.postgres_server import PostgresServer
+from tests.test_store import StartRuntime, start_store
+
+PEAK = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hermes-store' AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+
+
+def connections(url: str) -> int:
+    with psycopg.connect(url, autocommit=True) as db:
+        row = db.execute(PEAK).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_a_burst_of_routing_reads_shares_a_few_kept_connections(start_runtime: StartRuntime, postgres: PostgresServer) -> None:
+    url = postgres.new_database()
+    _, store = start_store(start_runtime, url)
+    store.ask(GetStoreStatistics())  # the writer has made the tables
+    writer_only = connections(url)
+    router = ClusterRouter(node=NodeIdentity(node_id="node-a", lease_ttl=3.0), secret=b"x" * 32, store_file=url)
+    peak: list[int] = []
+
+    async def burst() -> list[object]:
+        found: list[object] = []
+
+        async def one(n: int) -> None:
+            found.append(await router._read(("session", f"s{n}")))
+
+        async def watch() -> None:
+            while True:
+                peak.append(await trio.to_thread.run_sync(connections, url) - writer_only)
+                await trio.sleep(0.005)
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            async with trio.open_nursery() as requests:
+                for n in range(60):
+                    requests.start_soon(one, n)
+            nursery.cancel_scope.cancel()
+        return found
+
+    try:
+        found = trio.run(burst)
+        assert len(found) == 60 and all(f is not None and isinstance(f.location, Local) for f in found)  # type: ignore[attr-defined]
+        assert 1 <= max(peak) <= READERS, peak
+        assert connections(url) - writer_only == READERS  # kept for the next burst
+    finally:
+        router.readers.close()
+    assert connections(url) == writer_only
