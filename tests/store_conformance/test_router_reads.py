@@ -8,7 +8,6 @@ is closed (the runtime's stop).
 
 from __future__ import annotations
 
-import psycopg
 import trio
 
 from actors.agent._locate import Local
@@ -16,16 +15,8 @@ from actors.agent._node import NodeIdentity
 from actors.platforms._cluster import READERS, ClusterRouter
 from protocols._store import GetStoreStatistics
 from tests.postgres_server import PostgresServer
+from tests.store_conformance.test_reader_pool import connections
 from tests.test_store import StartRuntime, start_store
-
-PEAK = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hermes-store' AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
-
-
-def connections(url: str) -> int:
-    with psycopg.connect(url, autocommit=True) as db:
-        row = db.execute(PEAK).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 def test_a_burst_of_routing_reads_shares_a_few_kept_connections(start_runtime: StartRuntime, postgres: PostgresServer) -> None:
