@@ -32,6 +32,8 @@ class ReaderPool:
         self._idle: list[StoreReader] = []
         self._lock = threading.Lock()
         self._closed = False
+        self.opened = 0
+        """Readers opened so far (the others were lent again)."""
 
     @contextlib.contextmanager
     def __call__(self) -> Iterator[StoreReader]:
@@ -40,6 +42,8 @@ class ReaderPool:
             reader = self._idle.pop() if self._idle else None
         if reader is None:
             reader = StoreReader(self.location)
+            with self._lock:
+                self.opened += 1
         try:
             yield reader
         except BaseException:
