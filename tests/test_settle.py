@@ -23,7 +23,7 @@ from actors.store._owner import claim_store
 from protocols import ChatMessage, ToolCall
 from protocols._store import AppendMessages, Interrupted, MessagesPersisted, TurnMark, TurnRecord
 from tests.conftest import DEADLINE
-from tests.test_store import Replies, StartRuntime, create, start_store, user
+from tests.store_kit import Replies, StartRuntime, create, start_store, user
 
 TEXT = "[not finished] zebra: the outcome is unknown"
 

@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 
 from actors.store import StoreReader, fts5_query, open_writer
-from tests.test_store import TRANSCRIPT, Replies, StartRuntime, append, create, start_store, user
+from tests.store_kit import TRANSCRIPT, Replies, StartRuntime, append, create, start_store, user
 
 # -- search -----------------------------------------------------------------------------------
 

@@ -16,7 +16,7 @@ from actors import Address
 from actors.store import SCHEMA_VERSION, SchemaVersionError, StoreReader, open_writer
 from protocols import ChatMessage, SegmentRecord, SegmentStart, ToolCall
 from protocols._store import AppendMessages, DeleteSession, MessagesPersisted, RemoveLastTurn, SessionDeleted, StoreFailed, TurnRemoved
-from tests.test_store import Replies, StartRuntime, create, start_store, user
+from tests.store_kit import Replies, StartRuntime, create, start_store, user
 
 SUMMARY = ChatMessage(role="user", content="[summary of earlier turns] the user asked about tides; the agent read tides.csv")
 

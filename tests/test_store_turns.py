@@ -27,7 +27,7 @@ from protocols._store import (
     TurnRecord,
     TurnRemoved,
 )
-from tests.test_store import Replies, StartRuntime, create, start_store, user
+from tests.store_kit import Replies, StartRuntime, create, start_store, user
 
 
 def write(store: Address[Any], replies: Replies, session_id: str, *messages: ChatMessage, turn: TurnMark | None, at: float) -> Any:

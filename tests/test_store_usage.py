@@ -11,7 +11,7 @@ import pytest
 from actors.store import SCHEMA_VERSION, SchemaVersionError, StoreReader, open_writer
 from protocols import ChatMessage
 from protocols._store import AppendMessages, MessagesPersisted, StoreFailed, TokenUsage
-from tests.test_store import Replies, StartRuntime, create, start_store, user
+from tests.store_kit import Replies, StartRuntime, create, start_store, user
 
 DETAILS = '[{"type":"reasoning.text","text":"t","signature":"s\\u00e9"}]'
 

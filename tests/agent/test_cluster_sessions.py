@@ -27,7 +27,7 @@ from supervisor import ChildSpec
 from tests.agent.session_kit import start_kit, until
 from tests.config.test_applied_sections import home_with
 from tests.conftest import DEADLINE
-from tests.test_store import ControlledWriter, Replies, StartRuntime
+from tests.store_kit import ControlledWriter, Replies, StartRuntime
 
 NODE_A = NodeIdentity(node_id="node-a", lease_ttl=600.0)
 

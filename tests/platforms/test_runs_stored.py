@@ -9,8 +9,8 @@ from actors.store import settle_interrupted
 from protocols import ChatMessage
 from tests.conftest import DEADLINE
 from tests.platforms.server_kit import start_server
+from tests.store_kit import StartRuntime, user
 from tests.test_settle import calls, written
-from tests.test_store import StartRuntime, user
 
 
 def test_a_run_from_before_a_restart_is_answered_from_the_store(start_runtime: StartRuntime, tmp_path: Path, model_server: ModelServer) -> None:

@@ -35,7 +35,7 @@ from protocols._store import (
     TurnMark,
 )
 from tests.postgres_server import PostgresServer
-from tests.test_store import Replies, StartRuntime, asking, hold, start_store
+from tests.store_kit import Replies, StartRuntime, asking, hold, start_store
 
 TTL = 600.0
 

@@ -46,7 +46,7 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 from supervisor import ChildSpec
-from tests.test_store import ControlledWriter, Replies, StartRuntime, hold, user
+from tests.store_kit import ControlledWriter, Replies, StartRuntime, hold, user
 
 
 def start(start_runtime: StartRuntime, location: str) -> Address[Any]:

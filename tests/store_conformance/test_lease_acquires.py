@@ -24,7 +24,7 @@ from protocols import ChatMessage, ToolCall
 from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, StoreFailed, TurnMark
 from tests.postgres_server import PostgresServer
-from tests.test_store import Replies, StartRuntime, asking, hold, start_store
+from tests.store_kit import Replies, StartRuntime, asking, hold, start_store
 
 TTL = 30.0
 CUT = "the outcome is unknown: the node running it stopped"

@@ -18,7 +18,7 @@ from protocols import ChatMessage
 from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused, LeaseReleased, ReleaseLease, RenewLease
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, StoreFailed
 from tests.postgres_server import PostgresServer
-from tests.test_store import Replies, StartRuntime, asking, hold, start_store
+from tests.store_kit import Replies, StartRuntime, asking, hold, start_store
 
 TTL = 30.0
 

@@ -31,7 +31,7 @@ from protocols._store import (
     UpdateSessionTotals,
 )
 from supervisor import ChildSpec
-from tests.test_store import ControlledWriter, Hold, Replies, StartRuntime, hold, user
+from tests.store_kit import ControlledWriter, Hold, Replies, StartRuntime, hold, user
 
 T0 = 1_000.0
 TTL = 30.0

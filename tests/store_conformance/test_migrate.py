@@ -24,7 +24,7 @@ from protocols._store import MessagesPersisted, PutResponse, SegmentStart, TurnM
 from tests.conftest import DEADLINE
 from tests.postgres_server import PostgresServer
 from tests.store_conformance.test_conformance import answer, ask, make, start, write
-from tests.test_store import Replies, StartRuntime, user
+from tests.store_kit import Replies, StartRuntime, user
 
 
 def migrate(home: Path, *extra: str) -> subprocess.CompletedProcess[str]:

@@ -32,7 +32,7 @@ from supervisor import ChildSpec
 from tests.agent.session_kit import start_kit, until
 from tests.conftest import DEADLINE
 from tests.postgres_server import PostgresServer
-from tests.test_store import ControlledWriter, Hold, Replies, StartRuntime, hold
+from tests.store_kit import ControlledWriter, Hold, Replies, StartRuntime, hold
 
 
 def test_a_session_whose_lease_row_a_paused_node_locks_is_answered_and_taken_over(

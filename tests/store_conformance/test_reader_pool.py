@@ -20,7 +20,7 @@ from protocols._store import GetStoreStatistics
 from tests.agent.session_kit import start_kit, until
 from tests.conftest import DEADLINE
 from tests.postgres_server import PostgresServer
-from tests.test_store import StartRuntime, start_store
+from tests.store_kit import StartRuntime, start_store
 
 READERS = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hermes-store' AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
 

@@ -14,7 +14,7 @@ from protocols import ChatMessage, ToolCall
 from protocols._leases import AcquireLease, Fence, LeaseGranted, LeaseRefused, NodeHeartbeat, NodeSeen
 from protocols._store import AppendMessages, CreateSession, MessagesPersisted, SessionCreated, StoreFailed, TurnMark
 from tests.store_conformance.test_leases import T0, TTL, Node, StoreClock, lease_of
-from tests.test_store import StartRuntime, user
+from tests.store_kit import StartRuntime, user
 
 RESULT = "[interrupted] the node running this tool stopped; its outcome is unknown"
 
