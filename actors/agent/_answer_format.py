@@ -7,7 +7,6 @@ answer (```` ```json ... ``` ````) is read inside its fence, as models often add
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -15,12 +14,14 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
+from ._json_text import TOO_DEEP, read_json
+
 _FENCE = re.compile(r"\A\s*```(?:json)?\s*\n(?P<body>.*?)\n\s*```\s*\Z", re.DOTALL)
 
 
 def _json(text: str) -> Any:
     found = _FENCE.match(text)
-    return json.loads(found.group("body") if found else text)
+    return read_json(found.group("body") if found else text)
 
 
 def answer_problem(text: str, response_format: dict[str, Any]) -> str | None:
@@ -42,7 +43,10 @@ def answer_problem(text: str, response_format: dict[str, Any]) -> str | None:
         validator_class.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
         return f"the response_format schema itself is invalid ({exc.message})"
-    error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+    try:
+        error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
+    except RecursionError:  # a value a few levels short of the reader's limit can still exhaust the validator's
+        return f"the answer is {TOO_DEEP}"
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the top level"

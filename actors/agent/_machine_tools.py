@@ -8,7 +8,6 @@ the turn pauses for their results once the other groups are done.
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -16,6 +15,7 @@ import msgspec
 from protocols import ChatMessage, Token, ToolCall
 from protocols._session import ToolFinished, ToolStarted
 
+from ._json_text import read_json
 from ._plan import PlannedCall, plan_batches
 from ._turn_io import Persist, RunTool, ToolDone
 from ._turn_state import RunningTools, Turn
@@ -43,7 +43,7 @@ def start(run: _Step, turn: Turn, now: float) -> None:
             problem = f"[error] unknown tool {call.name!r}; available tools: {available}"
         else:
             try:
-                arguments = json.loads(call.arguments or "{}")
+                arguments = read_json(call.arguments or "{}")
             except ValueError as exc:
                 problem = f"[error] the arguments are not valid JSON ({exc}); call the tool again with a JSON object"
             else:

@@ -14,7 +14,6 @@ user's turn.
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import trio
 
@@ -23,6 +22,7 @@ from protocols import ChatMessage, SessionInbox, StartTurn, ToolFinished, ToolSt
 
 from ._delegation import SessionOverrides
 from ._hub import HubRegistry
+from ._json_text import read_json
 from ._nudges import ReviewPlan
 from ._reader import run_turn
 from ._review_prompts import review_prompt
@@ -82,7 +82,7 @@ async def run_review(
 def saved_line(tool: str, arguments: str) -> str | None:
     """A successful write as a short line (``memory add (user)``, ``skill create deploy``); None for a read."""
     try:
-        args = json.loads(arguments) if arguments else {}
+        args = read_json(arguments) if arguments else {}
     except ValueError:
         args = {}
     if not isinstance(args, dict):

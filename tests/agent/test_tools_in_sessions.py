@@ -87,3 +87,25 @@ def test_a_tool_that_hangs_past_its_timeout_or_floods_output_leaves_the_session_
         assert all(len(m.get("content") or "") <= 100_000 for m in sent)
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
+
+
+def test_tool_arguments_nested_100_000_deep_get_an_error_result_and_the_turn_goes_on(tmp_path: Path, model_server: ModelServer) -> None:
+    """A careless or hostile model's arguments: ``json.loads`` raises RecursionError on them (no
+    ValueError), which used to escape the machine's step and crash the session."""
+    (tmp_path / "notes.txt").write_text("kept")
+    tools = {"read_file": REGISTRY.get("read_file").spec()}
+    kit = kit_with(tmp_path, model_server, tools)
+    try:
+        calls = (ScriptedCall(name="read_file", arguments="[" * 100_000 + "]" * 100_000), ScriptedCall(name="read_file", arguments='{"path": "notes.txt"}'))
+        model_server.script([ToolCallsReply(calls=calls), TextReply(content="read what I could")], session="deep")
+        probe = kit.subscribe("deep")
+        kit.start_turn("deep", "read it")
+        events = until(probe, TurnCompleted)
+        finished = [e for e in events if isinstance(e, ToolFinished)]
+        assert [e.ok for e in finished] == [False, True] and "nested too deeply" in finished[0].preview and "kept" in finished[1].preview
+        assert events[-1].text == "read what I could"
+        assert not [e for e in events if type(e).__name__ in ("SessionRecovered", "TurnFailed")]
+        results = [m for m in model_server.requests[-1].body["messages"] if m["role"] == "tool"]
+        assert len(results) == 2 and "nested too deeply" in results[0]["content"]
+    finally:
+        assert kit.runtime.stop(timeout=DEADLINE)
