@@ -1,8 +1,9 @@
 """Whether a final answer honours the client's ``response_format`` (a pure check).
 
 ``json_object``: the answer is one JSON object. ``json_schema``: it is JSON that the schema
-accepts (``jsonschema``, the draft the schema names, Draft 2020-12 by default). A fenced
-answer (```` ```json ... ``` ````) is read inside its fence, as models often add one.
+accepts (``jsonschema``, the draft the schema names, Draft 2020-12 by default, applied as
+``_answer_schema`` says: patterns on a time budget, never an exception out of the check). A
+fenced answer (```` ```json ... ``` ````) is read inside its fence, as models often add one.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-import jsonschema.validators
-
-from ._json_text import TOO_DEEP, read_json
+from ._answer_schema import ENDLESS, SchemaUnusable, check, schema_problem
+from ._json_text import TOO_DEEP, nests_deeper_than, read_json
 
 _FENCE = re.compile(r"\A\s*```(?:json)?\s*\n(?P<body>.*?)\n\s*```\s*\Z", re.DOTALL)
+
+DEEP_ANSWER = 100
+"""Levels of nesting past which a check that ran out of recursion blames the answer, not the schema."""
 
 
 def _json(text: str) -> Any:
@@ -38,15 +39,15 @@ def answer_problem(text: str, response_format: dict[str, Any]) -> str | None:
     schema = response_format.get("json_schema", {}).get("schema")
     if not isinstance(schema, dict):
         return None
-    validator_class = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    problem = schema_problem(schema)
+    if problem is not None:
+        return problem
     try:
-        validator_class.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as exc:
-        return f"the response_format schema itself is invalid ({exc.message})"
-    try:
-        error = jsonschema.exceptions.best_match(validator_class(schema).iter_errors(value))
-    except RecursionError:  # a value a few levels short of the reader's limit can still exhaust the validator's
-        return f"the answer is {TOO_DEEP}"
+        error = check(schema, value)
+    except SchemaUnusable as exc:
+        return str(exc)
+    except RecursionError:  # a deep answer exhausts the validator before the reader; a shallow one, a $ref loop
+        return f"the answer is {TOO_DEEP}" if nests_deeper_than(value, DEEP_ANSWER) else ENDLESS
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the top level"

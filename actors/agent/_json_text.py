@@ -10,6 +10,7 @@ exhaust Python's recursion (a careless or hostile model can send 100,000 bracket
 
 from __future__ import annotations
 
+import gc
 import json
 from typing import Any
 
@@ -28,3 +29,23 @@ def read_json(text: str) -> Any:
         return json.loads(text)
     except RecursionError:
         raise ValueError(TOO_DEEP) from None
+
+
+def nests_deeper_than(value: Any, limit: int) -> bool:
+    """Whether decoded JSON ``value`` has more than ``limit`` levels of arrays and objects.
+
+    Breadth-first, one level per step, and the per-item work is in C: ``gc.get_referents``
+    lists a level's children, ``gc.is_tracked`` keeps the containers. The garbage collector
+    tracks every list and every dict holding a container; it may leave a dict of scalars
+    untracked, which is a leaf: one more level, nothing below it.
+    """
+    children = gc.get_referents(value)  # Invariant: the children of the containers `depth` levels down
+    depth = 1
+    while True:
+        containers = [*filter(gc.is_tracked, children)]
+        if not containers:
+            return depth == limit and dict in map(type, children)
+        depth += 1
+        if depth > limit:
+            return True
+        children = gc.get_referents(*containers)

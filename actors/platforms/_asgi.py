@@ -11,7 +11,6 @@ range, nested deeper than :data:`MAX_DEPTH`), the answer is a 400 ``HttpError``.
 from __future__ import annotations
 
 import dataclasses
-import gc
 import itertools
 import re
 from collections.abc import Awaitable, Callable, Mapping
@@ -19,6 +18,8 @@ from typing import Any
 
 import msgspec
 import trio
+
+from ..agent._json_text import nests_deeper_than
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -194,26 +195,6 @@ def _lone_surrogate(raw: bytes) -> re.Match[bytes] | None:
 
 def _too_deep() -> HttpError:
     return HttpError(400, f"the JSON body nests deeper than {MAX_DEPTH} levels; no API request needs that many", code="json_too_deep")
-
-
-def nests_deeper_than(value: Any, limit: int) -> bool:
-    """Whether decoded JSON ``value`` has more than ``limit`` levels of arrays and objects.
-
-    Breadth-first, one level per step, and the per-item work is in C: ``gc.get_referents``
-    lists a level's children, ``gc.is_tracked`` keeps the containers. The garbage collector
-    tracks every list and every dict holding a container; it may leave a dict of scalars
-    untracked, which is a leaf: one more level, nothing below it.
-    """
-    children = gc.get_referents(value)  # Invariant: the children of the containers `depth` levels down
-    depth = 1
-    while True:
-        containers = [*filter(gc.is_tracked, children)]
-        if not containers:
-            return depth == limit and dict in map(type, children)
-        depth += 1
-        if depth > limit:
-            return True
-        children = gc.get_referents(*containers)
 
 
 def _json_type(value: Any) -> str:

@@ -161,6 +161,39 @@ def test_an_answer_that_breaks_the_schema_twice_is_a_clear_error(api: ServerKit)
     assert error["code"] == "format" and "'city' is a required property" in error["message"]
 
 
+def test_a_response_format_schema_that_cannot_be_applied_is_a_400_before_the_model_is_called(api: ServerKit) -> None:
+    before = len(api.model.requests)
+    schemas = ({"$ref": "#"}, {"$ref": "https://example.com/schema.json"}, {"type": "object", "patternProperties": {"^a": {}}})
+    with api.http() as http:
+        replies = [
+            http.post(
+                "/v1/chat/completions",
+                json={"messages": [user("where?")], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": s}}},
+            )
+            for s in schemas
+        ]
+        health = http.get("/health")
+    errors = [r.json()["error"] for r in replies]
+    assert [r.status_code for r in replies] == [400, 400, 400] and {e["code"] for e in errors} == {"invalid_schema"}
+    assert "refers to itself without end" in errors[0]["message"] and "cannot be resolved" in errors[1]["message"]
+    assert "patternProperties" in errors[2]["message"] and errors[2]["param"] == "response_format"
+    assert len(api.model.requests) == before and health.status_code == 200
+
+
+def test_a_pattern_that_backtracks_for_ever_fails_the_turn_clearly_and_the_server_keeps_answering(api: ServerKit) -> None:
+    """Python's re, which jsonschema uses, would hold the GIL for ever on (a|aa)+$ against this
+    answer: every session, the API and /health froze with it."""
+    schema = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object", "properties": {"a": {"type": "string", "pattern": "(a|aa)+$"}}}}}
+    answer = json.dumps({"a": "a" * 60 + "!"})
+    api.model.script([TextReply(content=answer), TextReply(content=answer)])
+    with api.http() as http:
+        reply = http.post("/v1/chat/completions", json={"messages": [user("say a lot of a")], "response_format": schema})
+        health = http.get("/health")
+    assert reply.status_code == 502 and reply.json()["error"]["code"] == "format"
+    assert "the response_format pattern '(a|aa)+$' took longer than 0.25 s" in reply.json()["error"]["message"]
+    assert health.status_code == 200
+
+
 def test_image_parts_reach_a_vision_model_and_are_stored_with_the_transcript(tmp_path: Path, model_server: ModelServer) -> None:
     vision = ModelSettings(model="test-model", base_url=model_server.base_url, api_key="test-key", vision=True)
     kit = start_server(tmp_path, model_server, upstream=vision)
