@@ -15,12 +15,16 @@ from __future__ import annotations
 import os
 import re
 
+import regex
+
 from ._danger_scan import Ctx, command_name, long_options, positionals, short_flags
 from ._danger_shell import Word, walk_commands
 
 _RUNTIME_NAMES = ("hermes",)
 _RUNTIME_SAMPLE = "/usr/bin/python3 /usr/local/bin/hermes run"
 """What the runtime's command line looks like, to test ``pkill -f`` patterns against."""
+_PATTERN_BUDGET_S = 0.1
+"""Seconds a ``pkill`` pattern may take against one subject (the ``regex`` module's timeout)."""
 _KILL_SIGNALS = frozenset({"9", "KILL", "SIGKILL"})
 _PID_FINDERS = frozenset({"pgrep", "pidof", "lsof", "fuser", "ps"})
 _REGEX_CHARS = re.compile(r"[*+?\[\](){}|^$\\]")
@@ -55,10 +59,13 @@ def names_runtime(pattern: str, *, full: bool) -> bool:
     lowered = pattern.lower()
     if any(name in lowered for name in _RUNTIME_NAMES) or (full and "python" in lowered):
         return True
+    subjects = ("python", "python3", *((_RUNTIME_SAMPLE,) if full else ()))
     try:
-        return any(re.search(pattern, subject) for subject in ("python", "python3", *((_RUNTIME_SAMPLE,) if full else ())))
-    except re.error:
+        return any(regex.search(pattern, subject, timeout=_PATTERN_BUDGET_S) for subject in subjects)
+    except (regex.error, ValueError):
         return False
+    except TimeoutError:  # a pattern that backtracks for ever (``re`` held the GIL for hours): say it may
+        return True
 
 
 def _matches_everything(pattern: str) -> bool:
@@ -200,10 +207,10 @@ def _pkill(ctx: Ctx) -> None:
         ctx.analysis.block("kill-all", f"the pattern matches every process of the user ({shown})")
     if any(names_runtime(w.text, full=full) for w in patterns):
         ctx.analysis.warn("kill-runtime", f"may signal the agent runtime itself ({shown})")
-    regex = ctx.name == "killall" and ("r" in short_flags(args) or "regexp" in long_options(args))
+    by_regex = ctx.name == "killall" and ("r" in short_flags(args) or "regexp" in long_options(args))
     if _signals(ctx) & _KILL_SIGNALS:
         ctx.analysis.warn("kill-by-name", f"kills by name with SIGKILL, which no process can catch to save its work ({shown})")
-    elif regex or (ctx.name == "pkill" and any(_REGEX_CHARS.search(w.text) for w in patterns)):
+    elif by_regex or (ctx.name == "pkill" and any(_REGEX_CHARS.search(w.text) for w in patterns)):
         ctx.analysis.warn("kill-by-name", f"kills every process a pattern matches, often more than meant ({shown})")
 
 

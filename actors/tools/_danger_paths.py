@@ -104,13 +104,35 @@ def _glob_names(pattern: str, candidates: set[str]) -> str | None:
     parts = pattern.split("/")
     for candidate in sorted(candidates):
         names = candidate.split("/")
-        if len(names) == len(parts) and all(re.fullmatch(_glob_regex(p), n) for p, n in zip(parts, names, strict=True)):
+        if len(names) == len(parts) and all(glob_matches(p, n) for p, n in zip(parts, names, strict=True)):
             return candidate
     return None
 
 
-def _glob_regex(part: str) -> str:
-    return "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in part) if part else ""
+def glob_matches(pattern: str, name: str) -> bool:
+    """Whether the glob ``pattern`` (``*`` any run, ``?`` one character, all else literal) matches
+    the whole of ``name``.
+
+    Greedy, going back only to the last ``*`` seen: at most ``len(pattern) * len(name)`` steps.
+    (A regular expression with ``.*`` for each star backtracks through every way of cutting the
+    name: ``rm -rf /home/`` and thirty stars and an ``x`` took minutes, and held the GIL.)
+    """
+    p = n = 0
+    star = -1  # where the last star is in the pattern; ``resume``: where its run would end next
+    resume = 0
+    while n < len(name):
+        if p < len(pattern) and pattern[p] == "*":
+            star, resume = p, n
+            p += 1
+        elif p < len(pattern) and pattern[p] in ("?", name[n]):
+            p += 1
+            n += 1
+        elif star >= 0:  # let the last star take one more character, and match on from there
+            resume += 1
+            p, n = star + 1, resume
+        else:
+            return False
+    return pattern[p:].strip("*") == ""
 
 
 def hardline_target(path: str, home: str) -> tuple[str, str] | None:
