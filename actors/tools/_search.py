@@ -112,7 +112,7 @@ async def _search_content(query: ContentQuery, executable: str | None) -> Found:
         try:
             return await rg.search_content(executable, query)
         except rg.PatternUnsupported:
-            pass  # e.g. look-around: Python's re can do it (same walk, same output)
+            pass  # e.g. look-around: the Python backend can do it (same walk, same output)
         except FileNotFoundError:
             pass  # uninstalled since we looked
     return await _in_thread(lambda cancelled: search_content(query, cancelled))

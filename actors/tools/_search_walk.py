@@ -5,8 +5,11 @@ project's exclusions (depth first, each directory's entries sorted by name bytes
 symlinks not followed, the :data:`SKIP_NAMES` never entered, files over
 :data:`MAX_FILE_BYTES` skipped for content search, files containing a NUL byte treated
 as binary and skipped), so the two backends give the same results in the same order.
-Regular expressions are Python's ``re`` here and Rust's ``regex`` in ripgrep; the common
-syntax is the same.
+Regular expressions are the ``regex`` module's here (``re``'s syntax) and Rust's ``regex`` in
+ripgrep; the common syntax is the same. Each line's match has a time budget
+(:data:`LINE_BUDGET_S`): a pattern that backtracks for ever on a line (``(a|aa)+$`` against a
+line of 60 a's) fails the search with a clear error. With ``re`` it ran for hours and held the
+GIL, so the whole server stood still.
 
 Blocking: runs in a worker thread. ``cancelled`` is checked between files.
 """
@@ -15,15 +18,18 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+import regex
 
 SKIP_NAMES = (".git", ".hg", ".svn", "node_modules", "__pycache__", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".tox", ".venv", "venv")
 """Directories (and files) never searched: version control data, caches, installed packages."""
 MAX_FILE_BYTES = 10 << 20
 """Content search skips larger files (ripgrep: ``--max-filesize 10M``)."""
+LINE_BUDGET_S = 1.0
+"""Seconds the pattern may take on one line before the search fails."""
 
 
 class SearchFailed(Exception):
@@ -109,15 +115,23 @@ def _file_lines(path: str) -> list[str] | None:
     return lines
 
 
-def compile_pattern(pattern: str, ignore_case: bool) -> re.Pattern[str]:
+def compile_pattern(pattern: str, ignore_case: bool) -> regex.Pattern[str]:
     try:
-        return re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    except re.error as exc:
+        return regex.compile(pattern, regex.IGNORECASE if ignore_case else 0)
+    except (regex.error, ValueError) as exc:
         raise SearchFailed(f"invalid regular expression {pattern!r}: {exc}") from None
 
 
+def _search_line(compiled: regex.Pattern[str], line: str, path: str, number: int) -> bool:
+    try:
+        return compiled.search(line, timeout=LINE_BUDGET_S) is not None
+    except TimeoutError:
+        why = "a pattern with nested or overlapping repetition, like (a|aa)+, can take exponential time"
+        raise SearchFailed(f"the pattern {compiled.pattern!r} took longer than {LINE_BUDGET_S:g} s on line {number} of {path} ({why}); simplify it") from None
+
+
 def search_content(query: ContentQuery, cancelled: threading.Event) -> Found:
-    regex = compile_pattern(query.pattern, query.ignore_case)
+    compiled = compile_pattern(query.pattern, query.ignore_case)
     found, total = Found(), 0
     for path in walk(query.root, max_bytes=MAX_FILE_BYTES, cancelled=cancelled):
         if query.name_globs and not query.accept_name(os.path.basename(path)):
@@ -127,7 +141,7 @@ def search_content(query: ContentQuery, cancelled: threading.Event) -> Found:
             continue
         hits = FileHits(path=path)
         for number, line in enumerate(lines, 1):
-            if regex.search(line):
+            if _search_line(compiled, line, path, number):
                 if total == query.limit:
                     found.more = True
                     break

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -203,3 +205,23 @@ def test_brace_globs_expand_like_ripgrep() -> None:
     assert expand_braces("*.{py,pyi}") == ("*.py", "*.pyi")
     assert expand_braces("{a,b}/{c,d}.txt") == ("a/c.txt", "a/d.txt", "b/c.txt", "b/d.txt")
     assert expand_braces("plain*.md") == ("plain*.md",)
+
+
+def test_a_pattern_that_backtracks_for_ever_fails_the_python_search_within_its_budget(tmp_path: Path) -> None:
+    """In a child process with a deadline: with ``re``, (a|aa)+$ against a line of 60 a's ran for
+    hours holding the GIL (the whole server stood still, and so would this test). The look-ahead
+    makes ripgrep hand such a pattern to the Python backend too."""
+    (tmp_path / "notes.txt").write_text("fine\n" + "a" * 60 + "!\n")
+    code = (
+        "import sys, threading\n"
+        "from pathlib import Path\n"
+        "from actors.tools._search_walk import ContentQuery, SearchFailed, search_content\n"
+        "query = ContentQuery(root=Path(sys.argv[1]), pattern='(?=a)(a|aa)+$', ignore_case=False, context=0, name_globs=(), limit=10, accept_name=lambda n: True)\n"
+        "try:\n"
+        "    search_content(query, threading.Event())\n"
+        "except SearchFailed as exc:\n"
+        "    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, timeout=60, check=True)
+    said = done.stdout.strip()
+    assert said.startswith("the pattern '(?=a)(a|aa)+$' took longer than 1 s on line 2 of ") and said.endswith("; simplify it")
