@@ -172,11 +172,16 @@ def test_a_response_format_schema_that_cannot_be_applied_is_a_400_before_the_mod
             )
             for s in schemas
         ]
+        responses = http.post(
+            "/v1/responses", json={"input": "where?", "text": {"format": {"type": "json_schema", "name": "x", "schema": {"$ref": "#/nowhere"}}}}
+        )
+        replies.append(responses)
         health = http.get("/health")
     errors = [r.json()["error"] for r in replies]
-    assert [r.status_code for r in replies] == [400, 400, 400] and {e["code"] for e in errors} == {"invalid_schema"}
+    assert [r.status_code for r in replies] == [400, 400, 400, 400] and {e["code"] for e in errors} == {"invalid_schema"}
     assert "refers to itself without end" in errors[0]["message"] and "cannot be resolved" in errors[1]["message"]
     assert "patternProperties" in errors[2]["message"] and errors[2]["param"] == "response_format"
+    assert "cannot be resolved" in errors[3]["message"]  # the Responses API's text.format, read by the same parser
     assert len(api.model.requests) == before and health.status_code == 200
 
 
