@@ -26,6 +26,9 @@ class McpToolInfo(Message, frozen=True, kw_only=True):
     """The JSON schema of the arguments object, as the server sent it."""
     read_only: bool = False
     """The server marked it read-only (``annotations.readOnlyHint``): it may run beside others."""
+    output_schema: dict[str, Any] | None = None
+    """The JSON schema of its structured results (``outputSchema``), if it declares one: each
+    result is checked against it (``actors.agent._json_schema``: in bounded time)."""
     kind: McpToolKind = "tool"
     """``tool``: the server's own tool; the others are ours, over its resources or prompts."""
 

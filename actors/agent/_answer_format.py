@@ -2,7 +2,7 @@
 
 ``json_object``: the answer is one JSON object. ``json_schema``: it is JSON that the schema
 accepts (``jsonschema``, the draft the schema names, Draft 2020-12 by default, applied as
-``_answer_schema`` says: patterns on a time budget, never an exception out of the check). A
+``_json_schema`` says: patterns on a time budget, never an exception out of the check). A
 fenced answer (```` ```json ... ``` ````) is read inside its fence, as models often add one.
 """
 
@@ -11,13 +11,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ._answer_schema import ENDLESS, SchemaUnusable, check, schema_problem
-from ._json_text import TOO_DEEP, nests_deeper_than, read_json
+from ._json_schema import SchemaUnusable, check, out_of_recursion, schema_problem
+from ._json_text import TOO_DEEP, read_json
 
 _FENCE = re.compile(r"\A\s*```(?:json)?\s*\n(?P<body>.*?)\n\s*```\s*\Z", re.DOTALL)
 
-DEEP_ANSWER = 100
-"""Levels of nesting past which a check that ran out of recursion blames the answer, not the schema."""
+SUBJECT = "the response_format schema"
 
 
 def _json(text: str) -> Any:
@@ -39,15 +38,15 @@ def answer_problem(text: str, response_format: dict[str, Any]) -> str | None:
     schema = response_format.get("json_schema", {}).get("schema")
     if not isinstance(schema, dict):
         return None
-    problem = schema_problem(schema)
+    problem = schema_problem(schema, SUBJECT)
     if problem is not None:
         return problem
     try:
-        error = check(schema, value)
+        error = check(schema, value, SUBJECT)
     except SchemaUnusable as exc:
         return str(exc)
     except RecursionError:  # a deep answer exhausts the validator before the reader; a shallow one, a $ref loop
-        return f"the answer is {TOO_DEEP}" if nests_deeper_than(value, DEEP_ANSWER) else ENDLESS
+        return out_of_recursion(value, SUBJECT, f"the answer is {TOO_DEEP}")
     if error is None:
         return None
     where = "/".join(str(p) for p in error.absolute_path) or "the top level"

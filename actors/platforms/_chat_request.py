@@ -13,7 +13,8 @@ from typing import Any
 
 from protocols import ChatMessage, ClientTool, Role, ToolCall, TurnOptions
 
-from ..agent._answer_schema import schema_problem
+from ..agent._answer_format import SUBJECT
+from ..agent._json_schema import schema_problem
 from ._asgi import HttpError
 
 _ROLES: dict[str, Role] = {"system": "system", "developer": "system", "user": "user", "assistant": "assistant", "tool": "tool"}
@@ -188,7 +189,7 @@ def _response_format(raw: Any) -> dict[str, Any] | None:
     if kind == "json_object":
         return {"type": "json_object"}
     if kind == "json_schema" and isinstance(raw.get("json_schema"), dict) and isinstance(raw["json_schema"].get("schema", {}), dict):
-        problem = schema_problem(raw["json_schema"].get("schema", {}))
+        problem = schema_problem(raw["json_schema"].get("schema", {}), SUBJECT)
         if problem is not None:  # refused here, not after the model answered
             raise HttpError(400, f"{problem}.", param="response_format", code="invalid_schema")
         return {"type": "json_schema", "json_schema": raw["json_schema"]}

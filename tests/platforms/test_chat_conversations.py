@@ -195,7 +195,7 @@ def test_a_pattern_that_backtracks_for_ever_fails_the_turn_clearly_and_the_serve
         reply = http.post("/v1/chat/completions", json={"messages": [user("say a lot of a")], "response_format": schema})
         health = http.get("/health")
     assert reply.status_code == 502 and reply.json()["error"]["code"] == "format"
-    assert "the response_format pattern '(a|aa)+$' took longer than 0.25 s" in reply.json()["error"]["message"]
+    assert "checking the pattern '(a|aa)+$' of the response_format schema took longer than 0.25 s" in reply.json()["error"]["message"]
     assert health.status_code == 200
 
 

@@ -106,12 +106,14 @@ class McpCatalog:
 
     def _spec(self, settings: McpSettings, tool: McpToolInfo, description: str) -> ToolSpec:
         exposed = tool_name(settings.name, tool.name)
-        run = functools.partial(self._run, settings.name, tool.name, exposed, tool.kind)
+        run = functools.partial(self._run, settings.name, tool.name, exposed, tool.kind, tool.output_schema)
         return ToolSpec(name=exposed, description=description, parameters=tool.input_schema, run=run, traits=traits(tool))
 
-    async def _run(self, server: str, tool: str, exposed: str, kind: McpToolKind, arguments: dict[str, Any], context: ToolContext) -> ToolOutput:
+    async def _run(
+        self, server: str, tool: str, exposed: str, kind: McpToolKind, output_schema: dict[str, Any] | None, arguments: dict[str, Any], context: ToolContext
+    ) -> ToolOutput:
         entry = self._entries[server]
-        return await call_tool(entry.link, entry.settings, tool, exposed, arguments, context, kind)
+        return await call_tool(entry.link, entry.settings, tool, exposed, arguments, context, kind, output_schema)
 
     def _update(self, name: str, entry: ServerEntry) -> None:
         entries = dict(self._entries)

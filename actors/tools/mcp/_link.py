@@ -108,7 +108,8 @@ def describe(exc: BaseException) -> str:
 
 def tool_info(tool: types.Tool) -> McpToolInfo:
     read_only = bool(tool.annotations is not None and tool.annotations.readOnlyHint)
-    return McpToolInfo(name=tool.name, description=tool.description or "", input_schema=dict(tool.inputSchema), read_only=read_only)
+    output = dict(tool.outputSchema) if tool.outputSchema is not None else None
+    return McpToolInfo(name=tool.name, description=tool.description or "", input_schema=dict(tool.inputSchema), read_only=read_only, output_schema=output)
 
 
 async def list_tools(session: ClientSession) -> tuple[McpToolInfo, ...]:
@@ -208,11 +209,18 @@ async def _notify_cancelled(session: ClientSession, request_id: int, reason: str
             log.debug("could not send notifications/cancelled: %s", describe(exc))
 
 
-async def _call(session: ClientSession, kind: McpToolKind, tool: str, arguments: dict[str, Any], on_progress: ProgressFnT) -> tuple[str, bool]:
+async def _call(
+    session: ClientSession, kind: McpToolKind, tool: str, arguments: dict[str, Any], on_progress: ProgressFnT, output_schema: dict[str, Any] | None
+) -> tuple[str, bool]:
     """One call of the server: its own tool, or one of ours over its resources or prompts."""
     match kind:
         case "tool":
-            return result_text(await session.call_tool(tool, arguments, progress_callback=on_progress))
+            # Not ``session.call_tool``: it checks the result against the tool's outputSchema with
+            # jsonschema, whose patterns run in ``re`` (a server's ``(a|aa)+$`` held the GIL for
+            # hours). ``result_text`` checks it in bounded time.
+            request = types.ClientRequest(types.CallToolRequest(params=types.CallToolRequestParams(name=tool, arguments=arguments)))
+            result = await session.send_request(request, types.CallToolResult, progress_callback=on_progress)
+            return result_text(result, output_schema, tool)
         case "list_resources":
             return resources_text(await session.list_resources()), True
         case "read_resource":
@@ -225,7 +233,14 @@ async def _call(session: ClientSession, kind: McpToolKind, tool: str, arguments:
 
 
 async def call_tool(
-    link: Link | None, settings: McpSettings, tool: str, exposed: str, arguments: dict[str, Any], context: ToolContext, kind: McpToolKind = "tool"
+    link: Link | None,
+    settings: McpSettings,
+    tool: str,
+    exposed: str,
+    arguments: dict[str, Any],
+    context: ToolContext,
+    kind: McpToolKind = "tool",
+    output_schema: dict[str, Any] | None = None,
 ) -> ToolOutput:
     """Call ``tool`` on the server: per-call timeout, progress as events, cancel told to the server."""
     session = link.session if link is not None else None
@@ -252,7 +267,7 @@ async def call_tool(
     try:
         with trio.move_on_after(settings.timeout):
             with broken:
-                content, ok = await _call(session, kind, tool, arguments, on_progress)
+                content, ok = await _call(session, kind, tool, arguments, on_progress, output_schema)
                 return ToolOutput(content=content, ok=ok)
     except McpError as exc:
         if exc.error.code == CONNECTION_CLOSED:  # the transport saw the end first: the link says why

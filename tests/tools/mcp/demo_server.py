@@ -9,8 +9,9 @@
 Tools: ``add`` (read-only), ``count`` (progress), ``wait_cancel`` (blocks until cancelled) and
 ``cancelled`` (waits until a ``wait_cancel`` was cancelled), ``hang`` (blocks the whole server),
 ``die`` (kills its own process mid-call), ``grow`` (adds a tool and says the list changed),
-``ask`` (sampling: asks the client's model), ``pid``; the resource ``demo://greeting`` and the
-prompt ``review``.
+``ask`` (sampling: asks the client's model), ``pid``, ``echo_a`` (a structured result its own
+``outputSchema`` pattern may refuse, or take for ever to check with ``re``); the resource
+``demo://greeting`` and the prompt ``review``.
 """
 
 from __future__ import annotations
@@ -20,15 +21,18 @@ import signal
 import socket
 import sys
 import time
+from typing import Annotated
 
 if __name__ == "__main__" and (sys.argv[1] == "fail" or os.path.exists(os.environ.get("DEMO_FAIL_IF_EXISTS") or "\0")):
     # Before the SDK loads: a failing start is quick.
     print("demo: cannot start: DEMO_TOKEN is not set", file=sys.stderr, flush=True)
     sys.exit(3)
 
+
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
-from mcp.types import ToolAnnotations
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
 
 server = FastMCP("demo", log_level="WARNING")
 _cancelled = anyio.Event()
@@ -85,7 +89,7 @@ def die() -> str:
 async def ask(question: str, ctx: Context) -> str:  # type: ignore[type-arg]
     """Ask the client's model (sampling) and return its answer."""
     from mcp.shared.exceptions import McpError
-    from mcp.types import SamplingMessage, TextContent
+    from mcp.types import SamplingMessage
 
     message = SamplingMessage(role="user", content=TextContent(type="text", text=question))
     try:
@@ -103,6 +107,19 @@ def greeting() -> str:
 @server.prompt(description="Ask for a review of some code.")
 def review(code: str) -> str:
     return f"Please review: {code}"
+
+
+class Echo(BaseModel):
+    """``echo_a``'s result. The pattern is in the schema only (pydantic does not check it here)."""
+
+    text: str = Field(json_schema_extra={"pattern": "(a|aa)+$"})
+
+
+@server.tool()
+def echo_a(n: int, bang: bool) -> Annotated[CallToolResult, Echo]:
+    """n a's, then '!' if bang: the structured result breaks its own outputSchema's pattern."""
+    text = "a" * n + ("!" if bang else "")
+    return CallToolResult(content=[TextContent(type="text", text=text)], structuredContent={"text": text})
 
 
 @server.tool()

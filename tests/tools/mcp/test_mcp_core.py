@@ -97,3 +97,16 @@ def test_results_become_text_and_server_errors_become_error_results() -> None:
     assert result_text(failed) == ("[error] no such repo", False)
     structured = types.CallToolResult(content=[], structuredContent={"n": 1})
     assert result_text(structured) == ('{"n": 1}', True)
+
+
+def test_a_result_is_held_to_its_tools_output_schema() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    assert result_text(types.CallToolResult(content=[], structuredContent={"n": 1}), schema, "count") == ('{"n": 1}', True)
+    text, ok = result_text(types.CallToolResult(content=[], structuredContent={"n": "one"}), schema, "count")
+    assert not ok and text == "[error] the MCP tool count returned structured content its own outputSchema refuses: 'one' is not of type 'integer'"
+    bare = types.CallToolResult(content=[types.TextContent(type="text", text="1")])
+    assert result_text(bare, schema, "count") == ("[error] the MCP tool count declares an outputSchema but returned no structured content", False)
+    loop = result_text(types.CallToolResult(content=[], structuredContent={"n": 1}), {"$ref": "#"}, "count")
+    assert loop == ("[error] the outputSchema of the MCP tool count refers to itself without end (a $ref loop that never reaches a type); fix the $ref", False)
+    failed = types.CallToolResult(content=[types.TextContent(type="text", text="no")], isError=True)
+    assert result_text(failed, schema, "count") == ("[error] no", False)  # an error result is not checked

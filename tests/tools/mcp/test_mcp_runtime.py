@@ -115,6 +115,20 @@ def test_a_server_killed_mid_call_answers_restarting_and_comes_back(kit: McpKit)
     assert finished(kit.turn("s-back", [("mcp_demo_add", {"a": 1, "b": 1})]))[0].preview == "2"
 
 
+def test_a_result_is_checked_against_the_tools_output_schema_in_bounded_time(kit: McpKit) -> None:
+    """The SDK's own check (``session.call_tool``) runs the schema's patterns in ``re``, holding
+    the GIL: a server's ``(a|aa)+$`` against 60 a's and a '!' would freeze the whole runtime."""
+    assert kit.catalog.entry("demo").state.tools and any(t.output_schema for t in kit.catalog.entry("demo").state.tools if t.name == "echo_a")
+    events = kit.turn(
+        "s-echo", [("mcp_demo_echo_a", {"n": 3, "bang": False}), ("mcp_demo_echo_a", {"n": 3, "bang": True}), ("mcp_demo_echo_a", {"n": 30, "bang": True})]
+    )
+    kept, refused, slow = finished(events)
+    assert kept.ok and kept.preview == "aaa"
+    assert not refused.ok and "the MCP tool echo_a returned structured content its own outputSchema refuses: 'aaa!' does not match" in refused.preview
+    assert not slow.ok and "checking the pattern '(a|aa)+$' of the outputSchema of the MCP tool echo_a took longer than 0.25 s" in slow.preview
+    assert isinstance(events[-1], TurnCompleted)
+
+
 def test_a_hung_stdio_server_is_killed_with_its_group_and_restarted(tmp_path: Path, model_server: ModelServer) -> None:
     kit = start_mcp_kit(tmp_path, model_server, {"demo": stdio_server(timeout=0.5)})
     try:

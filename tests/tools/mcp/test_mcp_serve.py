@@ -58,8 +58,8 @@ def test_serve_offers_mcp_tools_runs_them_in_a_chat_completion_and_reports_the_s
             assert process.stdout is not None
             lines = [process.stdout.readline() for _ in range(3)]
             said = "".join(lines)
-            assert "MCP server demo: 11 tools" in said and "mcp_demo_add" in said and "mcp_demo_die" not in said
-            assert "MCP server web: 13 tools" in said
+            assert "MCP server demo: 12 tools" in said and "mcp_demo_add" in said and "mcp_demo_die" not in said
+            assert "MCP server web: 14 tools" in said
             assert "MCP server broken: failed: the server exited with status 3; its stderr: demo: cannot start: DEMO_TOKEN is not set; retrying" in said
             calls = (ScriptedCall(name="mcp_demo_add", arguments='{"a": 40, "b": 2}'), ScriptedCall(name="mcp_web_add", arguments='{"a": 3, "b": 4}'))
             model_server.script([ToolCallsReply(calls=calls), TextReply(content="42 and 7")], session="mcp-serve")

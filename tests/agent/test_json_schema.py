@@ -10,8 +10,10 @@ from typing import Any
 
 import pytest
 
-from actors.agent._answer_format import answer_problem
-from actors.agent._answer_schema import ENDLESS, PATTERN_BUDGET_S, schema_problem
+from actors.agent._answer_format import SUBJECT, answer_problem
+from actors.agent._json_schema import PATTERN_BUDGET_S, endless, schema_problem
+
+ENDLESS = endless(SUBJECT)
 
 
 def form(schema: dict[str, Any]) -> dict[str, Any]:
@@ -27,7 +29,7 @@ def form(schema: dict[str, Any]) -> dict[str, Any]:
         ({"$ref": "https://example.com/schema.json"}, "has a $ref that cannot be resolved (Unresolvable: https://example.com/schema.json)"),
         ({"$ref": "#/definitions/nope"}, "has a $ref that cannot be resolved (PointerToNowhere"),
         ({"$dynamicRef": "#x"}, "has a $ref that cannot be resolved"),
-        ({"$schema": 5}, "$schema must be a URI string"),
+        ({"$schema": 5}, "the $schema of the response_format schema must be a URI string"),
         ({"type": "nope"}, "the response_format schema itself is invalid"),
         ({"pattern": "("}, "the response_format schema itself is invalid"),
         ({"type": "object", "patternProperties": {"^a": {"type": "string"}}}, "uses patternProperties, which is not supported"),
@@ -35,7 +37,7 @@ def form(schema: dict[str, Any]) -> dict[str, Any]:
     ],
 )
 def test_a_schema_that_cannot_be_applied_is_said_so_in_one_line(schema: dict[str, Any], said: str) -> None:
-    problem = schema_problem(schema)
+    problem = schema_problem(schema, SUBJECT)
     assert problem is not None and said in problem
     assert answer_problem('{"a": 1}', form(schema)) == problem  # and the answer check says the same, without raising
 
@@ -46,7 +48,7 @@ def test_usable_schemas_pass_and_a_property_named_like_a_keyword_is_a_name() -> 
         {"properties": {"patternProperties": {"type": "object"}}},  # a property of that name
         {"$defs": {"node": {"type": "array", "items": {"$ref": "#/$defs/node"}}}, "$ref": "#/$defs/node"},  # recursion that consumes the value
     ):
-        assert schema_problem(schema) is None
+        assert schema_problem(schema, SUBJECT) is None
     city = form({"type": "object", "properties": {"city": {"type": "string", "pattern": "^[A-Z][a-z]+$"}}})
     assert answer_problem('{"city": "Porto"}', city) is None
     assert answer_problem('{"city": "porto"}', city) == "the answer does not match the schema at city: 'porto' does not match the pattern '^[A-Z][a-z]+$'"
@@ -54,7 +56,7 @@ def test_usable_schemas_pass_and_a_property_named_like_a_keyword_is_a_name() -> 
 
 def test_a_ref_loop_reached_only_by_the_answer_blames_the_schema_and_a_deep_answer_blames_the_answer() -> None:
     looping = form({"properties": {"a": {"$ref": "#/properties/a"}}})
-    assert schema_problem(looping["json_schema"]["schema"]) is None  # no probe reaches it
+    assert schema_problem(looping["json_schema"]["schema"], SUBJECT) is None  # no probe reaches it
     assert answer_problem('{"a": {"a": 1}}', looping) == ENDLESS
     tree = form({"type": "array", "items": {"$ref": "#"}})
     assert "nested too deeply" in (answer_problem("[" * 800 + "]" * 800, tree) or "")
@@ -70,4 +72,4 @@ def test_a_pattern_that_backtracks_for_ever_is_stopped_by_the_budget() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     said = done.stdout.strip()
-    assert said.startswith("checking the response_format pattern '(a|aa)+$' took longer than") and f"{PATTERN_BUDGET_S:g} s" in said
+    assert said.startswith("checking the pattern '(a|aa)+$' of the response_format schema took longer than") and f"{PATTERN_BUDGET_S:g} s" in said
