@@ -9,6 +9,10 @@ connections, and the runtime's stop leaves none of them open.
 
 from __future__ import annotations
 
+import os
+import select
+import time
+
 import psycopg
 import pytest
 
@@ -22,7 +26,11 @@ from tests.conftest import DEADLINE
 from tests.postgres_server import PostgresServer
 from tests.store_kit import StartRuntime, start_store
 
-READERS = "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'hermes-store' AND backend_type = 'client backend' AND pid <> pg_backend_pid()"
+READERS = (
+    "SELECT pid FROM pg_stat_activity WHERE application_name = 'hermes-store' AND backend_type = 'client backend'"
+    " AND datname = current_database() AND pid <> pg_backend_pid()"
+)
+"""The store's server processes on this test's own database (other tests share the server)."""
 
 
 def backend(reader: object) -> int:
@@ -36,17 +44,44 @@ def terminate(url: str, pid: int) -> None:
         other.execute("SELECT pg_terminate_backend(%s)", (pid,))
 
 
-def connections(url: str) -> int:
+def backends(url: str) -> set[int]:
+    """The server processes of the store's connections to ``url``'s database."""
     with psycopg.connect(url, autocommit=True) as db:
-        row = db.execute(READERS).fetchone()
-    assert row is not None
-    return int(row[0])
+        return {int(row[0]) for row in db.execute(READERS).fetchall()}
+
+
+def connections(url: str) -> int:
+    return len(backends(url))
+
+
+def exited(pids: set[int]) -> None:
+    """Wait until each server process in ``pids`` has exited. A closed connection's process
+    leaves ``pg_stat_activity`` only when it exits, a moment after the client closed it; the
+    server runs on this machine, so a pidfd says when (a barrier, not a poll)."""
+    fds = []
+    for pid in pids:
+        try:
+            fds.append(os.pidfd_open(pid))
+        except ProcessLookupError:
+            continue  # gone already
+    try:
+        deadline = time.monotonic() + DEADLINE
+        while fds:
+            ready, _, _ = select.select(fds, [], [], max(0.0, deadline - time.monotonic()))
+            assert ready, f"server processes {sorted(pids)} still run {DEADLINE} s after their connections closed"
+            fds = [fd for fd in fds if fd not in ready]
+            for fd in ready:
+                os.close(fd)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def test_a_reader_is_lent_again_unless_its_reads_failed_and_closing_the_pool_closes_them(start_runtime: StartRuntime, postgres: PostgresServer) -> None:
     url = postgres.new_database()
     _, store = start_store(start_runtime, url)
     store.ask(GetStoreStatistics())  # the writer has made the tables
+    writer = backends(url)
     pool = reader_opener(url)
     assert isinstance(pool, ReaderPool)
     with pool() as reader:
@@ -67,13 +102,18 @@ def test_a_reader_is_lent_again_unless_its_reads_failed_and_closing_the_pool_clo
         second = backend(reader)
         assert reader.get_session("s1") is None
         with pool() as another:  # two loads at once: two connections
-            assert backend(another) != second
-    before = connections(url)
+            another_pid = backend(another)
+            assert another_pid != second
+    exited({first})
+    assert backends(url) == writer | {second, another_pid}
     with pool() as lent:
+        mine = backend(lent)
         pool.close()  # the runtime stops while a load runs
-        assert connections(url) == before - 1  # the idle one closed at once
+        exited({second, another_pid} - {mine})
+        assert backends(url) == writer | {mine}  # the idle one closed at once
         assert lent.get_session("s1") is None  # the lent one still reads
-    assert connections(url) == before - 2  # and is closed when it comes back
+    exited({mine})
+    assert backends(url) == writer  # and it is closed when it comes back
 
 
 def test_a_runtime_s_sessions_load_through_a_few_kept_connections_and_its_stop_closes_them(
@@ -89,6 +129,8 @@ def test_a_runtime_s_sessions_load_through_a_few_kept_connections_and_its_stop_c
             kit.start_turn(sid, "hi")
             assert isinstance(until(probe, TurnCompleted)[-1], TurnCompleted)
         assert 1 <= connections(url) - 1 <= 3  # the writer, and the loads' reader(s): not one per session
+        running = backends(url)
     finally:
         assert kit.runtime.stop(timeout=DEADLINE)
+    exited(running)
     assert connections(url) == 0

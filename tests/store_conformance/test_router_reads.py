@@ -15,7 +15,7 @@ from actors.agent._node import NodeIdentity
 from actors.platforms._cluster import READERS, ClusterRouter
 from protocols._store import GetStoreStatistics
 from tests.postgres_server import PostgresServer
-from tests.store_conformance.test_reader_pool import connections
+from tests.store_conformance.test_reader_pool import backends, exited
 from tests.store_kit import StartRuntime, start_store
 
 
@@ -23,7 +23,7 @@ def test_a_burst_of_routing_reads_shares_a_few_kept_connections(start_runtime: S
     url = postgres.new_database()
     _, store = start_store(start_runtime, url)
     store.ask(GetStoreStatistics())  # the writer has made the tables
-    writer_only = connections(url)
+    writer = backends(url)
     router = ClusterRouter(node=NodeIdentity(node_id="node-a", lease_ttl=3.0), secret=b"x" * 32, store_file=url)
 
     async def burst() -> list[object]:
@@ -41,7 +41,9 @@ def test_a_burst_of_routing_reads_shares_a_few_kept_connections(start_runtime: S
         found = trio.run(burst)
         assert len(found) == 60 and all(f is not None and isinstance(f.location, Local) for f in found)  # type: ignore[attr-defined]
         assert 1 <= router.readers.opened <= READERS, router.readers.opened  # 60 reads, a few connections
-        assert connections(url) - writer_only == router.readers.opened  # kept for the next burst
+        kept = backends(url) - writer
+        assert len(kept) == router.readers.opened  # kept for the next burst
     finally:
         router.readers.close()
-    assert connections(url) == writer_only
+    exited(kept)
+    assert backends(url) == writer
