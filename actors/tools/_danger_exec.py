@@ -91,10 +91,10 @@ def _fed_inline(ctx: Ctx) -> bool:
 def _stdin_script(ctx: Ctx, *, literal: bool) -> None:
     """This command runs its stdin as a program: judge what feeds it."""
     kind = ctx.name
-    if any(head_name(c) in DOWNLOADERS for c in ctx.upstream):
+    if ctx.upstream.any_named(DOWNLOADERS):
         ctx.analysis.warn("pipe-to-shell", f"runs a downloaded script (curl | {kind})")
         return
-    if any(_decodes(c) for c in ctx.upstream):
+    if ctx.upstream.any_of(_decodes):
         ctx.analysis.warn("pipe-to-shell", f"runs decoded, unreadable text as a script (base64 -d | {kind})")
         return
     fed = [r.target for r in ctx.command.redirects if r.op == "<<<"] + [Word("", ctx.command.subs)]
@@ -277,7 +277,7 @@ def _source(ctx: Ctx) -> None:
         return
     if target.text in _STDIN_FILES:
         feeds = [r.target for r in ctx.command.redirects if r.op == "<<<"]
-        if any(head_name(c) in DOWNLOADERS for c in ctx.upstream) or any(runs_fetched(ctx.analysis, w, how) for w in feeds):
+        if ctx.upstream.any_named(DOWNLOADERS) or any(runs_fetched(ctx.analysis, w, how) for w in feeds):
             ctx.analysis.warn("pipe-to-shell", f"runs a downloaded script ({how})")
         else:
             ctx.analysis.warn("dynamic-shell", f"runs whatever arrives on stdin as shell code ({how})")

@@ -79,10 +79,7 @@ def _read_secrets(analysis: Analysis, command: Command) -> list[str]:
 
 def _piped_secrets(ctx: Ctx) -> list[str]:
     """Secrets reaching this command's stdin: from a ``<`` redirect or an earlier reader in the pipeline."""
-    found = _redirected_secrets(ctx.analysis, ctx.command)
-    for earlier in ctx.upstream:
-        found += _read_secrets(ctx.analysis, earlier)
-    return found
+    return _redirected_secrets(ctx.analysis, ctx.command) + ctx.upstream.gathered("secrets", lambda earlier: _read_secrets(ctx.analysis, earlier))
 
 
 def _sends(ctx: Ctx, secrets: list[str]) -> None:
@@ -132,7 +129,7 @@ def _netcat(ctx: Ctx) -> None:
     if any(w.text in _EXEC_OPTIONS or w.text.startswith(("--exec=", "--sh-exec=")) for w in ctx.args):
         ctx.analysis.warn("reverse-shell", f"gives whoever is at the other end a program to drive ({ctx.name} -e)")
         return
-    if any(head_name(c) in _SHELLS for c in ctx.upstream):
+    if ctx.upstream.any_named(_SHELLS):
         ctx.analysis.warn("reverse-shell", f"pipes a shell's output to a network peer ({ctx.name})")
     _sends(ctx, _piped_secrets(ctx))
 
@@ -164,7 +161,7 @@ def _remote(text: str) -> bool:
 
 def shell_into(ctx: Ctx) -> None:
     """A shell fed by a network client (``nc host 1 | sh``) runs what the peer sends."""
-    if any(head_name(c) in NETCATS for c in ctx.upstream):
+    if ctx.upstream.any_named(NETCATS):
         ctx.analysis.warn("reverse-shell", f"runs what a network peer sends ({ctx.name} fed by a network client)")
 
 

@@ -24,7 +24,7 @@ from ._danger_kill import KILL_RULES, systemd_runtime
 from ._danger_network import NETWORK_RULES, SENDERS, shell_into
 from ._danger_paths import hardline_target, is_device, is_raw_disk, is_system
 from ._danger_prefixes import DELETERS, PREFIXES
-from ._danger_scan import ASSIGNMENT, Analysis, Ctx, Rule, command_name, long_options, positionals, short_flags
+from ._danger_scan import ASSIGNMENT, NO_UPSTREAM, Analysis, Ctx, Rule, command_name, long_options, positionals, short_flags
 from ._danger_shell import Word
 from ._danger_sql import SQL_RULES, is_sql_truncate, sql_findings
 from ._danger_windows import WINDOWS_RULES, rd
@@ -145,12 +145,12 @@ def _find(ctx: Ctx) -> None:
         if deleter:
             ctx.analysis.warn("find-delete", "deletes every match (find -exec rm)")
         if narrowed or not any(w.text == "{}" for w in sub):
-            ctx.analysis.argv(sub, ctx.command, [], ctx.depth)
+            ctx.analysis.argv(sub, ctx.command, NO_UPSTREAM, ctx.depth)
         elif deleter:
             recursive_delete(ctx.analysis, starts, "find -exec rm")
         else:
             for start in starts:  # nothing narrows the match: `{}` is the start itself, among others
-                ctx.analysis.argv([start if w.text == "{}" else w for w in sub], ctx.command, [], ctx.depth)
+                ctx.analysis.argv([start if w.text == "{}" else w for w in sub], ctx.command, NO_UPSTREAM, ctx.depth)
 
 
 def _world_writable(mode: str) -> bool:

@@ -110,6 +110,54 @@ def abbreviates(options: list[str], name: str, shortest: int = 1) -> bool:
     return any(len(o) >= shortest and name.startswith(o) for o in options)
 
 
+class Upstream(list[Command]):
+    """The earlier stages of a pipeline, and what the rules ask of all of them, kept as it grows.
+
+    A rule asking "is there a downloader anywhere before me?" at every stage of ``sh|sh|...|sh``
+    walked the whole list each time: 1,000 stages took 2.4 s, a 100,000-character command hours.
+    Each question is now answered from where the last one stopped: linear in the pipeline.
+    """
+
+    __slots__ = ("_answers", "_gathered", "_names")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._names: set[str] = set()
+        self._answers: dict[object, tuple[int, bool]] = {}
+        self._gathered: dict[str, tuple[int, list[str]]] = {}
+
+    def add(self, commands: list[Command]) -> None:
+        self.extend(commands)
+        self._names.update(head_name(c) for c in commands)
+
+    def any_named(self, names: frozenset[str]) -> bool:
+        """Whether an earlier stage runs one of ``names`` (by :func:`head_name`)."""
+        return not self._names.isdisjoint(names)
+
+    def any_of(self, test: Callable[[Command], bool]) -> bool:
+        """Whether ``test`` holds for an earlier stage; ``test`` must be the same function each time
+        (a module-level one): the stages it already saw are not asked again."""
+        seen, found = self._answers.get(test, (0, False))
+        for index in range(seen, len(self)):
+            if found:
+                break
+            found = test(self[index])
+        self._answers[test] = (len(self), found)
+        return found
+
+    def gathered(self, key: str, collect: Callable[[Command], list[str]]) -> list[str]:
+        """What ``collect`` finds in every earlier stage, in order; ``key`` names the question (the
+        stages already asked under it are not asked again)."""
+        seen, found = self._gathered.get(key, (0, []))
+        found = found + [item for index in range(seen, len(self)) for item in collect(self[index])]
+        self._gathered[key] = (len(self), found)
+        return found
+
+
+NO_UPSTREAM = Upstream()
+"""For a command run alone (``find -exec``, ``xargs``): nothing feeds it. Never added to."""
+
+
 @dataclasses.dataclass(slots=True)
 class Ctx:
     """One simple command, unwrapped, handed to its rule."""
@@ -118,7 +166,7 @@ class Ctx:
     name: str
     args: list[Word]
     command: Command
-    upstream: list[Command]
+    upstream: Upstream
     """The earlier stages of the pipeline (the last one feeds this command's stdin)."""
     depth: int
     head: Word = dataclasses.field(default_factory=lambda: Word(""))
@@ -299,9 +347,10 @@ class Analysis:
 
     def script(self, script: Script, depth: int) -> None:
         for pipeline in script:
-            for index, command in enumerate(pipeline):
-                upstream = [c for before in pipeline[:index] for c in (before.group or [before])]
+            upstream = Upstream()  # the commands before this one, grown as the walk goes (rules only read it)
+            for command in pipeline:
                 self.command(command, upstream, depth)
+                upstream.add(command.group or [command])
 
     def subshell(self, script: Script, depth: int) -> None:
         saved = self.cwd
@@ -310,7 +359,7 @@ class Analysis:
         finally:
             self.cwd = saved
 
-    def command(self, command: Command, upstream: list[Command], depth: int) -> None:
+    def command(self, command: Command, upstream: Upstream, depth: int) -> None:
         for word in command.words:
             for sub in word.subs:
                 self.subshell(sub, depth)
@@ -332,7 +381,7 @@ class Analysis:
             self.segments.append(" ".join(w.text for w in command.words))
             self.argv(command.words, command, upstream, depth)
 
-    def argv(self, words: list[Word], command: Command, upstream: list[Command], depth: int) -> None:
+    def argv(self, words: list[Word], command: Command, upstream: Upstream, depth: int) -> None:
         """Judge one command line: skip assignments, reserved words and prefixes, then apply its rule."""
         words = self.expand_all(words)
         if words and not words[0].quoted and re.fullmatch(r"\{[^{}\s]*,[^{}\s]*\}", words[0].raw):
