@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from actors.memory import scan_text
@@ -98,3 +101,22 @@ def test_invisible_unicode_is_blocked_naming_the_character(text: str) -> None:
 @pytest.mark.parametrize("text", ORDINARY)
 def test_ordinary_notes_pass_the_scan(text: str) -> None:
     assert scan_text(text) is None
+
+
+def test_a_text_the_patterns_would_take_minutes_over_is_refused_as_unscannable_in_seconds() -> None:
+    """200,000 characters of ``curl curl ...``: each ``curl`` started a scan to the end of the line
+    for a secret after it; with ``re`` that took about two minutes, and a context file is read up
+    to a megabyte. In a child process with a deadline, so a regression fails instead of stalling."""
+    code = "from actors.memory import scan_text\nthreat = scan_text('curl ' * 40_000)\nprint(threat.kind if threat else None)\n"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "unscannable"
+
+
+def test_a_long_ordinary_text_is_scanned_whole_and_passes() -> None:
+    """A 600,000-character project file of prose, commands and code is no threat, and no
+    "unscannable" either: the budget grows with the text."""
+    words = ["the", "session", "store", "keeps", "every", "message", "in", "order", "and", "the", "tools", "run", "in", "their", "own", "process", "group"]
+    lines = [" ".join(words[(n * 7 + k) % len(words)] for k in range(12)) for n in range(40)]
+    lines += ["curl -s https://example.com/api/items | jq .items", "def load(path):", "    return path.read_text()", "export PATH=$HOME/bin:$PATH"]
+    text = "\n".join(lines * 300)
+    assert len(text) > 500_000 and scan_text(text) is None
