@@ -245,8 +245,12 @@ class TelegramServer:
         return 200, found, "application/octet-stream"
 
     def edit_message(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        if self.on_edit is not None:
-            self.on_edit(body)
+        verdict = self.on_edit(body) if self.on_edit is not None else None
+        if verdict is not None:  # the test answers this edit itself: not applied
+            with self.cond:
+                self.edits.append(Sent(self._arrival(), body, verdict[0]))
+                self.cond.notify_all()
+            return verdict
         with self.cond:
             message_id = int(body.get("message_id", 0))
             text, mode = str(body.get("text", "")), str(body.get("parse_mode") or "")

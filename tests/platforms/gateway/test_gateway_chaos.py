@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import signal
-import time
+import threading
 from pathlib import Path
 
 import httpx
@@ -161,18 +161,28 @@ def test_an_adapter_crashed_mid_stream_finishes_the_same_message_once_after_its_
     model.script([TextReply(content="a streamed answer that the crash interrupts and the restart finishes", stall_after_chunks=2, stall_seconds=4.0)])
     state = home / "gateway" / "telegram.json"
     saved_at_edit: list[bool] = []  # whether the state file named the stream when each edit reached the platform
-    telegram.on_edit = lambda _body: saved_at_edit.append(bool(json.loads(state.read_text())["streams"]))
+    first_edit, crash_sent = threading.Event(), threading.Event()
+
+    def on_edit(_body: object) -> tuple[int, dict[str, object]] | None:
+        saved_at_edit.append(bool(json.loads(state.read_text())["streams"]))
+        if first_edit.is_set():
+            return None
+        first_edit.set()  # the adapter now waits mid-stream for this edit's answer, until it is crashed
+        assert crash_sent.wait(DEADLINE)
+        # Not applied, and not done either (it may be the answer's last edit): try again later.
+        return 429, {"ok": False, "error_code": 429, "description": "Too Many Requests: retry after 1", "parameters": {"retry_after": 1}}
+
+    telegram.on_edit = on_edit
     with launched(home) as (process, base):
         telegram.push(ALLOWED, "stream it")
         (streamed,) = telegram.wait_delivered(ALLOWED, 1)  # the stream's first message
-        # The barrier: the state file names the message the restarted adapter must finish (saved
-        # while the model stalls mid-answer; whether an edit went out first depends on how the
-        # first chunks fell, so the edits are checked as they arrive instead).
-        end = time.monotonic() + DEADLINE
-        while not json.loads(state.read_text())["streams"]:
-            assert time.monotonic() < end, "the stream's message id was never saved"
-            time.sleep(0.01)
+        # The barrier: the stream's first edit reached the platform and is held there, so the
+        # adapter is mid-stream however the model's chunks fell; a stream edits only once its
+        # message's id is saved, so the state file names the message the restart must finish.
+        assert first_edit.wait(DEADLINE), "the stream never edited its message"
+        assert json.loads(state.read_text())["streams"], "an edit went out before the stream's id was saved"
         crashed = httpx.post(f"{base}/v1/chaos/crash", json={"path": "/platforms/telegram"}, headers={"authorization": f"Bearer {KEY}"}, timeout=DEADLINE)
+        crash_sent.set()
         assert crashed.status_code == 202, crashed.text
         final = "a streamed answer that the crash interrupts and the restart finishes"
         telegram.wait_for(lambda: any(e.status == 200 and e.text == final for e in telegram.edits), "the final edit")
