@@ -123,7 +123,10 @@ def check(schema: dict[str, Any], value: Any, subject: str) -> jsonschema.except
     """The best error of ``value`` against ``schema``, or None; :class:`SchemaUnusable` when the
     schema itself is at fault, ``RecursionError`` when ``value`` nests too deeply to check (or a
     ``$ref`` loops: :func:`endless` says so)."""
-    validator = _validator(schema, subject)
+    return _best_error(_validator(schema, subject), value, subject)
+
+
+def _best_error(validator: jsonschema.protocols.Validator, value: Any, subject: str) -> jsonschema.exceptions.ValidationError | None:
     try:
         best: jsonschema.exceptions.ValidationError | None = jsonschema.exceptions.best_match(validator.iter_errors(value))
     except referencing.exceptions.Unresolvable as exc:
@@ -134,8 +137,9 @@ def check(schema: dict[str, Any], value: Any, subject: str) -> jsonschema.except
 def schema_problem(schema: dict[str, Any], subject: str) -> str | None:
     """What keeps ``schema`` from being applied, in one line; None when it can be."""
     try:
+        validator = _validator(schema, subject)  # once: checking the schema against its draft is the costly part
         for probe in _PROBES:
-            check(schema, probe, subject)
+            _best_error(validator, probe, subject)
     except SchemaUnusable as exc:
         return str(exc)
     except RecursionError:
